@@ -1,0 +1,245 @@
+package protect
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// addrVector is one line of testdata/clientaddr.jsonl.
+type addrVector struct {
+	Name    string    `json:"name"`
+	Peer    string    `json:"peer"`    // default 10.0.0.1:5555
+	Header  string    `json:"header"`  // default X-Forwarded-For
+	Trusted *[]string `json:"trusted"` // default 10.0.0.0/8, 2001:db8:ffff::/48
+	Count   int       `json:"count"`
+	Unix    bool      `json:"unix"`
+	Lines   []string  `json:"lines"`
+	Want    string    `json:"want"` // an address, or ERR
+}
+
+func readVectors(t *testing.T) []addrVector {
+	t.Helper()
+	f, err := os.Open("testdata/clientaddr.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	var vs []addrVector
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var v addrVector
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("clientaddr.jsonl:%d: %v", n, err)
+		}
+		vs = append(vs, v)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// vectorProtector builds the protector a vector describes.
+func vectorProtector(t *testing.T, v addrVector) *Protector {
+	t.Helper()
+	trusted := []string{"10.0.0.0/8", "2001:db8:ffff::/48"}
+	if v.Trusted != nil {
+		trusted = *v.Trusted
+	}
+	p, err := New(Config{TrustedProxies: trusted, ProxyHeader: v.Header, ProxyCount: v.Count, TrustUnixSocket: v.Unix, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func vectorRequest(v addrVector) *http.Request {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "10.0.0.1:5555"
+	if v.Peer != "" {
+		r.RemoteAddr = v.Peer
+	}
+	h := v.Header
+	if h == "" {
+		h = "X-Forwarded-For"
+	}
+	for _, l := range v.Lines {
+		r.Header.Add(h, l)
+	}
+	return r
+}
+
+func TestClientAddrVectors(t *testing.T) {
+	vs := readVectors(t)
+	if len(vs) < 49 {
+		t.Fatalf("only %d vectors; the design's 9 and at least 40 more are expected", len(vs))
+	}
+	for _, v := range vs {
+		t.Run(v.Name, func(t *testing.T) {
+			p := vectorProtector(t, v)
+			got, err := p.res.resolve(vectorRequest(v))
+			if v.Want == "ERR" {
+				if err == nil {
+					t.Fatalf("resolved %v, want an unknown address", got)
+				}
+				if !errors.Is(err, ErrUnknownClient) {
+					t.Fatalf("error %v does not wrap ErrUnknownClient", err)
+				}
+				// Through Verify, an unknown address is refused and never counted.
+				d, _ := p.Verify(t.Context(), vectorRequest(v))
+				if d.Status != Unknown || !d.Refused() || d.StatusCode() != 429 || d.Key != "" {
+					t.Fatalf("Verify = %+v, want Unknown refused with 429 and no key", d)
+				}
+				if n := p.store.(*MemoryStore).Len(); n != 0 {
+					t.Fatalf("store holds %d counters after an unknown address", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v, want %s", err, v.Want)
+			}
+			if want := netip.MustParseAddr(v.Want); got != want {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestResolveDoesNotAllocate keeps the common cases off the heap.
+func TestResolveDoesNotAllocate(t *testing.T) {
+	p := vectorProtector(t, addrVector{})
+	r := vectorRequest(addrVector{Lines: []string{"6.6.6.6, 203.0.113.7, 10.0.0.2"}})
+	if n := testing.AllocsPerRun(100, func() { p.res.resolve(r) }); n != 0 {
+		t.Fatalf("resolve allocates %v times per call", n)
+	}
+}
+
+func TestAggregationKeys(t *testing.T) {
+	tests := []struct {
+		v4, v6 int
+		addr   string
+		want   string
+	}{
+		{32, 64, "203.0.113.7", "203.0.113.7"},
+		{32, 64, "2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{24, 64, "203.0.113.7", "203.0.113.0/24"},
+		{32, 48, "2001:db8:1:2::1", "2001:db8:1::/48"},
+		{32, 128, "2001:db8::1", "2001:db8::1"},
+	}
+	for _, tt := range tests {
+		ag := aggregator{v4Bits: tt.v4, v6Bits: tt.v6}
+		if got := ag.key(netip.MustParseAddr(tt.addr)).String(); got != tt.want {
+			t.Errorf("key(%s) with /%d,/%d = %s, want %s", tt.addr, tt.v4, tt.v6, got, tt.want)
+		}
+	}
+}
+
+// checkResolved asserts the invariants of any resolved address.
+func checkResolved(t *testing.T, a netip.Addr) {
+	t.Helper()
+	if !a.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() {
+		t.Fatalf("resolved %v (%#v): must be valid, unmapped, zone-free and specified", a, a)
+	}
+}
+
+func FuzzParseNode(f *testing.F) {
+	for _, s := range []string{"1.2.3.4", "1.2.3.4:80", "[2001:db8::1]:443", "2001:db8::1", "::ffff:1.2.3.4", "fe80::1%eth0", "[", "[]:", "0.0.0.0", "[::ffff:0.0.0.0]:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if a, ok := parseNode(s); ok {
+			checkResolved(t, a)
+		}
+		if a, ok := parseForwardedNode(s); ok {
+			checkResolved(t, a)
+		}
+	})
+}
+
+func FuzzForwarded(f *testing.F) {
+	for _, s := range []string{`for=192.0.2.43, for=unknown`, `for="[2001:db8:cafe::17]:4711"`, `for=1.2.3.4;proto=http;by="a,b"`, `for="\`, `for="a\"b"`, `;`, `,`, `for=1;for=2`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		fors, ok := parseForwarded(line, nil)
+		if !ok {
+			return
+		}
+		for _, v := range fors {
+			if a, ok := parseForwardedNode(v); ok {
+				checkResolved(t, a)
+			}
+		}
+	})
+}
+
+// FuzzResolve drives the whole resolver with a peer and two header lines,
+// in each header mode.
+func FuzzResolve(f *testing.F) {
+	f.Add("10.0.0.1:5555", "6.6.6.6, 1.2.3.4", "10.0.0.2", uint8(0))
+	f.Add("[::ffff:10.0.0.1]:1", `for="[2001:db8::1]:80"`, "for=10.0.0.3", uint8(1))
+	f.Add("10.0.0.1:1", "1.2.3.4", "", uint8(2))
+	f.Add("@", "1.2.3.4", "5.6.7.8", uint8(3))
+	headers := []string{"X-Forwarded-For", "Forwarded", "X-Real-IP", "X-Forwarded-For"}
+	f.Fuzz(func(t *testing.T, peer, line1, line2 string, mode uint8) {
+		v := addrVector{Peer: peer, Header: headers[mode%4], Unix: mode&4 != 0, Lines: []string{line1, line2}}
+		if mode%4 == 3 {
+			v.Count = 1 + int(mode>>3)%3
+		}
+		p := vectorProtector(t, v)
+		r := vectorRequest(v)
+		a, err := p.res.resolve(r)
+		if err != nil {
+			if !errors.Is(err, ErrUnknownClient) {
+				t.Fatalf("error %v does not wrap ErrUnknownClient", err)
+			}
+			return
+		}
+		checkResolved(t, a)
+	})
+}
+
+func FuzzNetEntry(f *testing.F) {
+	for _, s := range []string{"10.0.0.0/8", "192.0.2.15", "::ffff:10.0.0.0/104", "10.0.0.0/", "1.2.3.4/33", "garbage", "fe80::1%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := parseNetEntry(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("error %q does not quote the entry %q", err, s)
+			}
+			return
+		}
+		if !p.IsValid() || p != p.Masked() || (p.Addr().Is4In6() && p.Bits() >= 96) {
+			t.Fatalf("parseNetEntry(%q) = %v: must be valid, masked and unmapped", s, p)
+		}
+	})
+}
+
+// The name cache writes keys exactly as Key.String does, for every shape
+// of key, including the longest IPv6 form.
+func TestNameCacheMatchesKeyString(t *testing.T) {
+	var c nameCache
+	for _, s := range []string{"203.0.113.7/32", "203.0.113.0/24", "2001:db8:1:2::/64", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/128", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00/120", "::1/128", "1.0.0.0/1"} {
+		p := netip.MustParsePrefix(s)
+		for range 2 { // a miss, then a hit
+			if got, want := c.get(wordsOf(p)), (Key{Prefix: p}).String(); got != want {
+				t.Fatalf("name of %s = %q, want %q", s, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package protect
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock tests move by hand, so that nothing sleeps.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// newTestProtector returns a protector on a memory store with a fake clock.
+func newTestProtector(t *testing.T, cfg Config) (*Protector, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock()
+	if cfg.Clock == nil {
+		cfg.Clock = clk.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, clk
+}

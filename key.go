@@ -1,0 +1,138 @@
+package protect
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// A Key names what one stream counter counts: an address prefix (a client's
+// aggregated address, or a range an operator banned) or a consumer name.
+// The zero Key names nothing.
+type Key struct {
+	// Prefix is the counted network: 203.0.113.7/32, 2001:db8:1:2::/64,
+	// or an operator's range such as 198.51.100.0/24. Always masked and
+	// unmapped. Invalid when Name is set.
+	Prefix netip.Prefix
+	// Name is a consumer key, as ConsumerKey returns it.
+	Name string
+}
+
+// IsZero reports whether k names nothing.
+func (k Key) IsZero() bool { return k.Name == "" && !k.Prefix.IsValid() }
+
+// String returns the key as protect prints and stores it: a bare address
+// for a single host ("203.0.113.7"), CIDR notation for a wider prefix
+// ("2001:db8:1:2::/64"), or the consumer name.
+func (k Key) String() string {
+	switch {
+	case k.Name != "":
+		return k.Name
+	case !k.Prefix.IsValid():
+		return ""
+	case k.Prefix.IsSingleIP():
+		return k.Prefix.Addr().String()
+	default:
+		return k.Prefix.String()
+	}
+}
+
+// ParseKey parses a key as Key.String writes it: an address, a CIDR, or a
+// consumer name (anything else ConsumerKey would keep or produce). An
+// address is not aggregated here; see Protector.Target for that.
+func ParseKey(s string) (Key, error) {
+	if looksLikeAddr(s) {
+		p, err := parseNetEntry(s)
+		if err != nil {
+			return Key{}, fmt.Errorf("protect: key %w", err)
+		}
+		return Key{Prefix: p}, nil
+	}
+	if isHashedKey(s) {
+		return Key{Name: s}, nil
+	}
+	k := ConsumerKey(s)
+	if k.Name != s {
+		return Key{}, fmt.Errorf("protect: key %q: not an address, CIDR or consumer key", s)
+	}
+	return k, nil
+}
+
+// looksLikeAddr reports whether s is meant as an address or CIDR: only hex
+// digits, dots, colons, a slash and a zone can make one up, and it must
+// contain a dot or a colon.
+func looksLikeAddr(s string) bool {
+	if !strings.ContainsAny(s, ".:") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '.' || c == ':' || c == '/' || c == '%') {
+			return false
+		}
+	}
+	return true
+}
+
+// isHashedKey reports whether s has the form ConsumerKey gives a hashed key.
+func isHashedKey(s string) bool {
+	if len(s) != 33 || s[0] != '~' {
+		return false
+	}
+	_, err := hex.DecodeString(s[1:])
+	return err == nil
+}
+
+// maxVerbatimKey is the longest consumer key stored as it is.
+const maxVerbatimKey = 32
+
+// ConsumerKey returns the Key under which a consumer identifier is counted.
+//
+// Consumer keys are meant to be identifiers ("cus_alpha"), not secrets. But
+// whatever a key function returns ends up in Redis key names, where MONITOR,
+// SCAN, the slow log and every snapshot can read it, so anything that is not
+// clearly an identifier is hashed: a key is kept verbatim only when it is at
+// most 32 bytes of [A-Za-z0-9._:@/-], has no run of 20 or more letters and
+// digits (the shape of a random token), and does not start like a
+// well-known secret ("sk_", "ghp_", …). Everything else becomes
+// "~" + 32 hex digits of its SHA-256, which no verbatim key can equal.
+func ConsumerKey(id string) Key {
+	if verbatimKey(id) {
+		return Key{Name: id}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return Key{Name: "~" + hex.EncodeToString(sum[:16])}
+}
+
+// secretPrefixes are the starts of widely used secret formats.
+var secretPrefixes = [...]string{"sk_", "sk-", "rk_", "pk_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "AKIA", "ASIA", "glpat-", "eyJ"}
+
+func verbatimKey(id string) bool {
+	if id == "" || len(id) > maxVerbatimKey {
+		return false
+	}
+	run := 0
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && strings.IndexByte("._:@/-", c) < 0 {
+			return false
+		}
+		if alnum {
+			run++
+			if run >= 20 {
+				return false
+			}
+		} else {
+			run = 0
+		}
+	}
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(id, p) {
+			return false
+		}
+	}
+	return true
+}
