@@ -1,0 +1,282 @@
+package protect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Source says who wrote a ban.
+type Source string
+
+const (
+	// SourceAuto marks a ban written by the pipeline when a stream passed
+	// BanLimit. Automatic bans always expire.
+	SourceAuto Source = "auto"
+	// SourceManual marks a ban an operator added.
+	SourceManual Source = "manual"
+)
+
+// A Ban is one entry of the block list.
+type Ban struct {
+	Key     Key       // the banned key, or the banned range when Range is set
+	Range   bool      // checked against every client address, not one counting key
+	Reason  string    // why, in words
+	Source  Source    // auto or manual
+	By      string    // who added a manual ban
+	Created time.Time // by the store's clock
+	Expires time.Time // zero: permanent
+	Offense int       // the key's automatic bans within the offense window, this one included
+}
+
+// Permanent reports whether the ban never expires.
+func (b Ban) Permanent() bool { return b.Expires.IsZero() }
+
+// Left returns the time until the ban ends at now; zero when permanent or
+// over.
+func (b Ban) Left(now time.Time) time.Duration {
+	if b.Permanent() {
+		return 0
+	}
+	return max(b.Expires.Sub(now), 0)
+}
+
+// Covers reports whether b applies to the client address a with counting
+// key k.
+func (b Ban) Covers(k Key, a netip.Addr) bool {
+	if !b.Range {
+		return b.Key == k
+	}
+	return a.IsValid() && b.Key.Prefix.Contains(a)
+}
+
+// BanLength returns the length of the n-th automatic ban of a key within
+// the offense window: BanDuration × BanFactor^(n−1), capped at
+// MaxBanDuration (fail2ban's bantime.increment). n below 1 counts as 1.
+func BanLength(lim *Limits, n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := float64(lim.BanDuration) * math.Pow(lim.BanFactor, float64(n-1))
+	if lim.MaxBanDuration > 0 && (d > float64(lim.MaxBanDuration) || math.IsInf(d, 0) || math.IsNaN(d)) {
+		return lim.MaxBanDuration
+	}
+	if d > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
+// BanOptions describe a manual ban.
+type BanOptions struct {
+	// For is the ban's length. Zero means Config.BanDuration, unless
+	// Permanent is set.
+	For time.Duration
+	// Permanent makes a ban that never expires. It is the only way to get
+	// one: automatic bans always expire.
+	Permanent bool
+	// Reason is recorded with the ban and logged; "manual" when empty.
+	Reason string
+	// By names who added the ban, for the audit trail.
+	By string
+}
+
+// ErrBadTarget is wrapped by the errors of Target and of the ban methods
+// when a target is neither an address, a CIDR nor a consumer key.
+var ErrBadTarget = errors.New("protect: bad target")
+
+// ConsumerPrefix marks a target that names a consumer key rather than an
+// address: "consumer:cus_alpha".
+const ConsumerPrefix = "consumer:"
+
+// Target returns the key a target names, aggregated as Verify counts: an
+// address becomes its counting key ("2001:db8:1:2::99" →
+// "2001:db8:1:2::/64"); a CIDR is a range, or a counting key when it is
+// exactly one ("2001:db8:1:2::/64"); "consumer:NAME" is the consumer key
+// Verify uses for NAME (or NAME itself when it is already a hashed key).
+// Anything else is an error wrapping ErrBadTarget: a typo must not ban or
+// lift something nobody meant. isRange reports a range ban target.
+func (p *Protector) Target(s string) (k Key, isRange bool, err error) {
+	if name, ok := strings.CutPrefix(s, ConsumerPrefix); ok {
+		if name == "" {
+			return Key{}, false, fmt.Errorf("%w: %q names no consumer", ErrBadTarget, s)
+		}
+		if isHashedKey(name) {
+			return Key{Name: name}, false, nil
+		}
+		return ConsumerKey(name), false, nil
+	}
+	pfx, err := parseNetEntry(s)
+	if err != nil {
+		return Key{}, false, fmt.Errorf("%w: %w (want an address, a CIDR or consumer:NAME)", ErrBadTarget, err)
+	}
+	a := pfx.Addr()
+	if pfx.IsSingleIP() {
+		if a.IsUnspecified() {
+			return Key{}, false, fmt.Errorf("%w: %q is the unspecified address", ErrBadTarget, s)
+		}
+		return p.agg.key(a), false, nil
+	}
+	if k := p.agg.key(a); k.Prefix == pfx {
+		return k, false, nil
+	}
+	return Key{Prefix: pfx}, true, nil
+}
+
+// Ban adds a manual ban on target (an address, a CIDR or a consumer key,
+// read by Target) and logs it. It takes effect on the next request to
+// reach any instance sharing the store (within a second for ranges on a
+// RedisStore).
+func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban, error) {
+	k, isRange, err := p.Target(target)
+	if err != nil {
+		return Ban{}, err
+	}
+	length := opt.For
+	switch {
+	case opt.Permanent:
+		length = 0
+	case length < 0:
+		return Ban{}, fmt.Errorf("protect: ban %s: negative length %v", target, length)
+	case length == 0:
+		length = p.lim.BanDuration
+	}
+	reason := opt.Reason
+	if reason == "" {
+		reason = "manual"
+	}
+	b := Ban{Key: k, Range: isRange, Reason: reason, Source: SourceManual, By: opt.By}
+	ctx, cancel := p.storeContext(ctx)
+	defer cancel()
+	b, err = p.store.AddBan(ctx, p.ns, b, length)
+	if err != nil {
+		return Ban{}, fmt.Errorf("protect: ban %s: %w", k, err)
+	}
+	p.logBan(ctx, "protect: ban added", b)
+	return b, nil
+}
+
+// Lift removes the ban on target and logs it: an address lifts its
+// counting key, a CIDR lifts every ban inside it (keys and ranges), a
+// consumer key lifts that consumer. It returns the bans it removed.
+func (p *Protector) Lift(ctx context.Context, target string, by string) ([]Ban, error) {
+	k, isRange, err := p.Target(target)
+	if err != nil {
+		return nil, err
+	}
+	var keys []Key
+	if isRange {
+		bans, err := p.Bans(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bans {
+			if b.Key.Prefix.IsValid() && k.Prefix.Bits() <= b.Key.Prefix.Bits() && k.Prefix.Contains(b.Key.Prefix.Addr()) {
+				keys = append(keys, b.Key)
+			}
+		}
+	} else {
+		keys = []Key{k}
+	}
+	return p.liftKeys(ctx, keys, by)
+}
+
+// LiftAll removes every ban in the protector's namespace.
+func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
+	bans, err := p.Bans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]Key, len(bans))
+	for i, b := range bans {
+		keys[i] = b.Key
+	}
+	return p.liftKeys(ctx, keys, by)
+}
+
+func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban, error) {
+	lifted := []Ban{}
+	for _, k := range keys {
+		sctx, cancel := p.storeContext(ctx)
+		b, ok, err := p.store.Lift(sctx, p.ns, k)
+		cancel()
+		if err != nil {
+			return lifted, fmt.Errorf("protect: lift %s: %w", k, err)
+		}
+		if ok {
+			lifted = append(lifted, b)
+			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
+				slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
+				slog.String("source", string(b.Source)), slog.String("by", by))
+		}
+	}
+	return lifted, nil
+}
+
+// Bans lists the active bans in the protector's namespace, soonest
+// expiry first and permanent bans last.
+func (p *Protector) Bans(ctx context.Context) ([]Ban, error) {
+	ctx, cancel := p.storeContext(ctx)
+	defer cancel()
+	bans, err := p.store.Bans(ctx, p.ns)
+	if err != nil {
+		return nil, fmt.Errorf("protect: list bans: %w", err)
+	}
+	if bans == nil {
+		bans = []Ban{}
+	}
+	SortBans(bans)
+	return bans, nil
+}
+
+// SortBans orders bans soonest expiry first, permanent bans last, then by
+// key.
+func SortBans(bans []Ban) {
+	slices.SortFunc(bans, func(a, b Ban) int {
+		switch {
+		case a.Permanent() != b.Permanent():
+			if a.Permanent() {
+				return 1
+			}
+			return -1
+		case !a.Expires.Equal(b.Expires):
+			return a.Expires.Compare(b.Expires)
+		}
+		return compareKeys(a.Key, b.Key)
+	})
+}
+
+func compareKeys(a, b Key) int {
+	if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+		return c
+	}
+	if a.Prefix.Bits() != b.Prefix.Bits() {
+		return a.Prefix.Bits() - b.Prefix.Bits()
+	}
+	switch {
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
+}
+
+// logBan writes one ban event with key, reason and length.
+func (p *Protector) logBan(ctx context.Context, msg string, b Ban) {
+	length := "permanent"
+	if !b.Permanent() {
+		length = b.Expires.Sub(b.Created).String()
+	}
+	p.log.LogAttrs(ctx, slog.LevelWarn, msg,
+		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
+		slog.String("length", length), slog.String("source", string(b.Source)),
+		slog.Int("offense", b.Offense), slog.String("by", b.By),
+		slog.String("namespace", p.ns))
+}

@@ -1,0 +1,401 @@
+package protect
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FailurePolicy says what Verify does when the store fails or times out.
+// The zero value is FailLocal.
+type FailurePolicy uint8
+
+const (
+	// FailLocal keeps limiting with a per-process memory store until the
+	// shared store answers again. Limits are then per instance, not shared.
+	FailLocal FailurePolicy = iota
+	// FailOpen serves every request while the store is failing.
+	FailOpen
+	// FailClosed refuses every counted request with 503 and Retry-After
+	// while the store is failing. Safe networks are still served.
+	FailClosed
+)
+
+var policyNames = [...]string{"local", "open", "closed"}
+
+// String returns "local", "open" or "closed".
+func (f FailurePolicy) String() string {
+	if int(f) < len(policyNames) {
+		return policyNames[f]
+	}
+	return "FailurePolicy(" + strconv.Itoa(int(f)) + ")"
+}
+
+// ParseFailurePolicy parses "local", "open" or "closed".
+func ParseFailurePolicy(s string) (FailurePolicy, error) {
+	for i, n := range policyNames {
+		if strings.EqualFold(strings.TrimSpace(s), n) {
+			return FailurePolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("protect: failure policy %q: want local, open or closed", s)
+}
+
+// Config configures a Protector. The zero value is a working configuration:
+// every zero field takes the default shown in brackets.
+type Config struct {
+	// Store keeps counters and bans [a new MemoryStore, closed by
+	// Protector.Close]. Share a RedisStore between instances to get one
+	// limit for all of them. A Store passed here is not closed by Close.
+	Store Store
+	// RedisURL, when Store is nil, makes New connect a RedisStore to this
+	// URL (redis://, rediss://, or unix://) and close it on Close.
+	RedisURL string
+
+	// TTL is the pause that resets a stream: the counter is forgotten
+	// after TTL without a request from the key [10s].
+	TTL time.Duration
+	// MaxRequests is how many requests a stream may make without a pause
+	// of TTL; the next ones are Limited [200].
+	MaxRequests int64
+	// BanLimit is the count past which the key is banned [1000]. Negative
+	// disables automatic bans.
+	BanLimit int64
+	// BanDuration is the length of a key's first ban [1h].
+	BanDuration time.Duration
+	// BanFactor multiplies the length of each further ban of a key within
+	// OffenseWindow [2]. It must be at least 1.
+	BanFactor float64
+	// MaxBanDuration caps automatic bans [7 days].
+	MaxBanDuration time.Duration
+	// OffenseWindow is how long a ban counts towards escalation [7 days].
+	OffenseWindow time.Duration
+
+	// TrustedProxies lists your own proxies, as CIDRs or bare addresses
+	// [none]. Forwarding headers are read only from these peers: a client
+	// that connects directly can write any header it likes.
+	TrustedProxies []string
+	// ProxyHeader is the header trusted proxies write the client into
+	// ["X-Forwarded-For"]. "Forwarded" selects RFC 7239; a name ending in
+	// "Forwarded-For" is a comma-separated list; any other name
+	// ("X-Real-IP", "CF-Connecting-IP") holds one address, and its last
+	// line wins.
+	ProxyHeader string
+	// ProxyCount, when positive, takes the client to be the ProxyCount-th
+	// entry from the right of a list header instead of the first untrusted
+	// one [0: walk past TrustedProxies]. With TrustedProxies empty every
+	// peer is taken to be a proxy: use it only when clients cannot reach
+	// the service except through your proxies.
+	ProxyCount int
+	// TrustUnixSocket treats a peer on a unix socket as a trusted proxy.
+	TrustUnixSocket bool
+
+	// IPv4Prefix is the prefix length IPv4 clients are counted by [32].
+	IPv4Prefix int
+	// IPv6Prefix is the prefix length IPv6 clients are counted by [64]:
+	// one host with a /64 can otherwise rotate through 2^64 addresses.
+	IPv6Prefix int
+	// SafeNetworks are never counted nor banned, and never touch the store
+	// [none]: CIDRs or bare addresses.
+	SafeNetworks []string
+
+	// Namespace prefixes every key the protector writes ["protect:"], so
+	// that several protectors can share one store.
+	Namespace string
+	// OnStoreError is what happens when the store fails [FailLocal].
+	OnStoreError FailurePolicy
+	// StoreTimeout bounds every store call [100ms].
+	StoreTimeout time.Duration
+
+	// DryRun decides, logs and writes headers, but never refuses.
+	// Counters and bans are written as they would be, so that what would
+	// have happened can be inspected.
+	DryRun bool
+	// BanStatus is the status code of a ban refusal [403].
+	BanStatus int
+	// UnknownStatus is the status code when the client address cannot be
+	// determined [429]; 400 is the other sensible choice.
+	UnknownStatus int
+
+	// KeyFunc, when set, makes Verify count a resolved consumer (after
+	// authentication) instead of the client address. ok false falls back
+	// to the address. The key should be an identifier, not a secret; see
+	// ConsumerKey for how it is stored.
+	KeyFunc func(r *http.Request) (key string, ok bool)
+	// Logger receives ban, lift and store state events [slog.Default()].
+	Logger *slog.Logger
+	// Clock tells the time for the circuit breaker and the default memory
+	// store [time.Now]. Tests inject a fake one.
+	Clock func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultTTL            = 10 * time.Second
+	DefaultMaxRequests    = 200
+	DefaultBanLimit       = 1000
+	DefaultBanDuration    = time.Hour
+	DefaultBanFactor      = 2
+	DefaultMaxBanDuration = 7 * 24 * time.Hour
+	DefaultOffenseWindow  = 7 * 24 * time.Hour
+	DefaultProxyHeader    = "X-Forwarded-For"
+	DefaultNamespace      = "protect:"
+	DefaultStoreTimeout   = 100 * time.Millisecond
+)
+
+// ErrConfig is wrapped by every configuration error from New and
+// ConfigFromEnv.
+var ErrConfig = errors.New("protect: bad config")
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+}
+
+// withDefaults checks c and fills in its zero fields.
+func (c Config) withDefaults() (Config, error) {
+	durations := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"TTL", &c.TTL, DefaultTTL},
+		{"BanDuration", &c.BanDuration, DefaultBanDuration},
+		{"MaxBanDuration", &c.MaxBanDuration, DefaultMaxBanDuration},
+		{"OffenseWindow", &c.OffenseWindow, DefaultOffenseWindow},
+		{"StoreTimeout", &c.StoreTimeout, DefaultStoreTimeout},
+	}
+	for _, d := range durations {
+		if *d.v < 0 {
+			return c, configErr("%s %v: must not be negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.TTL < time.Millisecond {
+		return c, configErr("TTL %v: must be at least 1ms", c.TTL)
+	}
+	if c.MaxRequests < 0 {
+		return c, configErr("MaxRequests %d: must not be negative", c.MaxRequests)
+	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = DefaultMaxRequests
+	}
+	if c.BanLimit == 0 {
+		c.BanLimit = DefaultBanLimit
+	}
+	if c.BanFactor == 0 {
+		c.BanFactor = DefaultBanFactor
+	}
+	if math.IsNaN(c.BanFactor) || math.IsInf(c.BanFactor, 0) || c.BanFactor < 1 {
+		return c, configErr("BanFactor %v: must be a number of at least 1", c.BanFactor)
+	}
+	if c.MaxBanDuration < c.BanDuration {
+		return c, configErr("MaxBanDuration %v: shorter than BanDuration %v", c.MaxBanDuration, c.BanDuration)
+	}
+	if c.ProxyHeader == "" {
+		c.ProxyHeader = DefaultProxyHeader
+	}
+	for i := 0; i < len(c.ProxyHeader); i++ {
+		if !isTchar(c.ProxyHeader[i]) {
+			return c, configErr("ProxyHeader %q: not a header name", c.ProxyHeader)
+		}
+	}
+	if c.ProxyCount < 0 {
+		return c, configErr("ProxyCount %d: must not be negative", c.ProxyCount)
+	}
+	if c.IPv4Prefix == 0 {
+		c.IPv4Prefix = 32
+	}
+	if c.IPv6Prefix == 0 {
+		c.IPv6Prefix = 64
+	}
+	if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
+		return c, configErr("IPv4Prefix %d: want 1 to 32", c.IPv4Prefix)
+	}
+	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
+		return c, configErr("IPv6Prefix %d: want 1 to 128", c.IPv6Prefix)
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.OnStoreError > FailClosed {
+		return c, configErr("OnStoreError %d: want FailLocal, FailOpen or FailClosed", c.OnStoreError)
+	}
+	if c.BanStatus == 0 {
+		c.BanStatus = http.StatusForbidden
+	}
+	if c.UnknownStatus == 0 {
+		c.UnknownStatus = http.StatusTooManyRequests
+	}
+	if c.BanStatus < 400 || c.BanStatus > 599 {
+		return c, configErr("BanStatus %d: want a 4xx or 5xx code", c.BanStatus)
+	}
+	if c.UnknownStatus < 400 || c.UnknownStatus > 599 {
+		return c, configErr("UnknownStatus %d: want a 4xx or 5xx code", c.UnknownStatus)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c, nil
+}
+
+// ConfigFromEnv reads a Config from the environment. It reads the names
+// the Node package uses — HTTP_PROTECT_TTL (seconds, or a duration such as
+// "10s"), HTTP_PROTECT_MAX_REQUESTS, HTTP_PROTECT_BAN_LIMIT — and
+// HTTP_PROTECT_<FIELD> for the rest: BAN_DURATION, BAN_FACTOR,
+// MAX_BAN_DURATION, OFFENSE_WINDOW, TRUSTED_PROXIES and SAFE_NETWORKS
+// (comma-separated), PROXY_HEADER, PROXY_COUNT, TRUST_UNIX_SOCKET,
+// IPV4_PREFIX, IPV6_PREFIX, NAMESPACE, ON_STORE_ERROR (local, open,
+// closed), STORE_TIMEOUT, DRY_RUN, BAN_STATUS, UNKNOWN_STATUS, REDIS_URL.
+// Durations accept days ("7d").
+//
+// It is strict: a value that does not parse is an error that quotes it,
+// never a silent default. Unset and empty variables leave the field zero,
+// so New applies its default.
+func ConfigFromEnv() (Config, error) {
+	return configFromLookup(os.LookupEnv)
+}
+
+func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	var c Config
+	var errs []error
+	get := func(name string) (string, bool) {
+		v, ok := lookup("HTTP_PROTECT_" + name)
+		v = strings.TrimSpace(v)
+		return v, ok && v != ""
+	}
+	bad := func(name, v, want string) {
+		errs = append(errs, configErr("HTTP_PROTECT_%s=%q: %s", name, v, want))
+	}
+	dur := func(name string, dst *time.Duration, bareSeconds bool) {
+		v, ok := get(name)
+		if !ok {
+			return
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && bareSeconds {
+			if n < 0 || n > math.MaxInt64/int64(time.Second) {
+				bad(name, v, "want a non-negative number of seconds")
+				return
+			}
+			*dst = time.Duration(n) * time.Second
+			return
+		}
+		d, err := ParseDuration(v)
+		if err != nil || d < 0 {
+			bad(name, v, "want a duration such as 90s, 15m, 2d12h")
+			return
+		}
+		*dst = d
+	}
+	integer := func(name string, dst *int64) {
+		if v, ok := get(name); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				bad(name, v, "want an integer")
+				return
+			}
+			*dst = n
+		}
+	}
+	small := func(name string, dst *int) {
+		var n int64
+		integer(name, &n)
+		*dst = int(n)
+	}
+	boolean := func(name string, dst *bool) {
+		if v, ok := get(name); ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad(name, v, "want true or false")
+				return
+			}
+			*dst = b
+		}
+	}
+	list := func(name string, dst *[]string) {
+		if v, ok := get(name); ok {
+			for _, e := range strings.Split(v, ",") {
+				*dst = append(*dst, strings.TrimSpace(e))
+			}
+		}
+	}
+	dur("TTL", &c.TTL, true)
+	integer("MAX_REQUESTS", &c.MaxRequests)
+	integer("BAN_LIMIT", &c.BanLimit)
+	dur("BAN_DURATION", &c.BanDuration, true)
+	if v, ok := get("BAN_FACTOR"); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			bad("BAN_FACTOR", v, "want a number")
+		}
+		c.BanFactor = f
+	}
+	dur("MAX_BAN_DURATION", &c.MaxBanDuration, true)
+	dur("OFFENSE_WINDOW", &c.OffenseWindow, true)
+	list("TRUSTED_PROXIES", &c.TrustedProxies)
+	c.ProxyHeader, _ = get("PROXY_HEADER")
+	small("PROXY_COUNT", &c.ProxyCount)
+	boolean("TRUST_UNIX_SOCKET", &c.TrustUnixSocket)
+	small("IPV4_PREFIX", &c.IPv4Prefix)
+	small("IPV6_PREFIX", &c.IPv6Prefix)
+	list("SAFE_NETWORKS", &c.SafeNetworks)
+	c.Namespace, _ = get("NAMESPACE")
+	if v, ok := get("ON_STORE_ERROR"); ok {
+		p, err := ParseFailurePolicy(v)
+		if err != nil {
+			bad("ON_STORE_ERROR", v, "want local, open or closed")
+		}
+		c.OnStoreError = p
+	}
+	dur("STORE_TIMEOUT", &c.StoreTimeout, false)
+	boolean("DRY_RUN", &c.DryRun)
+	small("BAN_STATUS", &c.BanStatus)
+	small("UNKNOWN_STATUS", &c.UnknownStatus)
+	c.RedisURL, _ = get("REDIS_URL")
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// ParseDuration is time.ParseDuration with days: "2d12h", "7d", "90s".
+// A day is 24 hours.
+func ParseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("protect: empty duration")
+	}
+	var days int64
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err != nil || n < 0 || n > int64(math.MaxInt64/(24*time.Hour)) {
+			return 0, fmt.Errorf("protect: duration %q: bad number of days", s)
+		}
+		days, rest = n, s[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil {
+			return 0, fmt.Errorf("protect: duration %q: want e.g. 90s, 15m, 2d12h", s)
+		}
+		if d < 0 && days > 0 {
+			return 0, fmt.Errorf("protect: duration %q: mixed signs", s)
+		}
+	}
+	total := time.Duration(days) * 24 * time.Hour
+	if d > 0 && total > math.MaxInt64-d {
+		return 0, fmt.Errorf("protect: duration %q: too long", s)
+	}
+	return total + d, nil
+}

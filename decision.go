@@ -1,0 +1,252 @@
+package protect
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Status is the outcome of one verification.
+type Status uint8
+
+const (
+	// Allowed: counted, within the limit.
+	Allowed Status = iota
+	// Safe: the client is in SafeNetworks; nothing was counted and the
+	// store was not touched.
+	Safe
+	// Limited: the stream passed MaxRequests; refused with 429 until the
+	// client pauses for TTL.
+	Limited
+	// Banned: the client's key, or a range containing its address, is on
+	// the block list; refused with Config.BanStatus.
+	Banned
+	// Unknown: the client's address could not be determined; refused with
+	// Config.UnknownStatus and never counted.
+	Unknown
+	// Unavailable: the store failed and the failure policy is FailClosed;
+	// refused with 503.
+	Unavailable
+)
+
+var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable"}
+
+// String returns the status in lower case: "allowed", "safe", "limited",
+// "banned", "unknown", "unavailable".
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Code returns the machine-readable problem code sent in a refusal body:
+// "rate_limited", "banned", "unknown_client" or "unavailable"; "" for a
+// status that is never refused.
+func (s Status) Code() string {
+	switch s {
+	case Limited:
+		return "rate_limited"
+	case Banned:
+		return "banned"
+	case Unknown:
+		return "unknown_client"
+	case Unavailable:
+		return "unavailable"
+	}
+	return ""
+}
+
+// Decision is the answer to one verification. The zero Decision allows.
+//
+// One question, one answer: Refused. There is no second boolean to combine
+// with it.
+type Decision struct {
+	Status Status
+	// Addr is the resolved client address, unmapped and zone-free; zero
+	// for VerifyKey and when the address is unknown.
+	Addr netip.Addr
+	// Key is what was counted: "203.0.113.7", "2001:db8:1:2::/64", or a
+	// consumer key. Empty when nothing was counted.
+	Key string
+	// Count is the stream's count including this request.
+	Count int64
+	// Limit is MaxRequests.
+	Limit int64
+	// Remaining is how many more requests the stream may make before it
+	// is limited (never negative).
+	Remaining int64
+	// RetryAfter is how long a refused client should wait: TTL for a
+	// Limited stream, the time left for a ban (zero when permanent).
+	RetryAfter time.Duration
+	// BanExpires is when the ban ends; zero for a permanent ban, and
+	// when not Banned.
+	BanExpires time.Time
+	// Window is the TTL: the pause that makes the stream start again.
+	Window time.Duration
+	// DryRun reports a decision made with Config.DryRun: it is logged and
+	// its headers are written, but it never refuses.
+	DryRun bool
+	// Err explains an Unknown decision (it wraps ErrUnknownClient), or
+	// holds a store error that the failure policy absorbed. It is for
+	// logs: it never reaches a response.
+	Err error
+
+	code int           // the refusal status code
+	hdr  *headerValues // the protector's field values; nil when not counted
+}
+
+// headerValues are a protector's RateLimit field values, made once: the
+// policy, and the RateLimit value for each remaining count while the
+// stream is counted (t is then always the TTL). Writing them allocates
+// nothing.
+type headerValues struct {
+	policy []string
+	rate   [][]string // rate[r] is `"protect";r=<r>;t=<ttl>`
+}
+
+// maxPrecomputed bounds the RateLimit values made in advance.
+const maxPrecomputed = 1024
+
+func newHeaderValues(limit int64, window time.Duration) *headerValues {
+	hv := &headerValues{policy: []string{`"protect";q=` + strconv.FormatInt(limit, 10) + ";w=" + strconv.FormatInt(seconds(window), 10)}}
+	hv.rate = make([][]string, min(limit, maxPrecomputed)+1)
+	for r := range hv.rate {
+		hv.rate[r] = []string{rateLimitValue(int64(r), seconds(window))}
+	}
+	return hv
+}
+
+func rateLimitValue(remaining, t int64) string {
+	var buf [64]byte
+	b := append(buf[:0], `"protect";r=`...)
+	b = strconv.AppendInt(b, remaining, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, t, 10)
+	return string(b)
+}
+
+// Refused reports whether the request must be refused. It is false for
+// every decision made in dry-run mode.
+func (d Decision) Refused() bool {
+	if d.DryRun {
+		return false
+	}
+	switch d.Status {
+	case Limited, Banned, Unknown, Unavailable:
+		return true
+	}
+	return false
+}
+
+// StatusCode returns the HTTP status to answer with: 200 when not refused,
+// otherwise 429 (Limited), Config.BanStatus (Banned, 403 by default),
+// Config.UnknownStatus (Unknown, 429 by default) or 503 (Unavailable).
+func (d Decision) StatusCode() int {
+	if !d.Refused() {
+		return http.StatusOK
+	}
+	if d.code != 0 {
+		return d.code
+	}
+	switch d.Status {
+	case Banned:
+		return http.StatusForbidden
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusTooManyRequests
+}
+
+// WriteHeaders writes the decision's response fields to h:
+//
+//   - every counted decision: RateLimit-Policy: "protect";q=<limit>;w=<ttl>
+//     and RateLimit: "protect";r=<remaining>;t=<seconds>, as
+//     draft-ietf-httpapi-ratelimit-headers-11 defines them. t is a delta in
+//     seconds, never a date: the silence that resets the stream, or for a
+//     ban the time it has left.
+//   - every refusal: Retry-After in whole seconds, rounded up (none for a
+//     permanent ban or an unknown client), and Cache-Control: no-store.
+//
+// The value slices it stores may be shared between responses, so that
+// the hot path does not allocate: replace them (Header.Set), never modify
+// them in place.
+func (d Decision) WriteHeaders(h http.Header) {
+	if d.hdr != nil {
+		h["Ratelimit-Policy"] = d.hdr.policy
+		switch {
+		case d.Status != Banned && d.Remaining < int64(len(d.hdr.rate)):
+			h["Ratelimit"] = d.hdr.rate[d.Remaining]
+		case d.Status != Banned:
+			h["Ratelimit"] = []string{rateLimitValue(d.Remaining, seconds(d.Window))}
+		case d.RetryAfter > 0:
+			h["Ratelimit"] = []string{rateLimitValue(0, seconds(d.RetryAfter))}
+		}
+	}
+	if !d.Refused() {
+		return
+	}
+	if d.RetryAfter > 0 {
+		h["Retry-After"] = []string{strconv.FormatInt(seconds(d.RetryAfter), 10)}
+	}
+	h["Cache-Control"] = []string{"no-store"}
+}
+
+// WriteResponse writes the whole refusal: WriteHeaders, the status code
+// and an application/problem+json body (RFC 9457) with a machine-readable
+// "code". It writes nothing when d is not refused. The body never holds a
+// store error or anything the client sent.
+func (d Decision) WriteResponse(w http.ResponseWriter) {
+	if !d.Refused() {
+		return
+	}
+	h := w.Header()
+	d.WriteHeaders(h)
+	h["Content-Type"] = []string{"application/problem+json"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	code := d.StatusCode()
+	w.WriteHeader(code)
+	w.Write(d.problem(code))
+}
+
+// problem returns the RFC 9457 body for a refusal.
+func (d Decision) problem(code int) []byte {
+	var detail string
+	switch d.Status {
+	case Limited:
+		detail = "Too many requests without a pause. Pause for retry_after seconds and the limit starts over."
+	case Banned:
+		detail = "This client is banned."
+		if d.RetryAfter > 0 {
+			detail = "This client is banned until retry_after seconds have passed."
+		}
+	case Unknown:
+		detail = "The client address could not be determined."
+	case Unavailable:
+		detail = "The request cannot be checked right now. Retry later."
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, `{"type":"about:blank","title":`...)
+	b = strconv.AppendQuote(b, http.StatusText(code))
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"code":"`...)
+	b = append(b, d.Status.Code()...)
+	b = append(b, `","detail":`...)
+	b = strconv.AppendQuote(b, detail)
+	if d.RetryAfter > 0 {
+		b = append(b, `,"retry_after":`...)
+		b = strconv.AppendInt(b, seconds(d.RetryAfter), 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// seconds rounds d up to whole seconds: a client told to come back in 0
+// seconds comes back too early and is refused again.
+func seconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,61 @@
+// Package protect is an IP protection and ban-list engine for HTTP
+// services: one call per request decides whether a client may pass, every
+// instance of a service shares the decision through Redis, and bans
+// expire, escalate for repeat offenders, and can be listed and lifted.
+//
+// # The pipeline
+//
+// Protector.Verify decides in a fixed order; the first step that decides
+// ends it:
+//
+//  1. Unknown address: the client cannot be determined (a malformed
+//     forwarding header, say). Refused with 429, never counted: input a
+//     client can craft must never let it escape the limiter.
+//  2. Safe networks: never counted, never banned, the store untouched.
+//  3. Block list: the client's key, or a range containing its address, is
+//     banned. Refused with 403 and Retry-After.
+//  4. Ban threshold: this request takes the stream past BanLimit. A ban is
+//     written and the request refused.
+//  5. Stream limit: the stream is past MaxRequests. Refused with 429.
+//  6. Otherwise allowed.
+//
+// Steps 3–5 are one atomic store operation: on Redis, one round trip.
+//
+// # The stream counter
+//
+// Each client has one counter. Every request adds one and resets its
+// expiry to TTL; it is forgotten only after TTL without a request. So
+// MaxRequests limits how long a client may talk without pausing, not how
+// fast it talks. With MaxRequests 5 and TTL 3s, a client sending one
+// request every 2.5s is refused at its 6th request, although it sends a
+// quarter of what "5 per 3 seconds" sounds like; any pause longer than 3s
+// starts it over. Choose TTL shorter than a normal user's pauses, and
+// MaxRequests above what a normal user sends without such a pause.
+//
+// # Who the client is
+//
+// The connecting peer is the client unless it is one of TrustedProxies:
+// a client that connects directly can forge any header. Behind trusted
+// proxies the forwarding header (X-Forwarded-For, RFC 7239 Forwarded, or a
+// single-address header such as X-Real-IP) is read right to left, trusted
+// hops skipped; garbage on that walk makes the address unknown. Addresses
+// are normalised once (IPv4-mapped IPv6 becomes IPv4, zones go), and
+// counted by key: IPv4 per address, IPv6 per /64, since one host can
+// rotate through a whole /64.
+//
+// # Bans
+//
+// Automatic bans last BanDuration × BanFactor^(n−1), capped at
+// MaxBanDuration, where n counts the key's bans within OffenseWindow.
+// Operators add bans on addresses and ranges (Protector.Ban, or the
+// protectctl command), permanent only when they ask for it, and lift them
+// (Protector.Lift). Every ban and lift is logged through log/slog.
+//
+// # Stores
+//
+// The default MemoryStore serves one process. A RedisStore shared by many
+// instances gives one exact limit for all of them. When the store fails,
+// OnStoreError decides: FailLocal (the default) keeps limiting per process,
+// FailOpen serves, FailClosed refuses with 503. A circuit breaker keeps a
+// dead store from costing a timeout per request.
+package protect

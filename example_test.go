@@ -1,0 +1,108 @@
+package protect_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"time"
+
+	"github.com/httpprotect/protect"
+)
+
+// Mount the middleware in front of everything: every path is covered,
+// unmatched ones included.
+func Example() {
+	p, err := protect.New(protect.Config{
+		MaxRequests:    2,
+		TrustedProxies: []string{"10.0.0.0/8"}, // your load balancer
+		Logger:         slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
+	h := p.Middleware(mux)
+
+	for range 3 {
+		r := httptest.NewRequest("GET", "/hello", nil)
+		r.RemoteAddr = "10.0.0.1:5555"                 // the load balancer…
+		r.Header.Set("X-Forwarded-For", "203.0.113.7") // …forwarding a client
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Printf("%d RateLimit: %s Retry-After: %q\n", w.Code, w.Header().Get("RateLimit"), w.Header().Get("Retry-After"))
+	}
+	// Output:
+	// 200 RateLimit: "protect";r=1;t=10 Retry-After: ""
+	// 200 RateLimit: "protect";r=0;t=10 Retry-After: ""
+	// 429 RateLimit: "protect";r=0;t=10 Retry-After: "10"
+}
+
+// Verify returns one decision; Refused is the only question to ask of it.
+func ExampleProtector_VerifyAddr() {
+	p, _ := protect.New(protect.Config{MaxRequests: 2, BanLimit: 3, Logger: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+
+	// An IPv4-mapped address is the same client as its IPv4 form.
+	for _, a := range []string{"192.0.2.1", "::ffff:192.0.2.1", "192.0.2.1", "192.0.2.1"} {
+		d, _ := p.VerifyAddr(context.Background(), netip.MustParseAddr(a))
+		fmt.Println(d.Key, d.Count, d.Status, d.Refused(), d.StatusCode())
+	}
+	// Output:
+	// 192.0.2.1 1 allowed false 200
+	// 192.0.2.1 2 allowed false 200
+	// 192.0.2.1 3 limited true 429
+	// 192.0.2.1 4 banned true 403
+}
+
+// IPv6 clients are counted per /64: rotating addresses does not help.
+func ExampleProtector_VerifyAddr_ipv6() {
+	p, _ := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+	for _, a := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::9"} {
+		d, _ := p.VerifyAddr(context.Background(), netip.MustParseAddr(a))
+		fmt.Println(d.Key, d.Count)
+	}
+	// Output:
+	// 2001:db8:1:2::/64 1
+	// 2001:db8:1:2::/64 2
+}
+
+// After authentication, count the consumer rather than the address.
+func ExampleProtector_VerifyKey() {
+	p, _ := protect.New(protect.Config{MaxRequests: 1, Namespace: "consumer:", Logger: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+	for _, k := range []string{"cus_alpha", "cus_alpha", "cus_bravo", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"} {
+		d, _ := p.VerifyKey(context.Background(), k)
+		fmt.Println(d.Key, d.Status)
+	}
+	// Output:
+	// cus_alpha allowed
+	// cus_alpha limited
+	// cus_bravo allowed
+	// ~78a08441f4314f0a2833cfe58c62e555 allowed
+}
+
+// Operators ban ranges and lift bans by any address inside them.
+func ExampleProtector_Ban() {
+	p, _ := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+	ctx := context.Background()
+
+	p.Ban(ctx, "198.51.100.0/24", protect.BanOptions{For: 2 * time.Hour, Reason: "scanner", By: "ops"})
+	for _, a := range []string{"198.51.100.7", "198.51.101.7"} {
+		d, _ := p.VerifyAddr(ctx, netip.MustParseAddr(a))
+		fmt.Println(a, d.Status, d.RetryAfter.Round(time.Minute))
+	}
+	lifted, _ := p.Lift(ctx, "198.51.100.0/24", "ops")
+	fmt.Println("lifted", lifted[0].Key, lifted[0].Reason)
+	// Output:
+	// 198.51.100.7 banned 2h0m0s
+	// 198.51.101.7 allowed 0s
+	// lifted 198.51.100.0/24 scanner
+}

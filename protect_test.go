@@ -1,0 +1,535 @@
+package protect
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tally counts decisions by status.
+type tally map[Status]int
+
+func (tl tally) String() string {
+	return fmt.Sprintf("allowed %d, limited %d, banned %d, other %d",
+		tl[Allowed], tl[Limited], tl[Banned], tl[Safe]+tl[Unknown]+tl[Unavailable])
+}
+
+func request(peer string, xff ...string) *http.Request {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = peer
+	for _, v := range xff {
+		r.Header.Add("X-Forwarded-For", v)
+	}
+	return r
+}
+
+func verify(t *testing.T, p *Protector, r *http.Request) Decision {
+	t.Helper()
+	d, err := p.Verify(t.Context(), r)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return d
+}
+
+// The exactness bar: MaxRequests 100, BanLimit 250, 300 requests from one
+// address give exactly 100 served, 150 limited and 50 banned, whether they
+// come one by one or all at once.
+func TestExactCounts(t *testing.T) {
+	for _, concurrent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("concurrent=%v", concurrent), func(t *testing.T) {
+			p, _ := newTestProtector(t, Config{MaxRequests: 100, BanLimit: 250})
+			addr := netip.MustParseAddr("203.0.113.7")
+			got := tally{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for range 300 {
+				one := func() {
+					d, err := p.VerifyAddr(t.Context(), addr)
+					if err != nil || d.Err != nil {
+						t.Errorf("VerifyAddr: %v %v", err, d.Err)
+					}
+					mu.Lock()
+					got[d.Status]++
+					mu.Unlock()
+				}
+				if concurrent {
+					wg.Go(one)
+				} else {
+					one()
+				}
+			}
+			wg.Wait()
+			if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
+				t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
+			}
+			bans, err := p.Bans(t.Context())
+			if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.7" || bans[0].Source != SourceAuto {
+				t.Fatalf("bans = %+v, %v; want one automatic ban on 203.0.113.7", bans, err)
+			}
+		})
+	}
+}
+
+// The stream counter measures a stream, not a rate: it is forgotten only
+// after TTL of silence. The two worked examples of the background article.
+func TestStreamSemantics(t *testing.T) {
+	tests := []struct {
+		max       int64
+		ttl, gap  time.Duration
+		firstDeny int
+	}{
+		{max: 5, ttl: 3 * time.Second, gap: 2500 * time.Millisecond, firstDeny: 6},
+		{max: 20, ttl: 10 * time.Second, gap: 500 * time.Millisecond, firstDeny: 21},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("max=%d,ttl=%v,gap=%v", tt.max, tt.ttl, tt.gap), func(t *testing.T) {
+			p, clk := newTestProtector(t, Config{MaxRequests: tt.max, TTL: tt.ttl})
+			addr := netip.MustParseAddr("198.51.100.9")
+			for i := 1; i <= tt.firstDeny; i++ {
+				d, _ := p.VerifyAddr(t.Context(), addr)
+				if refused := d.Refused(); refused != (i == tt.firstDeny) {
+					t.Fatalf("request %d: %v (count %d)", i, d.Status, d.Count)
+				}
+				clk.Advance(tt.gap)
+			}
+			// A pause just longer than TTL starts the stream over.
+			clk.Advance(tt.ttl - tt.gap + time.Millisecond)
+			d, _ := p.VerifyAddr(t.Context(), addr)
+			if d.Status != Allowed || d.Count != 1 {
+				t.Fatalf("after a pause: %v count %d, want allowed with count 1", d.Status, d.Count)
+			}
+		})
+	}
+}
+
+// Attacks from the background articles.
+func TestForgedHeaders(t *testing.T) {
+	const proxy = "127.0.0.1:40000"
+	cfg := Config{MaxRequests: 100, BanLimit: 250, TrustedProxies: []string{"127.0.0.1"}, SafeNetworks: []string{"10.0.0.0/8"}}
+
+	t.Run("a new forged header per request is counted as the peer", func(t *testing.T) {
+		p, _ := newTestProtector(t, cfg)
+		got := tally{}
+		for i := range 1000 {
+			d := verify(t, p, request("127.0.0.2:5000", fmt.Sprintf("198.18.%d.%d", i/250, i%250)))
+			if d.Key != "127.0.0.2" && d.Status != Banned {
+				t.Fatalf("request %d counted as %q", i, d.Key)
+			}
+			got[d.Status]++
+		}
+		if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 750 {
+			t.Fatalf("got %v", got)
+		}
+		if n := p.store.(*MemoryStore).Len(); n > 1 {
+			t.Fatalf("%d counters; forged headers must not create any", n)
+		}
+	})
+
+	t.Run("naming a customer bans the attacker, never the customer", func(t *testing.T) {
+		p, _ := newTestProtector(t, cfg)
+		for range 260 {
+			verify(t, p, request("127.0.0.2:5000", "203.0.113.7"))
+		}
+		if d := verify(t, p, request("127.0.0.2:5000", "203.0.113.7")); d.Status != Banned || d.Key != "127.0.0.2" {
+			t.Fatalf("attacker: %v %q, want banned as 127.0.0.2", d.Status, d.Key)
+		}
+		for i := range 3 {
+			if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed || d.Key != "203.0.113.7" || d.Count != int64(i+1) {
+				t.Fatalf("customer request %d: %v %q count %d", i+1, d.Status, d.Key, d.Count)
+			}
+		}
+		// Through the proxy, a forged entry left of the proxy's own is not believed either.
+		for range 260 {
+			verify(t, p, request(proxy, "203.0.113.7, 198.51.100.66"))
+		}
+		if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed {
+			t.Fatalf("customer after a forged flood through the proxy: %v", d.Status)
+		}
+		bans, _ := p.Bans(t.Context())
+		var keys []string
+		for _, b := range bans {
+			keys = append(keys, b.Key.String())
+		}
+		if strings.Join(keys, ",") != "127.0.0.2,198.51.100.66" && strings.Join(keys, ",") != "198.51.100.66,127.0.0.2" {
+			t.Fatalf("banned %v; want the attacker's two addresses only", keys)
+		}
+	})
+
+	t.Run("claiming a safe network from outside is counted", func(t *testing.T) {
+		p, _ := newTestProtector(t, cfg)
+		got := tally{}
+		for range 300 {
+			got[verify(t, p, request("127.0.0.2:5000", "10.0.0.5")).Status]++
+		}
+		if got[Safe] != 0 || got[Allowed] != 100 {
+			t.Fatalf("got %v and %d safe; the claim must be counted", got, got[Safe])
+		}
+		if d := verify(t, p, request(proxy, "10.0.0.5")); d.Status != Safe {
+			t.Fatalf("a real safe client through the proxy: %v", d.Status)
+		}
+	})
+
+	t.Run("10,000 addresses in one /64 are one client", func(t *testing.T) {
+		p, _ := newTestProtector(t, Config{MaxRequests: 100, BanLimit: 250})
+		got := tally{}
+		for i := range 10000 {
+			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2, byte(i >> 8), byte(i), 0xaa, 0, 0, 0, byte(i >> 3), byte(i)})
+			d, _ := p.VerifyAddr(t.Context(), a)
+			if d.Key != "2001:db8:1:2::/64" {
+				t.Fatalf("%v counted as %q", a, d.Key)
+			}
+			got[d.Status]++
+		}
+		if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 9750 {
+			t.Fatalf("got %v", got)
+		}
+	})
+}
+
+// Node reports IPv4 clients as ::ffff:a.b.c.d; such a peer must match
+// an IPv4 safe network and an IPv4 ban.
+func TestMappedPeer(t *testing.T) {
+	const peer = "[::ffff:127.0.0.1]:5555"
+	p, _ := newTestProtector(t, Config{SafeNetworks: []string{"127.0.0.1"}})
+	if d := verify(t, p, request(peer)); d.Status != Safe || d.Addr != netip.MustParseAddr("127.0.0.1") {
+		t.Fatalf("safe: %v %v", d.Status, d.Addr)
+	}
+	p, _ = newTestProtector(t, Config{})
+	if _, err := p.Ban(t.Context(), "127.0.0.1", BanOptions{For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if d := verify(t, p, request(peer)); d.Status != Banned || d.Key != "127.0.0.1" {
+		t.Fatalf("ban: %v %q", d.Status, d.Key)
+	}
+	// A range ban written in mapped form matches too.
+	p, _ = newTestProtector(t, Config{})
+	if _, err := p.Ban(t.Context(), "::ffff:127.0.0.0/104", BanOptions{For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if d := verify(t, p, request(peer)); d.Status != Banned {
+		t.Fatalf("range ban: %v", d.Status)
+	}
+}
+
+func TestBanLifecycle(t *testing.T) {
+	p, clk := newTestProtector(t, Config{MaxRequests: 2, BanLimit: 3, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: 3 * time.Hour})
+	addr := netip.MustParseAddr("192.0.2.1")
+	// offend sends requests until the first ban and returns its decision.
+	offend := func() Decision {
+		t.Helper()
+		for range 4 {
+			d, _ := p.VerifyAddr(t.Context(), addr)
+			if d.Status == Banned {
+				return d
+			}
+		}
+		t.Fatal("no ban after BanLimit")
+		return Decision{}
+	}
+	wants := []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 3 * time.Hour} // the cap holds
+	for i, want := range wants {
+		d := offend()
+		if d.RetryAfter != want || !d.BanExpires.Equal(clk.Now().Add(want)) {
+			t.Fatalf("ban %d: RetryAfter %v expires %v, want %v", i+1, d.RetryAfter, d.BanExpires, want)
+		}
+		// Retry-After counts down with the clock.
+		clk.Advance(10*time.Minute + 500*time.Millisecond)
+		d, _ = p.VerifyAddr(t.Context(), addr)
+		h := http.Header{}
+		d.WriteHeaders(h)
+		if wantSecs := fmt.Sprint(seconds(want - 10*time.Minute - 500*time.Millisecond)); h.Get("Retry-After") != wantSecs {
+			t.Fatalf("ban %d: Retry-After %q, want %s", i+1, h.Get("Retry-After"), wantSecs)
+		}
+		// The ban expires by itself.
+		clk.Advance(want - 10*time.Minute)
+		if d, _ := p.VerifyAddr(t.Context(), addr); d.Status != Allowed || d.Count != 1 {
+			t.Fatalf("after ban %d: %v count %d", i+1, d.Status, d.Count)
+		}
+	}
+	// Outside the offense window the length starts over.
+	clk.Advance(DefaultOffenseWindow)
+	if d := offend(); d.RetryAfter != time.Hour {
+		t.Fatalf("after the window: %v, want 1h", d.RetryAfter)
+	}
+	// A lift takes effect on the next request.
+	lifted, err := p.Lift(t.Context(), "192.0.2.1", "test")
+	if err != nil || len(lifted) != 1 {
+		t.Fatalf("Lift = %v, %v", lifted, err)
+	}
+	if d, _ := p.VerifyAddr(t.Context(), addr); d.Status != Allowed || d.Count != 1 {
+		t.Fatalf("after lift: %v count %d", d.Status, d.Count)
+	}
+}
+
+func TestManualBans(t *testing.T) {
+	p, clk := newTestProtector(t, Config{})
+	ctx := t.Context()
+	if _, err := p.Ban(ctx, "198.51.100.0/24", BanOptions{For: time.Hour, Reason: "scanner", By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Ban(ctx, "2001:db8:1:2::99", BanOptions{Permanent: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		addr string
+		want Status
+	}{
+		{"198.51.100.7", Banned}, {"198.51.101.7", Allowed},
+		{"2001:db8:1:2::5", Banned}, {"2001:db8:1:3::5", Allowed},
+	} {
+		d, _ := p.VerifyAddr(ctx, netip.MustParseAddr(tt.addr))
+		if d.Status != tt.want {
+			t.Errorf("%s: %v, want %v", tt.addr, d.Status, tt.want)
+		}
+		if d.Status == Banned && strings.HasPrefix(tt.addr, "2001") && (d.RetryAfter != 0 || !d.BanExpires.IsZero()) {
+			t.Errorf("permanent ban: RetryAfter %v, expires %v", d.RetryAfter, d.BanExpires)
+		}
+	}
+	bans, _ := p.Bans(ctx)
+	if len(bans) != 2 || bans[0].Key.String() != "198.51.100.0/24" || !bans[0].Range || bans[0].By != "ops" || bans[0].Reason != "scanner" ||
+		bans[1].Key.String() != "2001:db8:1:2::/64" || !bans[1].Permanent() {
+		t.Fatalf("bans = %+v", bans)
+	}
+	// Permanent bans outlive any clock; range bans expire.
+	clk.Advance(365 * 24 * time.Hour)
+	bans, _ = p.Bans(ctx)
+	if len(bans) != 1 || !bans[0].Permanent() {
+		t.Fatalf("after a year: %+v", bans)
+	}
+	// Lifting a CIDR lifts every ban inside it.
+	p.Ban(ctx, "198.51.100.0/25", BanOptions{})
+	p.Ban(ctx, "198.51.100.200", BanOptions{})
+	lifted, err := p.Lift(ctx, "198.51.100.0/24", "ops")
+	if err != nil || len(lifted) != 2 {
+		t.Fatalf("Lift CIDR = %+v, %v", lifted, err)
+	}
+	for _, target := range []string{"garbage", "1.2.3.4/33", "10.0.0.0/", "0.0.0.0"} {
+		if _, err := p.Ban(ctx, target, BanOptions{}); !errors.Is(err, ErrBadTarget) || !strings.Contains(err.Error(), target) {
+			t.Errorf("Ban(%q) = %v; want ErrBadTarget quoting it", target, err)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		quote string
+	}{
+		{"CIDR without bits", Config{TrustedProxies: []string{"10.0.0.0/"}}, `"10.0.0.0/"`},
+		{"bits out of range", Config{SafeNetworks: []string{"1.2.3.4/33"}}, `"1.2.3.4/33"`},
+		{"garbage", Config{SafeNetworks: []string{"10.0.0.0/8", "garbage"}}, `"garbage"`},
+		{"host bits", Config{TrustedProxies: []string{"10.0.0.1/8"}}, `"10.0.0.1/8"`},
+		{"empty entry", Config{TrustedProxies: []string{""}}, `""`},
+		{"negative TTL", Config{TTL: -time.Second}, "TTL -1s"},
+		{"negative MaxRequests", Config{MaxRequests: -1}, "MaxRequests -1"},
+		{"factor below 1", Config{BanFactor: 0.5}, "BanFactor 0.5"},
+		{"cap below first ban", Config{BanDuration: 2 * time.Hour, MaxBanDuration: time.Hour}, "MaxBanDuration 1h0m0s"},
+		{"IPv6 prefix", Config{IPv6Prefix: 129}, "IPv6Prefix 129"},
+		{"header name", Config{ProxyHeader: "X Forwarded"}, `"X Forwarded"`},
+		{"ban status", Config{BanStatus: 200}, "BanStatus 200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(tt.cfg)
+			if err == nil {
+				p.Close()
+				t.Fatal("New accepted a bad config")
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.quote) {
+				t.Fatalf("error %q: want ErrConfig quoting %s", err, tt.quote)
+			}
+		})
+	}
+	p, err := New(Config{TrustedProxies: []string{"192.0.2.15", "2001:db8::1", " 10.0.0.0/8 "}, SafeNetworks: []string{"::ffff:198.51.100.0/120"}})
+	if err != nil {
+		t.Fatalf("bare addresses rejected: %v", err)
+	}
+	defer p.Close()
+	if !p.res.trusted.contains(netip.MustParseAddr("192.0.2.15")) || p.res.trusted.contains(netip.MustParseAddr("192.0.2.16")) ||
+		!p.safe.contains(netip.MustParseAddr("198.51.100.77")) {
+		t.Fatal("bare addresses or mapped CIDRs not honoured")
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := map[string]string{
+		"HTTP_PROTECT_TTL":             "15",
+		"HTTP_PROTECT_MAX_REQUESTS":    "50",
+		"HTTP_PROTECT_BAN_LIMIT":       "-1",
+		"HTTP_PROTECT_BAN_DURATION":    "2d12h",
+		"HTTP_PROTECT_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.15",
+		"HTTP_PROTECT_ON_STORE_ERROR":  "closed",
+		"HTTP_PROTECT_STORE_TIMEOUT":   "50ms",
+		"HTTP_PROTECT_DRY_RUN":         "true",
+		"HTTP_PROTECT_NAMESPACE":       "api:",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c, err := configFromLookup(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TTL != 15*time.Second || c.MaxRequests != 50 || c.BanLimit != -1 || c.BanDuration != 60*time.Hour ||
+		len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || c.OnStoreError != FailClosed ||
+		c.StoreTimeout != 50*time.Millisecond || !c.DryRun || c.Namespace != "api:" {
+		t.Fatalf("config = %+v", c)
+	}
+	for name, v := range map[string]string{"MAX_REQUESTS": "abc", "TTL": "soon", "DRY_RUN": "maybe", "ON_STORE_ERROR": "sometimes", "IPV6_PREFIX": "6x4"} {
+		lookup := func(k string) (string, bool) { return v, k == "HTTP_PROTECT_"+name }
+		if _, err := configFromLookup(lookup); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), fmt.Sprintf("HTTP_PROTECT_%s=%q", name, v)) {
+			t.Errorf("%s=%s: error %v; want one quoting it", name, v, err)
+		}
+	}
+	t.Setenv("HTTP_PROTECT_MAX_REQUESTS", "7")
+	if c, err := ConfigFromEnv(); err != nil || c.MaxRequests != 7 {
+		t.Fatalf("ConfigFromEnv = %+v, %v", c.MaxRequests, err)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"2d12h": 60 * time.Hour, "7d": 7 * 24 * time.Hour, "90s": 90 * time.Second, "1d30m": 24*time.Hour + 30*time.Minute} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "d", "2x", "1d-1h", "99999999999999d"} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) accepted", in)
+		}
+	}
+}
+
+func TestConsumerKeys(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 3})
+	ctx := t.Context()
+	for i := 1; i <= 4; i++ {
+		d, _ := p.VerifyKey(ctx, "cus_alpha")
+		if d.Key != "cus_alpha" || d.Refused() != (i == 4) {
+			t.Fatalf("request %d: %v %q", i, d.Status, d.Key)
+		}
+	}
+	if d, _ := p.VerifyKey(ctx, "cus_bravo"); d.Status != Allowed || d.Count != 1 {
+		t.Fatalf("bravo's first request: %v count %d", d.Status, d.Count)
+	}
+	for _, secret := range []string{"sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_abc", "ghp_0123456789abcdefABCDEF0123456789abcd", "a key with spaces", strings.Repeat("x", 33), "{slot}"} {
+		d, _ := p.VerifyKey(ctx, secret)
+		if strings.Contains(d.Key, secret) || len(d.Key) != 33 || d.Key[0] != '~' {
+			t.Errorf("VerifyKey(%q) counted as %q; want a hash", secret, d.Key)
+		}
+	}
+	if d, _ := p.VerifyKey(ctx, ""); d.Status != Unknown || !d.Refused() {
+		t.Fatalf("empty key: %v", d.Status)
+	}
+}
+
+func TestKeyFunc(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 2, KeyFunc: func(r *http.Request) (string, bool) {
+		k := r.Header.Get("X-Consumer")
+		return k, k != ""
+	}})
+	r := request("192.0.2.1:1")
+	r.Header.Set("X-Consumer", "acme")
+	if d := verify(t, p, r); d.Key != "acme" || d.Addr != netip.MustParseAddr("192.0.2.1") {
+		t.Fatalf("keyed: %q %v", d.Key, d.Addr)
+	}
+	if d := verify(t, p, request("192.0.2.1:1")); d.Key != "192.0.2.1" || d.Count != 1 {
+		t.Fatalf("fallback: %q count %d", d.Key, d.Count)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 1, BanLimit: 2, DryRun: true})
+	addr := netip.MustParseAddr("192.0.2.1")
+	want := []Status{Allowed, Limited, Banned, Banned}
+	for i, w := range want {
+		d, _ := p.VerifyAddr(t.Context(), addr)
+		h := http.Header{}
+		d.WriteHeaders(h)
+		if d.Status != w || d.Refused() || d.StatusCode() != 200 || h.Get("Ratelimit-Policy") == "" || h.Get("Retry-After") != "" {
+			t.Fatalf("request %d: %v refused=%v code %d headers %v", i+1, d.Status, d.Refused(), d.StatusCode(), h)
+		}
+	}
+}
+
+func TestMiddlewareCoversEveryPath(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 2})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /things", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	h := p.Middleware(mux)
+	for _, path := range []string{"/things", "/nope-1234", "/.env"} {
+		var codes []int
+		for range 4 {
+			r := httptest.NewRequest("GET", path, nil)
+			r.RemoteAddr = "192.0.2." + fmt.Sprint(len(path)) + ":1"
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			codes = append(codes, w.Code)
+		}
+		ok := http.StatusOK
+		if path != "/things" {
+			ok = http.StatusNotFound
+		}
+		if fmt.Sprint(codes) != fmt.Sprint([]int{ok, ok, 429, 429}) {
+			t.Errorf("%s: %v", path, codes)
+		}
+	}
+}
+
+// Two protectors compose: an address limit before authentication and a
+// consumer limit after it both enforce.
+func TestTwoProtectorsCompose(t *testing.T) {
+	byAddr, _ := newTestProtector(t, Config{MaxRequests: 20, Namespace: "addr:"})
+	byKey, _ := newTestProtector(t, Config{MaxRequests: 3, Namespace: "key:", KeyFunc: func(r *http.Request) (string, bool) {
+		return r.Header.Get("X-Consumer"), true
+	}})
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Consumer") == "" {
+				http.Error(w, "invalid key", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	h := byAddr.Middleware(auth(byKey.Middleware(app)))
+	send := func(consumer string, n int) []int {
+		var codes []int
+		for range n {
+			r := request("192.0.2.10:1")
+			if consumer != "" {
+				r.Header.Set("X-Consumer", consumer)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			codes = append(codes, w.Code)
+		}
+		return codes
+	}
+	if got := fmt.Sprint(send("alpha", 5)); got != "[200 200 200 429 429]" {
+		t.Fatalf("alpha: %s", got)
+	}
+	if got := fmt.Sprint(send("bravo", 2)); got != "[200 200]" {
+		t.Fatalf("bravo: %s", got)
+	}
+	// 7 requests so far from the address; 13 more guesses reach its limit of 20.
+	got := send("", 30)
+	if fmt.Sprint(got[:13]) != fmt.Sprint(repeat(401, 13)) || fmt.Sprint(got[13:]) != fmt.Sprint(repeat(429, 17)) {
+		t.Fatalf("guesses: %v", got)
+	}
+}
+
+func repeat(v, n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
