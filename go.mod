@@ -2,4 +2,15 @@ module github.com/httpprotect/protect
 
 go 1.26.0
 
-require go4.org/netipx v0.0.0-20260823151212-3075585bcbeb
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/redis/go-redis/v9 v9.23.0
+	go4.org/netipx v0.0.0-20260823151212-3075585bcbeb
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

@@ -311,17 +311,20 @@ func (s *MemoryStore) setRangesLocked(sp *space, edit func([]memBan) []memBan) {
 	if snap := sp.ranges.Load(); snap != nil {
 		cur = snap.bans
 	}
-	next := edit(cur)
-	if len(next) == 0 {
-		sp.ranges.Store(nil)
-		return
+	sp.ranges.Store(newRangeSnap(edit(cur)))
+}
+
+// newRangeSnap indexes range bans for lookups; nil when there are none.
+func newRangeSnap(bans []memBan) *rangeSnap {
+	if len(bans) == 0 {
+		return nil
 	}
 	var sb netipx.IPSetBuilder
-	for _, b := range next {
+	for _, b := range bans {
 		sb.AddPrefix(b.ban.Key.Prefix)
 	}
 	set, _ := sb.IPSet() // only valid prefixes are ever added
-	sp.ranges.Store(&rangeSnap{set: set, bans: next})
+	return &rangeSnap{set: set, bans: bans}
 }
 
 // Lift implements Store.

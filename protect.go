@@ -89,6 +89,13 @@ func New(cfg Config) (*Protector, error) {
 		unknownStatus: c.UnknownStatus,
 		log:           c.Logger,
 	}
+	if p.store == nil && c.RedisURL != "" {
+		rs, err := DialRedis(c.RedisURL, RedisOptions{Logger: c.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("%w: RedisURL: %w", ErrConfig, err)
+		}
+		p.store, p.ownStore = rs, true
+	}
 	if p.store == nil {
 		p.store, p.ownStore = NewMemoryStore(MemoryOptions{Clock: cfg.Clock}), true
 	}

@@ -2,7 +2,6 @@ package protect
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"time"
 )
@@ -95,6 +94,3 @@ type KeyState struct {
 	Ban      *Ban          // the active ban on the key itself, or nil
 	Offenses int           // bans recorded within the offense window
 }
-
-// ErrStoreClosed is returned by a store used after Close.
-var ErrStoreClosed = errors.New("protect: store is closed")
