@@ -187,20 +187,35 @@ func FuzzForwarded(f *testing.F) {
 }
 
 // FuzzResolve drives the whole resolver with a peer and two header lines,
-// in each header mode.
+// in each header mode. The protectors are built once, not per input.
 func FuzzResolve(f *testing.F) {
 	f.Add("10.0.0.1:5555", "6.6.6.6, 1.2.3.4", "10.0.0.2", uint8(0))
 	f.Add("[::ffff:10.0.0.1]:1", `for="[2001:db8::1]:80"`, "for=10.0.0.3", uint8(1))
 	f.Add("10.0.0.1:1", "1.2.3.4", "", uint8(2))
 	f.Add("@", "1.2.3.4", "5.6.7.8", uint8(3))
-	headers := []string{"X-Forwarded-For", "Forwarded", "X-Real-IP", "X-Forwarded-For"}
-	f.Fuzz(func(t *testing.T, peer, line1, line2 string, mode uint8) {
-		v := addrVector{Peer: peer, Header: headers[mode%4], Unix: mode&4 != 0, Lines: []string{line1, line2}}
-		if mode%4 == 3 {
-			v.Count = 1 + int(mode>>3)%3
+	var modes []addrVector
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-IP"} {
+		for _, unix := range []bool{false, true} {
+			for count := range 3 {
+				modes = append(modes, addrVector{Header: h, Unix: unix, Count: count})
+			}
 		}
-		p := vectorProtector(t, v)
-		r := vectorRequest(v)
+	}
+	var ps []*Protector
+	for _, v := range modes {
+		p, err := New(Config{TrustedProxies: []string{"10.0.0.0/8", "2001:db8:ffff::/48"}, ProxyHeader: v.Header,
+			ProxyCount: v.Count, TrustUnixSocket: v.Unix, Logger: discardLogger()})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { p.Close() })
+		ps = append(ps, p)
+	}
+	f.Fuzz(func(t *testing.T, peer, line1, line2 string, mode uint8) {
+		i := int(mode) % len(modes)
+		p := ps[i]
+		// All the resolver reads: the peer and the header lines.
+		r := &http.Request{RemoteAddr: peer, Header: http.Header{p.res.header: {line1, line2}}}
 		a, err := p.res.resolve(r)
 		if err != nil {
 			if !errors.Is(err, ErrUnknownClient) {

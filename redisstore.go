@@ -218,6 +218,14 @@ func (s *RedisStore) Addr() string {
 	return "redis"
 }
 
+// Ping checks that Redis answers; the error names the address.
+func (s *RedisStore) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("protect: redis at %s does not answer: %w", s.Addr(), err)
+	}
+	return nil
+}
+
 // Client returns the go-redis client the store uses.
 func (s *RedisStore) Client() redis.UniversalClient { return s.client }
 
