@@ -96,8 +96,10 @@ const maxVerbatimKey = 32
 // clearly an identifier is hashed: a key is kept verbatim only when it is at
 // most 32 bytes of [A-Za-z0-9._:@/-], has no run of 20 or more letters and
 // digits (the shape of a random token), and does not start like a
-// well-known secret ("sk_", "ghp_", …). Everything else becomes
-// "~" + 32 hex digits of its SHA-256, which no verbatim key can equal.
+// well-known secret ("sk_", "ghp_", …), and does not look like an address
+// (a consumer named "203.0.113.7" must not share Redis keys with that
+// address). Everything else becomes "~" + 32 hex digits of its SHA-256,
+// which no verbatim key can equal.
 func ConsumerKey(id string) Key {
 	if verbatimKey(id) {
 		return Key{Name: id}
@@ -110,7 +112,7 @@ func ConsumerKey(id string) Key {
 var secretPrefixes = [...]string{"sk_", "sk-", "rk_", "pk_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "AKIA", "ASIA", "glpat-", "eyJ"}
 
 func verbatimKey(id string) bool {
-	if id == "" || len(id) > maxVerbatimKey {
+	if id == "" || len(id) > maxVerbatimKey || looksLikeAddr(id) {
 		return false
 	}
 	run := 0

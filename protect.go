@@ -16,6 +16,7 @@ import (
 // A Protector decides, request by request, whether a client may pass. It
 // is safe for concurrent use. Make one with New and Close it when done.
 type Protector struct {
+	cfg      Config // as New completed it
 	store    Store
 	mem      *MemoryStore // store, when it is one: called directly on the hot path
 	memSpace *space       // the namespace in mem, looked up once
@@ -65,6 +66,7 @@ func New(cfg Config) (*Protector, error) {
 	}
 	header := canonicalHeader(c.ProxyHeader)
 	p := &Protector{
+		cfg:     c,
 		store:   c.Store,
 		timeout: c.StoreTimeout,
 		onError: c.OnStoreError,
@@ -129,6 +131,45 @@ func (p *Protector) Close() error {
 
 // Store returns the protector's store.
 func (p *Protector) Store() Store { return p.store }
+
+// Config returns the configuration in force: the one given to New with
+// every default filled in. Store is the store in use.
+func (p *Protector) Config() Config {
+	c := p.cfg
+	c.Store = p.store
+	return c
+}
+
+// ResolveClient returns the client address of r as Verify sees it, or an
+// error wrapping ErrUnknownClient. It counts nothing.
+func (p *Protector) ResolveClient(r *http.Request) (netip.Addr, error) {
+	return p.res.resolve(r)
+}
+
+// IsSafe reports whether a is in SafeNetworks.
+func (p *Protector) IsSafe(a netip.Addr) bool {
+	a, ok := normalize(a)
+	return ok && p.safe.contains(a)
+}
+
+// KeyFor returns the key Verify counts address a under: its /IPv4Prefix
+// or /IPv6Prefix.
+func (p *Protector) KeyFor(a netip.Addr) Key {
+	a, _ = normalize(a)
+	return p.agg.key(a)
+}
+
+// Inspect reports the state of k in the protector's namespace without
+// changing anything.
+func (p *Protector) Inspect(ctx context.Context, k Key) (KeyState, error) {
+	ctx, cancel := p.storeContext(ctx)
+	defer cancel()
+	st, err := p.store.Inspect(ctx, p.ns, k, &p.lim)
+	if err != nil {
+		return KeyState{}, fmt.Errorf("protect: inspect %s: %w", k, err)
+	}
+	return st, nil
+}
 
 // Namespace returns the namespace the protector writes under.
 func (p *Protector) Namespace() string { return p.ns }

@@ -533,3 +533,15 @@ func repeat(v, n int) []int {
 	}
 	return s
 }
+
+// A consumer named like an address is not counted as that address: on
+// Redis the two would otherwise share key names.
+func TestConsumerNamedLikeAnAddress(t *testing.T) {
+	p, _ := newTestProtector(t, Config{})
+	for _, id := range []string{"203.0.113.7", "::", "2001:db8::1", "10.0.0.0/8"} {
+		d, _ := p.VerifyKey(t.Context(), id)
+		if d.Key == id || d.Key[0] != '~' {
+			t.Errorf("VerifyKey(%q) counted as %q", id, d.Key)
+		}
+	}
+}

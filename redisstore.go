@@ -553,6 +553,10 @@ func (s *RedisStore) refreshEvery(interval time.Duration) {
 	}
 }
 
+// Refresh re-reads the range bans of every namespace in use now, rather
+// than at the next RangeRefresh tick.
+func (s *RedisStore) Refresh(ctx context.Context) error { return s.refreshAll(ctx) }
+
 // refreshAll re-reads the range bans of every namespace in use.
 func (s *RedisStore) refreshAll(ctx context.Context) error {
 	var errs []error

@@ -1,0 +1,317 @@
+// Package admin administers the bans of a protect.Protector: list and
+// filter them, add and lift them, inspect one target, and explain how a
+// request would be decided without counting it. protectctl is built on
+// it; a service can mount it behind its own authentication.
+//
+// An Admin aggregates and trusts exactly as the protector it is given, so
+// build that protector from the service's own Config (or ConfigFromEnv):
+// then lifting 2001:db8:1:2::99 lifts 2001:db8:1:2::/64, as the service
+// counts it.
+//
+// The records here (BanRecord, Inspection, Explanation) are protectctl's
+// stable -json schema: fields are only ever added.
+package admin
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/httpprotect/protect"
+)
+
+// An Admin administers one protector's bans. The zero value is not usable;
+// call New.
+type Admin struct {
+	p   *protect.Protector
+	now func() time.Time
+}
+
+// New returns an Admin for p. Times left are measured with p's clock.
+func New(p *protect.Protector) *Admin {
+	return &Admin{p: p, now: p.Config().Clock}
+}
+
+// Protector returns the protector a administers.
+func (a *Admin) Protector() *protect.Protector { return a.p }
+
+// BanRecord is one ban as protectctl shows it.
+type BanRecord struct {
+	Key         string     `json:"key"`
+	Range       bool       `json:"range"`
+	Reason      string     `json:"reason"`
+	Source      string     `json:"source"`
+	By          string     `json:"by"`
+	Created     time.Time  `json:"created"`
+	Expires     *time.Time `json:"expires"`      // null: permanent
+	SecondsLeft *int64     `json:"seconds_left"` // null: permanent; rounded up
+	Permanent   bool       `json:"permanent"`
+	Offense     int        `json:"offense"`
+}
+
+// Record converts a ban, with the time it has left at now.
+func Record(b protect.Ban, now time.Time) BanRecord {
+	r := BanRecord{
+		Key: b.Key.String(), Range: b.Range, Reason: b.Reason, Source: string(b.Source), By: b.By,
+		Created: b.Created.UTC(), Permanent: b.Permanent(), Offense: b.Offense,
+	}
+	if !b.Permanent() {
+		exp := b.Expires.UTC()
+		left := int64((b.Left(now) + time.Second - 1) / time.Second)
+		r.Expires, r.SecondsLeft = &exp, &left
+	}
+	return r
+}
+
+// Records converts bans; an empty list is [] in JSON, never null.
+func Records(bans []protect.Ban, now time.Time) []BanRecord {
+	out := make([]BanRecord, 0, len(bans))
+	for _, b := range bans {
+		out = append(out, Record(b, now))
+	}
+	return out
+}
+
+// Filter selects bans. The zero Filter selects every ban.
+type Filter struct {
+	// Within keeps bans on keys and ranges inside this network.
+	Within netip.Prefix
+	// Source keeps automatic or manual bans only; "" keeps both.
+	Source protect.Source
+	// Limit keeps the first Limit bans (soonest expiry first); 0 keeps all.
+	Limit int
+}
+
+// Bans lists the active bans that f selects, soonest expiry first and
+// permanent bans last.
+func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
+	bans, err := a.p.Bans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := bans[:0]
+	for _, b := range bans {
+		if f.Source != "" && b.Source != f.Source {
+			continue
+		}
+		if f.Within.IsValid() && !inside(b.Key, f.Within) {
+			continue
+		}
+		out = append(out, b)
+	}
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// inside reports whether an address or range key lies within n.
+func inside(k protect.Key, n netip.Prefix) bool {
+	return k.Prefix.IsValid() && n.Bits() <= k.Prefix.Bits() && n.Contains(k.Prefix.Addr())
+}
+
+// Ban adds a manual ban on each target (an address, a CIDR, or
+// consumer:NAME). A target that does not parse stops it before anything is
+// written.
+func (a *Admin) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]protect.Ban, error) {
+	if err := a.checkTargets(targets); err != nil {
+		return nil, err
+	}
+	var out []protect.Ban
+	for _, t := range targets {
+		b, err := a.p.Ban(ctx, t, opt)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// ErrNoTarget is returned when a lift names nothing and does not ask for
+// everything.
+var ErrNoTarget = errors.New("admin: no target (lifting every ban must be asked for explicitly)")
+
+// Lift lifts the bans on each target: an address lifts its counting key, a
+// CIDR every ban inside it. With no targets it lifts nothing and returns
+// ErrNoTarget; LiftAll lifts everything.
+func (a *Admin) Lift(ctx context.Context, targets []string, by string) ([]protect.Ban, error) {
+	if len(targets) == 0 {
+		return nil, ErrNoTarget
+	}
+	if err := a.checkTargets(targets); err != nil {
+		return nil, err
+	}
+	lifted := []protect.Ban{}
+	for _, t := range targets {
+		bans, err := a.p.Lift(ctx, t, by)
+		lifted = append(lifted, bans...)
+		if err != nil {
+			return lifted, err
+		}
+	}
+	return lifted, nil
+}
+
+// LiftAll lifts every ban in the protector's namespace.
+func (a *Admin) LiftAll(ctx context.Context, by string) ([]protect.Ban, error) {
+	return a.p.LiftAll(ctx, by)
+}
+
+func (a *Admin) checkTargets(targets []string) error {
+	var errs []error
+	for _, t := range targets {
+		if _, _, err := a.p.Target(t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Inspection is what protectctl inspect shows about one target.
+type Inspection struct {
+	Target string `json:"target"`
+	Key    string `json:"key"`
+	// Safe reports that the address is in SafeNetworks (never for
+	// ranges and consumers).
+	Safe bool `json:"safe"`
+	// Count is the stream's current count; CountSecondsLeft how long until
+	// it is forgotten without requests (rounded up).
+	Count            int64 `json:"count"`
+	CountSecondsLeft int64 `json:"count_seconds_left"`
+	Limit            int64 `json:"limit"`
+	BanLimit         int64 `json:"ban_limit"`
+	// Ban is the ban on the key itself; null when none.
+	Ban *BanRecord `json:"ban"`
+	// RangeBans are the range bans covering an address target.
+	RangeBans []BanRecord `json:"range_bans"`
+	// Offenses counts automatic bans within the offense window.
+	Offenses int `json:"offenses"`
+}
+
+// Inspect reports a target's key, counter, bans and offenses, changing
+// nothing.
+func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) {
+	k, _, err := a.p.Target(target)
+	if err != nil {
+		return Inspection{}, err
+	}
+	st, err := a.p.Inspect(ctx, k)
+	if err != nil {
+		return Inspection{}, err
+	}
+	cfg := a.p.Config()
+	now := a.now()
+	in := Inspection{
+		Target: target, Key: k.String(), Count: st.Count,
+		CountSecondsLeft: int64((st.CountTTL + time.Second - 1) / time.Second),
+		Limit:            cfg.MaxRequests, BanLimit: cfg.BanLimit, Offenses: st.Offenses,
+		RangeBans: []BanRecord{},
+	}
+	if st.Ban != nil {
+		r := Record(*st.Ban, now)
+		in.Ban = &r
+	}
+	if addr, err := netip.ParseAddr(target); err == nil {
+		in.Safe = a.p.IsSafe(addr)
+		bans, err := a.p.Bans(ctx)
+		if err != nil {
+			return Inspection{}, err
+		}
+		for _, b := range bans {
+			if b.Range && b.Covers(k, addr.Unmap().WithZone("")) {
+				in.RangeBans = append(in.RangeBans, Record(b, now))
+			}
+		}
+	}
+	return in, nil
+}
+
+// Steps of the pipeline, as Explanation.Step names them.
+const (
+	StepUnknown      = "unknown"       // the client address cannot be determined
+	StepSafe         = "safe"          // in SafeNetworks
+	StepBanned       = "banned"        // on the block list
+	StepBanThreshold = "ban_threshold" // this request would pass BanLimit
+	StepLimited      = "limited"       // past MaxRequests
+	StepAllowed      = "allowed"
+)
+
+// Explanation says who the client of a request is and which step of the
+// pipeline would decide it.
+type Explanation struct {
+	Peer   string `json:"peer"`
+	Client string `json:"client"` // "" when unknown
+	Reason string `json:"reason"` // why the client is unknown; "" otherwise
+	Key    string `json:"key"`    // "" when unknown or safe
+	Step   string `json:"step"`
+	// Status is the HTTP status the request would get.
+	Status int `json:"status"`
+	// Count is the stream's count now; the request would make it Count+1.
+	Count    int64      `json:"count"`
+	Limit    int64      `json:"limit"`
+	BanLimit int64      `json:"ban_limit"`
+	Ban      *BanRecord `json:"ban"` // the ban that would refuse it
+}
+
+// Explain resolves the client of a request given by its peer address and
+// header lines, and says which step would decide it. It counts nothing
+// and writes nothing.
+func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]string) (Explanation, error) {
+	r := newRequest(peer, header)
+	cfg := a.p.Config()
+	ex := Explanation{Peer: peer, Limit: cfg.MaxRequests, BanLimit: cfg.BanLimit}
+	addr, err := a.p.ResolveClient(r)
+	if err != nil {
+		ex.Step, ex.Status, ex.Reason = StepUnknown, cfg.UnknownStatus, err.Error()
+		return ex, nil
+	}
+	ex.Client = addr.String()
+	if a.p.IsSafe(addr) {
+		ex.Step, ex.Status = StepSafe, 200
+		return ex, nil
+	}
+	k := a.p.KeyFor(addr)
+	ex.Key = k.String()
+	in, err := a.Inspect(ctx, addr.String())
+	if err != nil {
+		return Explanation{}, err
+	}
+	ex.Count = in.Count
+	switch {
+	case in.Ban != nil || len(in.RangeBans) > 0:
+		ex.Step, ex.Status = StepBanned, cfg.BanStatus
+		ex.Ban = cmp.Or(in.Ban, firstRange(in.RangeBans))
+	case cfg.BanLimit >= 0 && in.Count+1 > cfg.BanLimit:
+		ex.Step, ex.Status = StepBanThreshold, cfg.BanStatus
+	case in.Count+1 > cfg.MaxRequests:
+		ex.Step, ex.Status = StepLimited, 429
+	default:
+		ex.Step, ex.Status = StepAllowed, 200
+	}
+	return ex, nil
+}
+
+func firstRange(r []BanRecord) *BanRecord {
+	if len(r) == 0 {
+		return nil
+	}
+	return &r[0]
+}
+
+// ParseHeader parses "Name: value" as given to protectctl explain -H.
+func ParseHeader(s string) (name, value string, err error) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' {
+			if i == 0 {
+				break
+			}
+			return s[:i], strings.Trim(s[i+1:], " \t"), nil
+		}
+	}
+	return "", "", fmt.Errorf("admin: header %q: want \"Name: value\"", s)
+}

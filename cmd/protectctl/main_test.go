@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
+	"github.com/redis/go-redis/v9"
+)
+
+// server is a Redis the operator's story runs against.
+type server struct {
+	addr string
+	ns   string
+	c    *redis.Client
+}
+
+// servers returns miniredis, and a real redis-server when
+// PROTECT_REDIS_ADDR is set (under CI it must be).
+func servers(t *testing.T) map[string]func(t *testing.T) server {
+	t.Helper()
+	out := map[string]func(t *testing.T) server{
+		"miniredis": func(t *testing.T) server { return newServer(t, miniredis.RunT(t).Addr()) },
+	}
+	if addr := os.Getenv("PROTECT_REDIS_ADDR"); addr != "" {
+		out["redis-server"] = func(t *testing.T) server { return newServer(t, addr) }
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("CI is set but PROTECT_REDIS_ADDR is not")
+	}
+	return out
+}
+
+func newServer(t *testing.T, addr string) server {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	ns := fmt.Sprintf("ctl:%x:", rand.Uint64())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := c.Keys(ctx, ns+"*").Result()
+		if len(keys) > 0 {
+			c.Del(ctx, keys...)
+		}
+		c.Close()
+	})
+	return server{addr: addr, ns: ns, c: c}
+}
+
+// fakeClock moves only when told.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time          { return c.t }
+func (c *fakeClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// service is one instance of a protected service on the shared Redis.
+type service struct {
+	p     *protect.Protector
+	store *protect.RedisStore
+	clock *fakeClock
+}
+
+func newService(t *testing.T, s server, cfg protect.Config) *service {
+	t.Helper()
+	clk := &fakeClock{t: time.Now()}
+	c := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	store := protect.NewRedisStore(c, protect.RedisOptions{Clock: clk.Now, RangeRefresh: -1})
+	cfg.Store, cfg.Namespace, cfg.Clock = store, s.ns, clk.Now
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	p, err := protect.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(); store.Close(); c.Close() })
+	return &service{p: p, store: store, clock: clk}
+}
+
+func (sv *service) verify(t *testing.T, addr string) protect.Decision {
+	t.Helper()
+	d, err := sv.p.VerifyAddr(t.Context(), netip.MustParseAddr(addr))
+	if err != nil || d.Err != nil {
+		t.Fatalf("verify %s: %v %v", addr, err, d.Err)
+	}
+	return d
+}
+
+// ctl runs protectctl in-process against s and returns what it wrote.
+func ctl(t *testing.T, s server, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb strings.Builder
+	code = run(append([]string{"-redis", "redis://" + s.addr + "/0", "-namespace", s.ns}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func ctlJSON(t *testing.T, s server, v any, args ...string) {
+	t.Helper()
+	code, out, errs := ctl(t, s, append(args, "-json")...)
+	if code != 0 {
+		t.Fatalf("protectctl %v: exit %d: %s", args, code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("protectctl %v: %v in %q", args, err, out)
+	}
+}
+
+// The operator's story: a service bans a client, protectctl lists it and
+// lifts it, and the next request on every instance is served.
+func TestBanListLift(t *testing.T) {
+	for name, mk := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			one := newService(t, s, protect.Config{MaxRequests: 2, BanLimit: 3})
+			two := newService(t, s, protect.Config{MaxRequests: 2, BanLimit: 3})
+			for range 4 {
+				one.verify(t, "203.0.113.7")
+			}
+			if d := two.verify(t, "203.0.113.7"); d.Status != protect.Banned {
+				t.Fatalf("instance two: %v", d.Status)
+			}
+			code, out, errs := ctl(t, s, "bans")
+			if code != 0 || !strings.Contains(out, "203.0.113.7") || !strings.Contains(out, "ban limit of 3") || !strings.Contains(out, "  1h0m0s  ") {
+				t.Fatalf("bans: exit %d\n%s%s", code, out, errs)
+			}
+			var recs []admin.BanRecord
+			ctlJSON(t, s, &recs, "bans")
+			if len(recs) != 1 || recs[0].Key != "203.0.113.7" || recs[0].Source != "auto" || recs[0].Permanent ||
+				recs[0].SecondsLeft == nil || *recs[0].SecondsLeft < 3590 || *recs[0].SecondsLeft > 3600 || recs[0].Offense != 1 {
+				t.Fatalf("bans -json: %+v", recs)
+			}
+			code, out, errs = ctl(t, s, "lift", "-by", "alice@ops", "203.0.113.7")
+			if code != 0 || !strings.Contains(out, "203.0.113.7") {
+				t.Fatalf("lift: exit %d\n%s%s", code, out, errs)
+			}
+			// Each instance may answer from its cached ban for BanCacheTTL;
+			// then both serve, counting one shared stream from zero.
+			for i, sv := range []*service{one, two} {
+				sv.clock.Advance(500 * time.Millisecond)
+				if d := sv.verify(t, "203.0.113.7"); d.Status != protect.Allowed || d.Count != int64(i+1) {
+					t.Fatalf("instance %d after lift: %v count %d", i+1, d.Status, d.Count)
+				}
+			}
+			ctlJSON(t, s, &recs, "bans")
+			if recs == nil || len(recs) != 0 {
+				t.Fatalf("bans after lift: %#v", recs)
+			}
+			if _, out, _ := ctl(t, s, "bans", "-json"); strings.TrimSpace(out) != "[]" {
+				t.Fatalf("empty list is %q, want []", out)
+			}
+		})
+	}
+}
+
+// An operator's range ban reaches every instance; lifting the CIDR lifts it.
+func TestRangeBan(t *testing.T) {
+	for name, mk := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			one := newService(t, s, protect.Config{})
+			two := newService(t, s, protect.Config{})
+			one.verify(t, "198.51.100.7") // both instances are running
+			two.verify(t, "198.51.100.7")
+			code, out, errs := ctl(t, s, "ban", "-for", "1h", "-reason", "scanner", "-by", "bob@ops", "198.51.100.0/24")
+			if code != 0 || !strings.Contains(out, "198.51.100.0/24") || !strings.Contains(out, "bob@ops") {
+				t.Fatalf("ban: exit %d\n%s%s", code, out, errs)
+			}
+			for _, sv := range []*service{one, two} {
+				if err := sv.store.Refresh(t.Context()); err != nil { // what RangeRefresh does every 500ms
+					t.Fatal(err)
+				}
+				if d := sv.verify(t, "198.51.100.7"); d.Status != protect.Banned || d.RetryAfter <= 59*time.Minute {
+					t.Fatalf("inside: %v %v", d.Status, d.RetryAfter)
+				}
+				if d := sv.verify(t, "198.51.101.7"); d.Status != protect.Allowed {
+					t.Fatalf("outside: %v", d.Status)
+				}
+			}
+			var in admin.Inspection
+			ctlJSON(t, s, &in, "inspect", "198.51.100.7")
+			if in.Key != "198.51.100.7" || len(in.RangeBans) != 1 || in.RangeBans[0].Key != "198.51.100.0/24" || in.RangeBans[0].Reason != "scanner" {
+				t.Fatalf("inspect: %+v", in)
+			}
+			var recs []admin.BanRecord
+			ctlJSON(t, s, &recs, "bans", "-within", "198.51.0.0/16", "-source", "manual")
+			if len(recs) != 1 || !recs[0].Range || recs[0].By != "bob@ops" {
+				t.Fatalf("bans -within: %+v", recs)
+			}
+			ctlJSON(t, s, &recs, "bans", "-source", "auto")
+			if len(recs) != 0 {
+				t.Fatalf("bans -source auto: %+v", recs)
+			}
+			if code, _, errs := ctl(t, s, "lift", "198.51.100.0/24"); code != 0 {
+				t.Fatalf("lift: %d %s", code, errs)
+			}
+			for _, sv := range []*service{one, two} {
+				sv.store.Refresh(t.Context())
+				if d := sv.verify(t, "198.51.100.7"); d.Status != protect.Allowed {
+					t.Fatalf("after lift: %v", d.Status)
+				}
+			}
+		})
+	}
+}
+
+// An automatic ban on an IPv6 client is lifted by naming any address of
+// its /64.
+func TestLiftIPv6ByAnyAddress(t *testing.T) {
+	for name, mk := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			sv := newService(t, s, protect.Config{MaxRequests: 1, BanLimit: 2})
+			for i := range 3 {
+				sv.verify(t, fmt.Sprintf("2001:db8:1:2::%x", i+1))
+			}
+			if d := sv.verify(t, "2001:db8:1:2:ffff::1"); d.Status != protect.Banned || d.Key != "2001:db8:1:2::/64" {
+				t.Fatalf("%v %q", d.Status, d.Key)
+			}
+			var recs []admin.BanRecord
+			ctlJSON(t, s, &recs, "lift", "2001:db8:1:2::99")
+			if len(recs) != 1 || recs[0].Key != "2001:db8:1:2::/64" {
+				t.Fatalf("lift: %+v", recs)
+			}
+			sv.clock.Advance(500 * time.Millisecond)
+			if d := sv.verify(t, "2001:db8:1:2::1"); d.Status != protect.Allowed {
+				t.Fatalf("after lift: %v", d.Status)
+			}
+		})
+	}
+}
+
+func TestUsageAndFailures(t *testing.T) {
+	s := newServer(t, miniredis.RunT(t).Addr())
+	tests := []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"lift"}, 2, "-all"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"ban", "garbage"}, 2, `"garbage"`},
+		{[]string{"ban", "1.2.3.4/33"}, 2, `"1.2.3.4/33"`},
+		{[]string{"lift", "not-an-address"}, 2, `"not-an-address"`},
+		{[]string{"ban", "-for", "soon", "1.2.3.4"}, 2, "soon"},
+		{[]string{"ban", "-for", "1h", "-permanent", "1.2.3.4"}, 2, "exclude"},
+		{[]string{"ban"}, 2, "TARGET"},
+		{[]string{"bans", "-source", "robots"}, 2, "robots"},
+		{[]string{"inspect"}, 2, "one TARGET"},
+		{[]string{"explain"}, 2, "-remote"},
+		{[]string{"lift", "-all", "1.2.3.4"}, 2, "-all"},
+	}
+	for _, tt := range tests {
+		code, out, errs := ctl(t, s, tt.args...)
+		if code != tt.code || !strings.Contains(errs, tt.says) || out != "" {
+			t.Errorf("protectctl %v: exit %d, stdout %q, stderr %q; want exit %d saying %s", tt.args, code, out, errs, tt.code, tt.says)
+		}
+	}
+	// Nothing was written by any of them.
+	if keys, _ := s.c.Keys(t.Context(), "*").Result(); len(keys) != 0 {
+		t.Fatalf("usage errors wrote %v", keys)
+	}
+	// -h explains every command, with an example, and succeeds.
+	for name := range commands {
+		var out strings.Builder
+		if code := run([]string{name, "-h"}, &out, &strings.Builder{}); code != 0 || !strings.Contains(out.String(), "example:\n  protectctl "+name) {
+			t.Errorf("%s -h: exit %d\n%s", name, code, out.String())
+		}
+	}
+	// No store at all is a usage error that says how to give one.
+	t.Setenv("HTTP_PROTECT_REDIS_URL", "")
+	var errb strings.Builder
+	if code := run([]string{"bans"}, &strings.Builder{}, &errb); code != 2 || !strings.Contains(errb.String(), "HTTP_PROTECT_REDIS_URL") {
+		t.Fatalf("no store: %d %s", code, errb.String())
+	}
+	// A bad environment is named.
+	t.Setenv("HTTP_PROTECT_IPV6_PREFIX", "sixty-four")
+	errb.Reset()
+	if code := run([]string{"-redis", "redis://" + s.addr, "bans"}, &strings.Builder{}, &errb); code != 2 || !strings.Contains(errb.String(), "HTTP_PROTECT_IPV6_PREFIX") {
+		t.Fatalf("bad environment: %d %s", code, errb.String())
+	}
+}
+
+// An unreachable store fails fast, with exit 1 and a message naming it.
+func TestUnreachableStore(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:2"} {
+		start := time.Now()
+		var out, errb strings.Builder
+		code := run([]string{"-redis", "redis://" + addr + "/0", "bans"}, &out, &errb)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("took %v", took)
+		}
+		if code != 1 || !strings.Contains(errb.String(), addr) || !strings.Contains(errb.String(), "check -redis") || out.Len() != 0 {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+		}
+	}
+}
+
+// explain resolves the design's vectors the way Verify would, and touches
+// no counter.
+func TestExplain(t *testing.T) {
+	t.Setenv("HTTP_PROTECT_TRUSTED_PROXIES", "10.0.0.0/8,2001:db8:ffff::/48")
+	t.Setenv("HTTP_PROTECT_SAFE_NETWORKS", "192.0.2.0/24")
+	t.Setenv("HTTP_PROTECT_MAX_REQUESTS", "2")
+	t.Setenv("HTTP_PROTECT_BAN_LIMIT", "4")
+	for name, mk := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			cfg, err := protect.ConfigFromEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sv := newService(t, s, cfg)
+			for range 2 {
+				sv.verify(t, "5.6.7.8") // at its limit: one more would be limited
+			}
+			for range 4 {
+				sv.verify(t, "6.7.8.9") // at its ban limit
+			}
+			sv.p.Ban(t.Context(), "198.51.100.0/24", protect.BanOptions{For: time.Hour, Reason: "range"})
+			before := snapshot(t, s)
+			tests := []struct {
+				peer    string
+				headers []string
+				client  string
+				step    string
+				status  int
+			}{
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.6.6.6, 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-For: 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 1.2.3.4, garbage"}, "", admin.StepUnknown, 429},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 10.0.0.3, 10.0.0.2"}, "", admin.StepUnknown, 429},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: [2001:db8::1]:443"}, "2001:db8::1", admin.StepAllowed, 200},
+				{"9.9.9.9:1234", []string{"X-Forwarded-For: 1.2.3.4"}, "9.9.9.9", admin.StepAllowed, 200},
+				{"[::ffff:10.0.0.1]:5555", []string{"X-Forwarded-For: 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 192.0.2.8"}, "192.0.2.8", admin.StepSafe, 200},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 5.6.7.8"}, "5.6.7.8", admin.StepLimited, 429},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.7.8.9"}, "6.7.8.9", admin.StepBanThreshold, 403},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 198.51.100.3"}, "198.51.100.3", admin.StepBanned, 403},
+			}
+			for _, tt := range tests {
+				args := []string{"explain", "-remote", tt.peer}
+				for _, h := range tt.headers {
+					args = append(args, "-H", h)
+				}
+				var ex admin.Explanation
+				ctlJSON(t, s, &ex, args...)
+				if ex.Client != tt.client || ex.Step != tt.step || ex.Status != tt.status {
+					t.Errorf("explain %s %v: client %q step %s status %d; want %q %s %d (%s)", tt.peer, tt.headers, ex.Client, ex.Step, ex.Status, tt.client, tt.step, tt.status, ex.Reason)
+				}
+			}
+			if after := snapshot(t, s); !slices.Equal(before, after) {
+				t.Fatalf("explain changed the store:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// snapshot lists every key of the namespace with its value.
+func snapshot(t *testing.T, s server) []string {
+	t.Helper()
+	ctx := t.Context()
+	keys, err := s.c.Keys(ctx, s.ns+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		typ, _ := s.c.Type(ctx, k).Result()
+		var v any
+		switch typ {
+		case "string":
+			v, _ = s.c.Get(ctx, k).Result()
+		case "hash":
+			v, _ = s.c.HGetAll(ctx, k).Result()
+		case "zset":
+			v, _ = s.c.ZRangeWithScores(ctx, k, 0, -1).Result()
+		}
+		out = append(out, fmt.Sprintf("%s=%v", k, v))
+	}
+	return out
+}
+
+func TestVersion(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"version"}, &out, &strings.Builder{}); code != 0 || !strings.HasPrefix(out.String(), "protectctl ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		90 * time.Second:                  "1m30s",
+		60 * time.Hour:                    "2d12h0m0s",
+		7 * 24 * time.Hour:                "7d",
+		24*time.Hour + 30*time.Minute + 1: "1d30m0.000000001s",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

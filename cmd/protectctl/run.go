@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/user"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const mainUsage = `usage: protectctl [-redis URL] [-namespace NS] COMMAND [flags] [args]
+
+commands:
+  bans      list active bans
+  ban       ban addresses, ranges or consumers
+  lift      lift bans
+  inspect   show one target's key, counter, bans and offenses
+  explain   show who a request's client is and which step would decide it
+  version   print the version
+
+The store is -redis or $HTTP_PROTECT_REDIS_URL; other settings come from
+the HTTP_PROTECT_* environment the services use. "protectctl COMMAND -h"
+explains a command.
+
+example:
+  HTTP_PROTECT_REDIS_URL=redis://127.0.0.1:6379/0 protectctl bans
+
+global flags:
+`
+
+// usageError is a mistake in the command line: exit 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// cli is one invocation.
+type cli struct {
+	stdout, stderr io.Writer
+	redisURL, ns   string
+	store          *protect.RedisStore
+	admin          *admin.Admin
+}
+
+// command is one subcommand: its flags, its usage text and what it does
+// once the store is open. needsStore is false for version.
+type command struct {
+	usage, example string
+	flags          func(fs *flag.FlagSet) func(c *cli, args []string) error
+	needsStore     bool
+}
+
+var commands = map[string]command{
+	"bans":    {"bans [-json] [-within CIDR] [-source auto|manual] [-limit N]", "protectctl bans -within 198.51.100.0/24 -source auto", bansCmd, true},
+	"ban":     {"ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-json] TARGET...", "protectctl ban -for 2d12h -reason 'credential stuffing' 198.51.100.0/24", banCmd, true},
+	"lift":    {"lift [-all] [-by WHO] [-json] TARGET...", "protectctl lift 2001:db8:1:2::99   # lifts 2001:db8:1:2::/64", liftCmd, true},
+	"inspect": {"inspect [-json] TARGET", "protectctl inspect 203.0.113.7", inspectCmd, true},
+	"explain": {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
+	"version": {"version", "protectctl version", versionCmd, false},
+}
+
+// run is protectctl: main only calls it. Tests drive it in-process.
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
+	// go-redis logs dial failures through a process-wide logger; the error
+	// this command prints already says it, once.
+	redis.SetLogger(quietLogger{})
+	fs := flag.NewFlagSet("protectctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (default $HTTP_PROTECT_REDIS_URL)")
+	fs.StringVar(&c.ns, "namespace", "", "key namespace (default $HTTP_PROTECT_NAMESPACE, or protect:)")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), mainUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	name := fs.Arg(0)
+	if name == "help" {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "protectctl: unknown command %q (see protectctl -h)\n", name)
+		return exitUsage
+	}
+	cfs := flag.NewFlagSet("protectctl "+name, flag.ContinueOnError)
+	cfs.SetOutput(stderr)
+	cfs.Usage = func() {
+		fmt.Fprintf(cfs.Output(), "usage: protectctl %s\n\nexample:\n  %s\n\nflags:\n", cmd.usage, cmd.example)
+		cfs.PrintDefaults()
+	}
+	do := cmd.flags(cfs)
+	cmdArgs, err := parseInterspersed(cfs, fs.Args()[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			cfs.SetOutput(stdout)
+			cfs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	if cmd.needsStore {
+		if err := c.open(); err != nil {
+			return c.fail(err)
+		}
+		defer c.admin.Protector().Close()
+		defer c.store.Close()
+	}
+	return c.fail(do(c, cmdArgs))
+}
+
+// parseInterspersed parses flags wherever they stand among the arguments,
+// as operators type them ("inspect 203.0.113.7 -json"); "--" ends flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// fail reports err and returns the exit status it deserves.
+func (c *cli) fail(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(c.stderr, "protectctl:", err)
+	var ue usageError
+	if errors.As(err, &ue) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// open connects to the store with the services' settings and checks that
+// it answers, within a few seconds.
+func (c *cli) open() error {
+	cfg, err := protect.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	url := c.redisURL
+	if url == "" {
+		url = cfg.RedisURL
+	}
+	if url == "" {
+		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL")
+	}
+	if c.ns != "" {
+		cfg.Namespace = c.ns
+	}
+	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
+	// A short-lived tool: no background refresh, no cached answers.
+	store, err := protect.DialRedis(url, protect.RedisOptions{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger})
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := store.Ping(ctx); err != nil {
+		store.Close()
+		return fmt.Errorf("%w\n  check -redis or HTTP_PROTECT_REDIS_URL, and that the server is running and reachable", err)
+	}
+	cfg.Store, cfg.RedisURL, cfg.Logger = store, "", logger
+	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second) // listing scans every key
+	p, err := protect.New(cfg)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	c.store, c.admin = store, admin.New(p)
+	return nil
+}
+
+func (c *cli) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+func (c *cli) now() time.Time { return c.admin.Protector().Config().Clock() }
+
+// writeJSON writes v as indented JSON on stdout.
+func (c *cli) writeJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeBans writes bans as JSON or as a table with the time left.
+func (c *cli) writeBans(bans []protect.Ban, asJSON bool) error {
+	recs := admin.Records(bans, c.now())
+	if asJSON {
+		return c.writeJSON(recs)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tSOURCE\tREASON\tBY\tCREATED\tEXPIRES\tLEFT\tOFFENSE")
+	for _, r := range recs {
+		expires, left := "never", "permanent"
+		if !r.Permanent {
+			expires = r.Expires.Format(time.RFC3339)
+			left = humanDuration(time.Duration(*r.SecondsLeft) * time.Second)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Key, r.Source, dash(r.Reason), dash(r.By),
+			r.Created.Format(time.RFC3339), expires, left, r.Offense)
+	}
+	return tw.Flush()
+}
+
+// humanDuration writes long durations with days, as -for accepts them:
+// 2d12h0m0s rather than 60h0m0s.
+func humanDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d < day {
+		return d.String()
+	}
+	if d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	return fmt.Sprintf("%dd%s", d/day, (d % day).String())
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func bansCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	asJSON := fs.Bool("json", false, "write JSON ([] when there are none)")
+	within := fs.String("within", "", "only bans inside this CIDR")
+	source := fs.String("source", "", "only auto or manual bans")
+	limit := fs.Int("limit", 0, "at most this many (soonest expiry first)")
+	return func(c *cli, args []string) error {
+		if len(args) > 0 {
+			return usagef("bans takes no arguments, got %q", args)
+		}
+		var f admin.Filter
+		if *within != "" {
+			p, err := netip.ParsePrefix(*within)
+			if err != nil {
+				return usagef("-within %q: not a CIDR", *within)
+			}
+			f.Within = p.Masked()
+		}
+		switch protect.Source(*source) {
+		case "", protect.SourceAuto, protect.SourceManual:
+			f.Source = protect.Source(*source)
+		default:
+			return usagef("-source %q: want auto or manual", *source)
+		}
+		if *limit < 0 {
+			return usagef("-limit %d: must not be negative", *limit)
+		}
+		f.Limit = *limit
+		ctx, cancel := c.ctx()
+		defer cancel()
+		bans, err := c.admin.Bans(ctx, f)
+		if err != nil {
+			return err
+		}
+		return c.writeBans(bans, *asJSON)
+	}
+}
+
+// durationFlag accepts days: 2d12h.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := protect.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("must be positive")
+	}
+	*f.d = d
+	return nil
+}
+
+// defaultBy names the operator: user@host.
+func defaultBy() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return name + "@" + host
+}
+
+func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	var length time.Duration
+	fs.Var(durationFlag{&length}, "for", "ban length, e.g. 90m, 2d12h (default the services' BanDuration)")
+	permanent := fs.Bool("permanent", false, "a ban that never expires")
+	reason := fs.String("reason", "", "why, recorded with the ban")
+	by := fs.String("by", defaultBy(), "who bans, recorded with the ban")
+	asJSON := fs.Bool("json", false, "write the bans added as JSON")
+	return func(c *cli, args []string) error {
+		if len(args) == 0 {
+			return usagef("ban needs at least one TARGET (an address, a CIDR or consumer:NAME)")
+		}
+		if *permanent && length != 0 {
+			return usagef("-for and -permanent exclude each other")
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		bans, err := c.admin.Ban(ctx, args, protect.BanOptions{For: length, Permanent: *permanent, Reason: *reason, By: *by})
+		if len(bans) > 0 {
+			if werr := c.writeBans(bans, *asJSON); werr != nil {
+				return werr
+			}
+		}
+		return err
+	}
+}
+
+func liftCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	all := fs.Bool("all", false, "lift every ban in the namespace")
+	by := fs.String("by", defaultBy(), "who lifts, for the log")
+	asJSON := fs.Bool("json", false, "write the bans lifted as JSON")
+	return func(c *cli, args []string) error {
+		if *all && len(args) > 0 {
+			return usagef("-all takes no TARGET")
+		}
+		if !*all && len(args) == 0 {
+			return usagef("lift needs a TARGET, or -all to lift every ban")
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		var lifted []protect.Ban
+		var err error
+		if *all {
+			lifted, err = c.admin.LiftAll(ctx, *by)
+		} else {
+			lifted, err = c.admin.Lift(ctx, args, *by)
+		}
+		if err != nil {
+			return err
+		}
+		if len(lifted) == 0 && !*asJSON {
+			fmt.Fprintln(c.stderr, "protectctl: nothing was banned there")
+			return nil
+		}
+		return c.writeBans(lifted, *asJSON)
+	}
+}
+
+func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	asJSON := fs.Bool("json", false, "write JSON")
+	return func(c *cli, args []string) error {
+		if len(args) != 1 {
+			return usagef("inspect takes exactly one TARGET")
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		in, err := c.admin.Inspect(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.writeJSON(in)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "target\t%s\nkey\t%s\nsafe\t%v\n", in.Target, in.Key, in.Safe)
+		fmt.Fprintf(tw, "count\t%d of %d (ban past %d), forgotten in %ds\n", in.Count, in.Limit, in.BanLimit, in.CountSecondsLeft)
+		fmt.Fprintf(tw, "offenses\t%d\n", in.Offenses)
+		fmt.Fprintf(tw, "ban\t%s\n", describe(in.Ban))
+		for _, r := range in.RangeBans {
+			fmt.Fprintf(tw, "range ban\t%s: %s\n", r.Key, describe(&r))
+		}
+		return tw.Flush()
+	}
+}
+
+// describe says a ban in one line.
+func describe(r *admin.BanRecord) string {
+	if r == nil {
+		return "none"
+	}
+	left := "permanent"
+	if !r.Permanent {
+		left = humanDuration(time.Duration(*r.SecondsLeft)*time.Second) + " left"
+	}
+	return fmt.Sprintf("%s, %s (%s, by %s, offense %d)", dash(r.Reason), left, r.Source, dash(r.By), r.Offense)
+}
+
+// headerFlag collects -H 'Name: value' lines in order.
+type headerFlag map[string][]string
+
+func (h headerFlag) String() string { return "" }
+
+func (h headerFlag) Set(s string) error {
+	name, value, err := admin.ParseHeader(s)
+	if err != nil {
+		return err
+	}
+	h[name] = append(h[name], value)
+	return nil
+}
+
+func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	remote := fs.String("remote", "", "the connecting peer, as RemoteAddr: 10.0.0.1:5555")
+	header := headerFlag{}
+	fs.Var(header, "H", "a request header line 'Name: value' (repeat for more)")
+	asJSON := fs.Bool("json", false, "write JSON")
+	return func(c *cli, args []string) error {
+		if *remote == "" {
+			return usagef("explain needs -remote ADDR")
+		}
+		if len(args) > 0 {
+			return usagef("explain takes no arguments, got %q", args)
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		ex, err := c.admin.Explain(ctx, *remote, header)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.writeJSON(ex)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "peer\t%s\n", ex.Peer)
+		if ex.Client == "" {
+			fmt.Fprintf(tw, "client\tunknown: %s\n", ex.Reason)
+		} else {
+			fmt.Fprintf(tw, "client\t%s\n", ex.Client)
+		}
+		if ex.Key != "" {
+			fmt.Fprintf(tw, "key\t%s\ncount\t%d of %d (ban past %d)\n", ex.Key, ex.Count, ex.Limit, ex.BanLimit)
+		}
+		fmt.Fprintf(tw, "step\t%s → %d\n", ex.Step, ex.Status)
+		if ex.Ban != nil {
+			fmt.Fprintf(tw, "ban\t%s: %s\n", ex.Ban.Key, describe(ex.Ban))
+		}
+		return tw.Flush()
+	}
+}
+
+func versionCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	return func(c *cli, args []string) error {
+		v := "(devel)"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		fmt.Fprintf(c.stdout, "protectctl %s %s\n", strings.TrimSpace(v), goVersion())
+		return nil
+	}
+}
+
+func goVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.GoVersion
+	}
+	return ""
+}
