@@ -213,7 +213,8 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 			lifted = append(lifted, b)
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
 				slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
-				slog.String("source", string(b.Source)), slog.String("by", by))
+				slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
+				slog.String("by", by), slog.String("namespace", p.ns))
 		}
 	}
 	return lifted, nil
@@ -268,15 +269,19 @@ func compareKeys(a, b Key) int {
 	return 0
 }
 
+// banLengthText is a ban's full length for the log: "1h0m0s", "permanent".
+func banLengthText(b Ban) string {
+	if b.Permanent() {
+		return "permanent"
+	}
+	return b.Expires.Sub(b.Created).String()
+}
+
 // logBan writes one ban event with key, reason and length.
 func (p *Protector) logBan(ctx context.Context, msg string, b Ban) {
-	length := "permanent"
-	if !b.Permanent() {
-		length = b.Expires.Sub(b.Created).String()
-	}
 	p.log.LogAttrs(ctx, slog.LevelWarn, msg,
 		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
-		slog.String("length", length), slog.String("source", string(b.Source)),
+		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
 		slog.Int("offense", b.Offense), slog.String("by", b.By),
 		slog.String("namespace", p.ns))
 }

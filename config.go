@@ -225,6 +225,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
+	// Braces would move the hash tag of every Redis key: a client's keys
+	// would no longer share a cluster slot with each other alone.
+	if strings.ContainsAny(c.Namespace, "{}") {
+		return c, configErr("Namespace %q: must not contain { or }", c.Namespace)
+	}
 	if c.OnStoreError > FailClosed {
 		return c, configErr("OnStoreError %d: want FailLocal, FailOpen or FailClosed", c.OnStoreError)
 	}

@@ -1,8 +1,10 @@
 package protect
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -335,6 +337,7 @@ func TestConfigErrors(t *testing.T) {
 		{"IPv6 prefix", Config{IPv6Prefix: 129}, "IPv6Prefix 129"},
 		{"header name", Config{ProxyHeader: "X Forwarded"}, `"X Forwarded"`},
 		{"ban status", Config{BanStatus: 200}, "BanStatus 200"},
+		{"namespace with a hash tag", Config{Namespace: "app{1}:"}, `"app{1}:"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -542,6 +545,51 @@ func TestConsumerNamedLikeAnAddress(t *testing.T) {
 		d, _ := p.VerifyKey(t.Context(), id)
 		if d.Key == id || d.Key[0] != '~' {
 			t.Errorf("VerifyKey(%q) counted as %q", id, d.Key)
+		}
+	}
+}
+
+// recorder keeps log records with their attributes.
+type recorder struct {
+	mu      sync.Mutex
+	records []map[string]string
+}
+
+func (h *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recorder) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"msg": r.Message}
+	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+	h.mu.Lock()
+	h.records = append(h.records, m)
+	h.mu.Unlock()
+	return nil
+}
+func (h *recorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recorder) WithGroup(string) slog.Handler      { return h }
+
+// Nothing bans or lifts silently: each is logged with key, reason and length.
+func TestBansAndLiftsAreLogged(t *testing.T) {
+	rec := &recorder{}
+	p, _ := newTestProtector(t, Config{MaxRequests: 1, BanLimit: 2, Logger: slog.New(rec)})
+	ctx := t.Context()
+	for range 3 {
+		p.VerifyAddr(ctx, netip.MustParseAddr("192.0.2.1"))
+	}
+	p.Ban(ctx, "198.51.100.0/24", BanOptions{Permanent: true, Reason: "scanner", By: "ops"})
+	p.Lift(ctx, "192.0.2.1", "alice")
+	want := []map[string]string{
+		{"msg": "protect: ban added", "key": "192.0.2.1", "reason": "stream passed the ban limit of 2 requests", "length": "1h0m0s", "source": "auto"},
+		{"msg": "protect: ban added", "key": "198.51.100.0/24", "reason": "scanner", "length": "permanent", "source": "manual", "by": "ops"},
+		{"msg": "protect: ban lifted", "key": "192.0.2.1", "reason": "stream passed the ban limit of 2 requests", "length": "1h0m0s", "by": "alice"},
+	}
+	if len(rec.records) != len(want) {
+		t.Fatalf("logged %v", rec.records)
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if rec.records[i][k] != v {
+				t.Errorf("record %d: %s = %q, want %q (%v)", i, k, rec.records[i][k], v, rec.records[i])
+			}
 		}
 	}
 }

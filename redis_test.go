@@ -58,7 +58,8 @@ func (h *countingHook) take() (int64, []string) {
 	return h.trips.Swap(0), names
 }
 
-// redisTarget is a Redis the protector tests run against.
+// redisTarget is a Redis the protector tests run against: addr starts or
+// finds it, and dial makes one more client of it.
 type redisTarget struct {
 	name string
 	addr func(t *testing.T) string
@@ -67,6 +68,16 @@ type redisTarget struct {
 var redisTargets = []redisTarget{
 	{"miniredis", func(t *testing.T) string { return miniredis.RunT(t).Addr() }},
 	{"redis-server", func(t *testing.T) string { return realRedisAddr(t) }},
+	{"redis-cluster", func(t *testing.T) string { return "cluster:" + strings.Join(clusterAddrs(t), ",") }},
+}
+
+// dial returns a new client of the Redis at addr; "cluster:a,b,c" is a
+// Redis Cluster.
+func dial(addr string) redis.UniversalClient {
+	if nodes, ok := strings.CutPrefix(addr, "cluster:"); ok {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(nodes, ","), ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
 }
 
 // instance is one service instance: its own client, store and protector.
@@ -80,7 +91,7 @@ type instance struct {
 // newInstance starts one instance on the Redis at addr.
 func newInstance(t *testing.T, addr, ns string, cfg Config, opt RedisOptions) *instance {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second})
+	c := dial(addr)
 	hook := &countingHook{}
 	c.AddHook(hook)
 	clk := newFakeClock()
@@ -106,10 +117,27 @@ func newInstance(t *testing.T, addr, ns string, cfg Config, opt RedisOptions) *i
 	return &instance{p: p, store: s, hook: hook, clock: clk}
 }
 
+// allKeys returns the keys matching pattern on every master.
+func allKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var keys []string
+	one := func(ctx context.Context, node *redis.Client) error {
+		k, err := node.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, k...)
+		mu.Unlock()
+		return err
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return keys, cc.ForEachMaster(ctx, one)
+	}
+	return keys, one(ctx, c.(*redis.Client))
+}
+
 // testNamespace gives each test its own keys on a shared server.
 func testNamespace(t *testing.T, addr string) string {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := dial(addr)
 	t.Cleanup(func() { c.Close() })
 	return uniqueNamespace(t, c)
 }
@@ -301,7 +329,7 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 			for range 4 { // counter, then ban and offense keys
 				in.p.VerifyKey(t.Context(), secret)
 			}
-			keys, err := in.store.client.Keys(t.Context(), globEscape(ns)+"*").Result()
+			keys, err := allKeys(t.Context(), in.store.client, globEscape(ns)+"*")
 			if err != nil || len(keys) != 2 {
 				t.Fatalf("keys %v %v; want a ban and an offense history", keys, err)
 			}

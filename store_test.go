@@ -38,16 +38,38 @@ func realRedisAddr(t testing.TB) string {
 	return addr
 }
 
+// clusterAddrs returns PROTECT_REDIS_CLUSTER_ADDRS, the nodes of a real
+// Redis Cluster, or skips (fails under CI, which starts one).
+func clusterAddrs(t testing.TB) []string {
+	t.Helper()
+	addrs := os.Getenv("PROTECT_REDIS_CLUSTER_ADDRS")
+	if addrs == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but PROTECT_REDIS_CLUSTER_ADDRS is not: .ci/run must start a cluster")
+		}
+		t.Skip("PROTECT_REDIS_CLUSTER_ADDRS not set: no Redis Cluster")
+	}
+	return strings.Split(addrs, ",")
+}
+
 // uniqueNamespace keeps tests on a shared real Redis apart, and removes
-// every key under it when the test ends.
+// every key under it, on every master, when the test ends.
 func uniqueNamespace(t testing.TB, c redis.UniversalClient) string {
 	t.Helper()
 	ns := fmt.Sprintf("test:%s:%x:", strings.ReplaceAll(t.Name(), "/", "."), rand.Uint64())
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := c.Scan(ctx, 0, globEscape(ns)+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
+		clean := func(ctx context.Context, node *redis.Client) error {
+			iter := node.Scan(ctx, 0, globEscape(ns)+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				node.Del(ctx, iter.Val())
+			}
+			return nil
+		}
+		if cc, ok := c.(*redis.ClusterClient); ok {
+			cc.ForEachMaster(ctx, clean)
+		} else if rc, ok := c.(*redis.Client); ok {
+			clean(ctx, rc)
 		}
 	})
 	return ns
@@ -79,20 +101,30 @@ func newRealRedisEnv(t *testing.T) storeEnv {
 	return storeEnv{store: s, ns: uniqueNamespace(t, c), unit: 40 * time.Millisecond, redis: c, wait: time.Sleep}
 }
 
+func newClusterEnv(t *testing.T) storeEnv {
+	t.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: clusterAddrs(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	s := NewRedisStore(c, RedisOptions{RangeRefresh: -1, Logger: discardLogger()})
+	t.Cleanup(func() { s.Close() })
+	return storeEnv{store: s, ns: uniqueNamespace(t, c), unit: 40 * time.Millisecond, redis: c, wait: time.Sleep}
+}
+
 func newMemoryEnv(t *testing.T) storeEnv {
 	t.Helper()
 	s, clk := newTestMemoryStore(t, MemoryOptions{})
 	return storeEnv{store: s, ns: "protect:", unit: time.Second, wait: clk.Advance}
 }
 
-// eachStore runs a test against every store: memory, miniredis, and a
-// real redis-server when PROTECT_REDIS_ADDR is set.
+// eachStore runs a test against every store: memory, miniredis, a real
+// redis-server when PROTECT_REDIS_ADDR is set, and a real Redis Cluster
+// when PROTECT_REDIS_CLUSTER_ADDRS is.
 func eachStore(t *testing.T, test func(t *testing.T, env storeEnv)) {
 	t.Helper()
 	for _, s := range []struct {
 		name string
 		make func(*testing.T) storeEnv
-	}{{"memory", newMemoryEnv}, {"miniredis", newMiniredisEnv}, {"redis-server", newRealRedisEnv}} {
+	}{{"memory", newMemoryEnv}, {"miniredis", newMiniredisEnv}, {"redis-server", newRealRedisEnv}, {"redis-cluster", newClusterEnv}} {
 		t.Run(s.name, func(t *testing.T) { test(t, s.make(t)) })
 	}
 }
@@ -313,6 +345,32 @@ func TestStoreConcurrentExactness(t *testing.T) {
 			if seen[n] != 1 {
 				t.Fatalf("count %d handed out %d times", n, seen[n])
 			}
+		}
+	})
+}
+
+// Listing finds every ban; on a cluster the 30 keys spread over every
+// master, so this fails unless each master is scanned.
+func TestStoreListsEveryBan(t *testing.T) {
+	eachStore(t, func(t *testing.T, env storeEnv) {
+		ctx := t.Context()
+		want := map[Key]bool{}
+		for i := range 30 {
+			k, _ := hostKey(fmt.Sprintf("192.0.2.%d", i+1))
+			if _, err := env.store.AddBan(ctx, env.ns, Ban{Key: k, Source: SourceManual, Reason: "list"}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = true
+		}
+		bans, err := env.store.Bans(ctx, env.ns)
+		if err != nil || len(bans) != 30 {
+			t.Fatalf("listed %d bans, %v; want 30", len(bans), err)
+		}
+		for _, b := range bans {
+			if !want[b.Key] || b.Reason != "list" {
+				t.Fatalf("unexpected ban %+v", b)
+			}
+			delete(want, b.Key)
 		}
 	})
 }
