@@ -67,5 +67,11 @@ func (b *breaker) failure(now time.Time) (opened bool) {
 	return n >= breakerThreshold && b.openUntil.CompareAndSwap(0, now.Add(breakerCooldown).UnixNano())
 }
 
+// release gives back the probe of a call that ended without a verdict on
+// the store (its caller gave up): the next call after the cooldown probes
+// instead. Outside a probe it changes nothing, since only the probe calls
+// the store while the circuit is open.
+func (b *breaker) release() { b.probing.Store(false) }
+
 // open reports whether the circuit is open.
 func (b *breaker) open() bool { return b.openUntil.Load() != 0 }

@@ -323,6 +323,7 @@ func (p *Protector) take(ctx context.Context, k Key, a netip.Addr) (Result, erro
 	}
 	if ctx.Err() != nil {
 		// The caller gave up; that says nothing about the store.
+		p.brk.release()
 		return Result{}, ctx.Err()
 	}
 	if p.brk.failure(p.clock()) {
