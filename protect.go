@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A Protector decides, request by request, whether a client may pass. It
@@ -92,10 +94,12 @@ func New(cfg Config) (*Protector, error) {
 		log:           c.Logger,
 	}
 	if p.store == nil && c.RedisURL != "" {
-		rs, err := DialRedis(c.RedisURL, RedisOptions{Logger: c.Logger})
+		o, err := redisOptions(c.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: RedisURL: %w", ErrConfig, err)
 		}
+		rs := NewRedisStore(redis.NewClient(o), RedisOptions{Logger: c.Logger})
+		rs.ownsConn = true
 		p.store, p.ownStore = rs, true
 	}
 	if p.store == nil {

@@ -338,6 +338,7 @@ func TestConfigErrors(t *testing.T) {
 		{"header name", Config{ProxyHeader: "X Forwarded"}, `"X Forwarded"`},
 		{"ban status", Config{BanStatus: 200}, "BanStatus 200"},
 		{"namespace with a hash tag", Config{Namespace: "app{1}:"}, `"app{1}:"`},
+		{"redis URL", Config{RedisURL: "redis://:hunter2@host:port"}, `"redis://xxxxx@host:port"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,8 +347,8 @@ func TestConfigErrors(t *testing.T) {
 				p.Close()
 				t.Fatal("New accepted a bad config")
 			}
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.quote) {
-				t.Fatalf("error %q: want ErrConfig quoting %s", err, tt.quote)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.quote) || strings.Count(err.Error(), "protect:") != 1 {
+				t.Fatalf("error %q: want ErrConfig quoting %s, said once", err, tt.quote)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -181,9 +182,21 @@ func contextTimeouts(c redis.UniversalClient) bool {
 // failure policy decide what a slow or dead Redis costs. It does not
 // connect: the first command does.
 func DialRedis(rawURL string, opt RedisOptions) (*RedisStore, error) {
+	o, err := redisOptions(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("protect: %w", err)
+	}
+	s := NewRedisStore(redis.NewClient(o), opt)
+	s.ownsConn = true
+	return s, nil
+}
+
+// redisOptions parses a Redis URL into the client options the limiter
+// needs. Its error quotes the URL with any password masked.
+func redisOptions(rawURL string) (*redis.Options, error) {
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("protect: redis URL %q: %w", redactURL(rawURL), errors.Unwrap(err))
+		return nil, fmt.Errorf("redis URL %q: %w", redactURL(rawURL), cmp.Or(errors.Unwrap(err), err))
 	}
 	o.ContextTimeoutEnabled = true
 	if o.MaxRetries == 0 {
@@ -192,9 +205,7 @@ func DialRedis(rawURL string, opt RedisOptions) (*RedisStore, error) {
 	if o.DialTimeout == 0 {
 		o.DialTimeout = time.Second
 	}
-	s := NewRedisStore(redis.NewClient(o), opt)
-	s.ownsConn = true
-	return s, nil
+	return o, nil
 }
 
 var urlSecret = regexp.MustCompile(`//[^/@]*@`)
@@ -340,7 +351,7 @@ func parseTake(v []any, k Key) (Result, error) {
 func banRecord(k Key, isRange bool, f map[string]string) (Ban, error) {
 	created, err1 := strconv.ParseInt(f["created"], 10, 64)
 	expires, err2 := strconv.ParseInt(f["expires"], 10, 64)
-	offense, err3 := strconv.Atoi(cmp(f["offense"], "0"))
+	offense, err3 := strconv.Atoi(cmp.Or(f["offense"], "0"))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Ban{}, fmt.Errorf("malformed ban record: %w", err)
 	}
@@ -350,13 +361,6 @@ func banRecord(k Key, isRange bool, f map[string]string) (Ban, error) {
 		b.Expires = time.UnixMilli(expires).UTC()
 	}
 	return b, nil
-}
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func toInt(v any) (int64, error) {
