@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Source says who wrote a ban.
+// Source says who wrote a ban. The zero value, "", is neither and matches
+// both where a filter takes a Source.
 type Source string
 
 const (
@@ -23,7 +24,8 @@ const (
 	SourceManual Source = "manual"
 )
 
-// A Ban is one entry of the block list.
+// A Ban is one entry of the block list. The zero Ban bans nothing: a
+// store rejects a ban with an empty Key.
 type Ban struct {
 	Key     Key       // the banned key, or the banned range when Range is set
 	Range   bool      // checked against every client address, not one counting key
@@ -73,7 +75,8 @@ func BanLength(lim *Limits, n int) time.Duration {
 	return time.Duration(d)
 }
 
-// BanOptions describe a manual ban.
+// BanOptions describe a manual ban. The zero value asks for a ban of
+// Config.BanDuration with reason "manual" and no author.
 type BanOptions struct {
 	// For is the ban's length. Zero means Config.BanDuration, unless
 	// Permanent is set.

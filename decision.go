@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Status is the outcome of one verification.
+// Status is the outcome of one verification. The zero value is Allowed.
 type Status uint8
 
 const (

@@ -16,7 +16,8 @@ import (
 )
 
 // A Protector decides, request by request, whether a client may pass. It
-// is safe for concurrent use. Make one with New and Close it when done.
+// is safe for concurrent use. The zero value is not usable: make one with
+// New, and Close it when done.
 type Protector struct {
 	cfg      Config // as New completed it
 	store    Store

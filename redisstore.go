@@ -68,6 +68,8 @@ type RedisOptions struct {
 // are answered from a local cache for BanCacheTTL. Both keep a banned
 // flood off Redis, and both are bounded in age so that a lift reaches
 // every instance within a second.
+//
+// The zero value is not usable: make one with NewRedisStore or DialRedis.
 type RedisStore struct {
 	client   redis.UniversalClient
 	ownsConn bool

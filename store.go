@@ -56,7 +56,8 @@ type Store interface {
 }
 
 // Limits are the numbers a Store needs to decide a Take. A Protector
-// derives them from its Config.
+// derives them from its Config; the zero value is not meaningful (a TTL of
+// zero forgets every count at once).
 type Limits struct {
 	TTL            time.Duration // a counter is forgotten after TTL without requests
 	BanLimit       int64         // the count past which a ban is written; negative: never
@@ -66,7 +67,8 @@ type Limits struct {
 	OffenseWindow  time.Duration // how long a ban counts towards escalation
 }
 
-// Result is the outcome of Store.Take.
+// Result is the outcome of Store.Take. The zero Result is a request that
+// was not counted and not banned.
 type Result struct {
 	// Count is the stream's count including this request. It is zero when
 	// a ban answered before counting.
@@ -86,7 +88,8 @@ type Result struct {
 	BanLeft time.Duration
 }
 
-// KeyState is what Store.Inspect reports about one key.
+// KeyState is what Store.Inspect reports about one key. The zero value is
+// a key with no counter, no ban and no offenses.
 type KeyState struct {
 	Key      Key
 	Count    int64         // the current stream count; 0 when forgotten
