@@ -88,11 +88,3 @@ func (l netList) contains(a netip.Addr) bool {
 
 // empty reports whether the list holds nothing.
 func (l netList) empty() bool { return l.set == nil }
-
-// prefixes returns the list as a minimal set of prefixes.
-func (l netList) prefixes() []netip.Prefix {
-	if l.set == nil {
-		return nil
-	}
-	return l.set.Prefixes()
-}
