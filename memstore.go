@@ -204,7 +204,7 @@ func (s *MemoryStore) Take(_ context.Context, ns string, k Key, addr netip.Addr,
 	switch {
 	case k.Name != "":
 		t := s.now()
-		if r, banned := sp.rangeBanned(addr, t); banned {
+		if r, banned := sp.ranges.Load().banned(addr, t); banned {
 			return r, nil
 		}
 		mk, h := s.nameKeyOf(sp, k.Name)
@@ -219,20 +219,20 @@ func (s *MemoryStore) Take(_ context.Context, ns string, k Key, addr netip.Addr,
 // counted request of a Protector on a memory store takes.
 func (s *MemoryStore) takeWords(sp *space, w wordKey, addr netip.Addr, lim *Limits) Result {
 	t := s.now()
-	if r, banned := sp.rangeBanned(addr, t); banned {
+	if r, banned := sp.ranges.Load().banned(addr, t); banned {
 		return r
 	}
 	mk, h := s.addrKeyOf(sp, w)
 	return s.addrs.take(mk, h, sp.id, s.epoch, t, lim)
 }
 
-// rangeBanned checks addr against the space's range bans.
-func (sp *space) rangeBanned(addr netip.Addr, t int64) (Result, bool) {
-	snap := sp.ranges.Load()
-	if snap == nil || !addr.IsValid() || !snap.set.Contains(addr) {
+// banned checks addr against the range bans at ticks t. A nil snapshot
+// holds no bans.
+func (r *rangeSnap) banned(addr netip.Addr, t int64) (Result, bool) {
+	if r == nil || !addr.IsValid() || !r.set.Contains(addr) {
 		return Result{}, false
 	}
-	if b, ok := snap.match(addr, t); ok {
+	if b, ok := r.match(addr, t); ok {
 		return bannedResult(b, t), true
 	}
 	return Result{}, false

@@ -297,7 +297,7 @@ func (s *RedisStore) Take(ctx context.Context, ns string, k Key, addr netip.Addr
 	if err != nil {
 		return Result{}, err
 	}
-	if r, banned := sp.rangeBanned(addr, t); banned {
+	if r, banned := sp.ranges.Load().banned(addr, t); banned {
 		r.Cached = true
 		return r, nil
 	}
@@ -459,17 +459,6 @@ func (s *RedisStore) space(ctx context.Context, ns string) (*redisSpace, error) 
 	}
 	sp.loaded.Store(true)
 	return sp, nil
-}
-
-func (sp *redisSpace) rangeBanned(addr netip.Addr, t int64) (Result, bool) {
-	snap := sp.ranges.Load()
-	if snap == nil || !addr.IsValid() || !snap.set.Contains(addr) {
-		return Result{}, false
-	}
-	if b, ok := snap.match(addr, t); ok {
-		return bannedResult(b, t), true
-	}
-	return Result{}, false
 }
 
 func rangesKey(ns string) string { return ns + "ranges" }
