@@ -48,3 +48,30 @@ func newTestProtector(t *testing.T, cfg Config) (*Protector, *fakeClock) {
 	t.Cleanup(func() { p.Close() })
 	return p, clk
 }
+
+// sendAll makes n verifications through verify, one by one or all at once,
+// and counts the outcomes. Any error, returned or absorbed, fails the test.
+func sendAll(t *testing.T, n int, concurrent bool, verify func(i int) (Decision, error)) tally {
+	t.Helper()
+	got := tally{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		one := func() {
+			d, err := verify(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || d.Err != nil {
+				t.Errorf("request %d: %v %v", i, err, d.Err)
+			}
+			got[d.Status]++
+		}
+		if concurrent {
+			wg.Go(one)
+		} else {
+			one()
+		}
+	}
+	wg.Wait()
+	return got
+}

@@ -48,26 +48,7 @@ func TestExactCounts(t *testing.T) {
 		t.Run(fmt.Sprintf("concurrent=%v", concurrent), func(t *testing.T) {
 			p, _ := newTestProtector(t, Config{MaxRequests: 100, BanLimit: 250})
 			addr := netip.MustParseAddr("203.0.113.7")
-			got := tally{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for range 300 {
-				one := func() {
-					d, err := p.VerifyAddr(t.Context(), addr)
-					if err != nil || d.Err != nil {
-						t.Errorf("VerifyAddr: %v %v", err, d.Err)
-					}
-					mu.Lock()
-					got[d.Status]++
-					mu.Unlock()
-				}
-				if concurrent {
-					wg.Go(one)
-				} else {
-					one()
-				}
-			}
-			wg.Wait()
+			got := sendAll(t, 300, concurrent, func(int) (Decision, error) { return p.VerifyAddr(t.Context(), addr) })
 			if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
 				t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
 			}

@@ -158,26 +158,7 @@ func TestRedisThreeInstancesExact(t *testing.T) {
 					inst[i] = newInstance(t, addr, ns, Config{MaxRequests: 100, BanLimit: 250, StoreTimeout: 10 * time.Second}, RedisOptions{RangeRefresh: -1})
 				}
 				client := netip.MustParseAddr("203.0.113.7")
-				got := tally{}
-				var mu sync.Mutex
-				var wg sync.WaitGroup
-				for i := range 300 {
-					one := func() {
-						d, err := inst[i%3].p.VerifyAddr(t.Context(), client)
-						mu.Lock()
-						defer mu.Unlock()
-						if err != nil || d.Err != nil {
-							t.Errorf("request %d: %v %v", i, err, d.Err)
-						}
-						got[d.Status]++
-					}
-					if concurrent {
-						wg.Go(one)
-					} else {
-						one()
-					}
-				}
-				wg.Wait()
+				got := sendAll(t, 300, concurrent, func(i int) (Decision, error) { return inst[i%3].p.VerifyAddr(t.Context(), client) })
 				if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
 					t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
 				}

@@ -19,9 +19,8 @@ import (
 type storeEnv struct {
 	store Store
 	ns    string
-	unit  time.Duration         // one "second" of the suite on this store
-	wait  func(time.Duration)   // let d pass, as the store sees it
-	redis redis.UniversalClient // nil for the memory store
+	unit  time.Duration       // one "second" of the suite on this store
+	wait  func(time.Duration) // let d pass, as the store sees it
 }
 
 // realRedisAddr returns PROTECT_REDIS_ADDR. Under CI the real-Redis tests
@@ -84,30 +83,27 @@ func newMiniredisEnv(t *testing.T) storeEnv {
 	t.Cleanup(func() { c.Close() })
 	s := NewRedisStore(c, RedisOptions{Clock: clk.Now, RangeRefresh: -1, Logger: discardLogger()})
 	t.Cleanup(func() { s.Close() })
-	return storeEnv{store: s, ns: "protect:", unit: time.Second, redis: c, wait: func(d time.Duration) {
+	return storeEnv{store: s, ns: "protect:", unit: time.Second, wait: func(d time.Duration) {
 		clk.Advance(d)
 		m.SetTime(clk.Now())
 		m.FastForward(d)
 	}}
 }
 
-func newRealRedisEnv(t *testing.T) storeEnv {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: realRedisAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	s := NewRedisStore(c, RedisOptions{RangeRefresh: -1, Logger: discardLogger()})
-	t.Cleanup(func() { s.Close() })
-	// Real time passes here: the suite's "second" is 40ms, and waits sleep.
-	return storeEnv{store: s, ns: uniqueNamespace(t, c), unit: 40 * time.Millisecond, redis: c, wait: time.Sleep}
-}
+func newRealRedisEnv(t *testing.T) storeEnv { return realEnv(t, dial(realRedisAddr(t))) }
 
 func newClusterEnv(t *testing.T) storeEnv {
+	return realEnv(t, dial("cluster:"+strings.Join(clusterAddrs(t), ",")))
+}
+
+// realEnv is a store on a real Redis, where real time passes: the suite's
+// "second" is 40ms, and waits sleep.
+func realEnv(t *testing.T, c redis.UniversalClient) storeEnv {
 	t.Helper()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: clusterAddrs(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	s := NewRedisStore(c, RedisOptions{RangeRefresh: -1, Logger: discardLogger()})
 	t.Cleanup(func() { s.Close() })
-	return storeEnv{store: s, ns: uniqueNamespace(t, c), unit: 40 * time.Millisecond, redis: c, wait: time.Sleep}
+	return storeEnv{store: s, ns: uniqueNamespace(t, c), unit: 40 * time.Millisecond, wait: time.Sleep}
 }
 
 func newMemoryEnv(t *testing.T) storeEnv {
