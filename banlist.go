@@ -239,6 +239,22 @@ func (p *Protector) Bans(ctx context.Context) ([]Ban, error) {
 	return bans, nil
 }
 
+// RangeBans lists the active range bans in the protector's namespace,
+// soonest expiry first. Unlike Bans it does not read every key ban.
+func (p *Protector) RangeBans(ctx context.Context) ([]Ban, error) {
+	ctx, cancel := p.storeContext(ctx)
+	defer cancel()
+	bans, err := p.store.RangeBans(ctx, p.ns)
+	if err != nil {
+		return nil, fmt.Errorf("protect: list range bans: %w", err)
+	}
+	if bans == nil {
+		bans = []Ban{}
+	}
+	SortBans(bans)
+	return bans, nil
+}
+
 // SortBans orders bans soonest expiry first, permanent bans last, then by
 // key.
 func SortBans(bans []Ban) {

@@ -356,12 +356,19 @@ func (s *MemoryStore) Lift(_ context.Context, ns string, k Key) (Ban, bool, erro
 }
 
 // Bans implements Store.
-func (s *MemoryStore) Bans(_ context.Context, ns string) ([]Ban, error) {
+func (s *MemoryStore) Bans(ctx context.Context, ns string) ([]Ban, error) {
+	out, _ := s.RangeBans(ctx, ns)
 	sp := s.space(ns)
 	t := s.now()
-	out := s.addrs.bans(sp.id, t, nil)
-	out = s.names.bans(sp.id, t, out)
-	if snap := sp.ranges.Load(); snap != nil {
+	out = s.addrs.bans(sp.id, t, out)
+	return s.names.bans(sp.id, t, out), nil
+}
+
+// RangeBans implements Store.
+func (s *MemoryStore) RangeBans(_ context.Context, ns string) ([]Ban, error) {
+	var out []Ban
+	if snap := s.space(ns).ranges.Load(); snap != nil {
+		t := s.now()
 		for _, b := range snap.bans {
 			if b.exp == 0 || b.exp > t {
 				out = append(out, b.ban)

@@ -513,3 +513,34 @@ func TestRedisOutage(t *testing.T) {
 		})
 	}
 }
+
+// Range bans are listed from their one hash, never by scanning keys, and
+// a store that does not serve a namespace (protectctl) writes a range ban
+// in one round trip without loading a local copy it would never use.
+func TestRedisRangeBansCost(t *testing.T) {
+	for _, target := range redisTargets {
+		t.Run(target.name, func(t *testing.T) {
+			addr := target.addr(t)
+			in := newInstance(t, addr, testNamespace(t, addr), Config{}, RedisOptions{RangeRefresh: -1})
+			ctx := t.Context()
+			// The first call also opens a connection and loads the script.
+			in.p.Ban(ctx, "203.0.113.0/24", BanOptions{For: time.Hour})
+			in.hook.take()
+			if _, err := in.p.Ban(ctx, "198.51.100.0/24", BanOptions{For: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if n, names := in.hook.take(); n != 1 {
+				t.Fatalf("a range ban from a store outside the namespace: %d round trips %v", n, names)
+			}
+			in.p.Ban(ctx, "192.0.2.1", BanOptions{}) // a key ban, which RangeBans must not read
+			in.hook.take()
+			ranges, err := in.p.RangeBans(ctx)
+			if n, names := in.hook.take(); n != 1 || strings.Contains(strings.Join(names, " "), "scan") {
+				t.Fatalf("RangeBans: %d round trips %v", n, names)
+			}
+			if err != nil || len(ranges) != 2 || ranges[0].Key.String() != "198.51.100.0/24" && ranges[1].Key.String() != "198.51.100.0/24" {
+				t.Fatalf("RangeBans: %+v %v", ranges, err)
+			}
+		})
+	}
+}

@@ -548,6 +548,15 @@ func (s *RedisStore) refreshEvery(interval time.Duration) {
 	}
 }
 
+// reloadRanges re-reads ns's range bans after a change through this store,
+// if this store serves ns. One that does not (protectctl, say) has no copy
+// to bring up to date: its first Take in ns loads one.
+func (s *RedisStore) reloadRanges(ctx context.Context, ns string) {
+	if sp, ok := s.spaces.Load(ns); ok && sp.(*redisSpace).loaded.Load() {
+		s.loadRanges(ctx, ns, sp.(*redisSpace))
+	}
+}
+
 // Refresh re-reads the range bans of every namespace in use now, rather
 // than at the next RangeRefresh tick.
 func (s *RedisStore) Refresh(ctx context.Context) error { return s.refreshAll(ctx) }
@@ -580,9 +589,7 @@ func (s *RedisStore) AddBan(ctx context.Context, ns string, b Ban, length time.D
 		if len(bans) != 1 {
 			return Ban{}, errors.New("protect: redis range ban: no record returned")
 		}
-		if sp, err := s.space(ctx, ns); err == nil {
-			s.loadRanges(ctx, ns, sp) // this instance sees it at once
-		}
+		s.reloadRanges(ctx, ns) // this instance sees it at once
 		return bans[0], nil
 	}
 	c, key, _ := redisKeys(ns, b.Key)
@@ -611,9 +618,7 @@ func (s *RedisStore) Lift(ctx context.Context, ns string, k Key) (Ban, bool, err
 		}
 		if len(bans) > 0 {
 			lifted, found = bans[0], true
-			if sp, err := s.space(ctx, ns); err == nil {
-				s.loadRanges(ctx, ns, sp)
-			}
+			s.reloadRanges(ctx, ns)
 		}
 	}
 	_, b, _ := redisKeys(ns, k)
@@ -639,9 +644,15 @@ func pairs(v []string) map[string]string {
 	return m
 }
 
+// RangeBans implements Store: one read of the namespace's ranges hash.
+func (s *RedisStore) RangeBans(ctx context.Context, ns string) ([]Ban, error) {
+	_, bans, err := s.rangeCall(ctx, ns, "list")
+	return bans, err
+}
+
 // Bans implements Store: it scans every master for ban records.
 func (s *RedisStore) Bans(ctx context.Context, ns string) ([]Ban, error) {
-	_, out, err := s.rangeCall(ctx, ns, "list")
+	out, err := s.RangeBans(ctx, ns)
 	if err != nil {
 		return nil, err
 	}

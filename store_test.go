@@ -260,6 +260,9 @@ func TestStoreManualBans(t *testing.T) {
 		if err != nil || len(bans) != 3 {
 			t.Fatalf("Bans: %+v %v", bans, err)
 		}
+		if ranges, err := env.store.RangeBans(ctx, env.ns); err != nil || len(ranges) != 1 || ranges[0].Key != rng || !ranges[0].Range || ranges[0].Reason != "scanner" {
+			t.Fatalf("RangeBans: %+v %v", ranges, err)
+		}
 		SortBans(bans)
 		if bans[0].Key != rng && bans[0].Key != consumer || bans[2].Key != k || !bans[2].Permanent() {
 			t.Fatalf("Bans order: %+v", bans)

@@ -218,12 +218,12 @@ func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) 
 	}
 	if addr, err := netip.ParseAddr(target); err == nil {
 		in.Safe = a.p.IsSafe(addr)
-		bans, err := a.p.Bans(ctx)
+		ranges, err := a.p.RangeBans(ctx)
 		if err != nil {
 			return Inspection{}, err
 		}
-		for _, b := range bans {
-			if b.Range && b.Covers(k, addr.Unmap().WithZone("")) {
+		for _, b := range ranges {
+			if b.Covers(k, addr.Unmap().WithZone("")) {
 				in.RangeBans = append(in.RangeBans, Record(b, now))
 			}
 		}
