@@ -61,6 +61,9 @@ func (b Ban) Covers(k Key, a netip.Addr) bool {
 // BanLength returns the length of the n-th automatic ban of a key within
 // the offense window: BanDuration × BanFactor^(n−1), capped at
 // MaxBanDuration (fail2ban's bantime.increment). n below 1 counts as 1.
+//
+// The Redis store computes the same length in Lua (lua/take.lua); the
+// Escalation test of package storetest keeps the two equal.
 func BanLength(lim *Limits, n int) time.Duration {
 	if n < 1 {
 		n = 1
@@ -157,7 +160,7 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 	b := Ban{Key: k, Range: isRange, Reason: reason, Source: SourceManual, By: opt.By}
 	ctx, cancel := p.storeContext(ctx)
 	defer cancel()
-	b, err = p.store.AddBan(ctx, p.ns, b, length)
+	b, err = p.space.AddBan(ctx, b, length)
 	if err != nil {
 		return Ban{}, fmt.Errorf("protect: ban %s: %w", k, err)
 	}
@@ -173,26 +176,23 @@ func (p *Protector) Lift(ctx context.Context, target string, by string) ([]Ban, 
 	if err != nil {
 		return nil, err
 	}
-	var keys []Key
+	keys := []Key{k}
 	if isRange {
-		bans, err := p.Bans(ctx)
+		bans, err := p.Bans(ctx, BanFilter{Within: k.Prefix})
 		if err != nil {
 			return nil, err
 		}
+		keys = keys[:0]
 		for _, b := range bans {
-			if b.Key.Prefix.IsValid() && k.Prefix.Bits() <= b.Key.Prefix.Bits() && k.Prefix.Contains(b.Key.Prefix.Addr()) {
-				keys = append(keys, b.Key)
-			}
+			keys = append(keys, b.Key)
 		}
-	} else {
-		keys = []Key{k}
 	}
 	return p.liftKeys(ctx, keys, by)
 }
 
 // LiftAll removes every ban in the protector's namespace.
 func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
-	bans, err := p.Bans(ctx)
+	bans, err := p.Bans(ctx, BanFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 	lifted := []Ban{}
 	for _, k := range keys {
 		sctx, cancel := p.storeContext(ctx)
-		b, ok, err := p.store.Lift(sctx, p.ns, k)
+		b, ok, err := p.space.Lift(sctx, k)
 		cancel()
 		if err != nil {
 			return lifted, fmt.Errorf("protect: lift %s: %w", k, err)
@@ -223,30 +223,15 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 	return lifted, nil
 }
 
-// Bans lists the active bans in the protector's namespace, soonest
-// expiry first and permanent bans last.
-func (p *Protector) Bans(ctx context.Context) ([]Ban, error) {
+// Bans lists the active bans in the protector's namespace that f selects,
+// soonest expiry first and permanent bans last. An empty list is empty,
+// never nil.
+func (p *Protector) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 	ctx, cancel := p.storeContext(ctx)
 	defer cancel()
-	bans, err := p.store.Bans(ctx, p.ns)
+	bans, err := p.space.Bans(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("protect: list bans: %w", err)
-	}
-	if bans == nil {
-		bans = []Ban{}
-	}
-	SortBans(bans)
-	return bans, nil
-}
-
-// RangeBans lists the active range bans in the protector's namespace,
-// soonest expiry first. Unlike Bans it does not read every key ban.
-func (p *Protector) RangeBans(ctx context.Context) ([]Ban, error) {
-	ctx, cancel := p.storeContext(ctx)
-	defer cancel()
-	bans, err := p.store.RangeBans(ctx, p.ns)
-	if err != nil {
-		return nil, fmt.Errorf("protect: list range bans: %w", err)
 	}
 	if bans == nil {
 		bans = []Ban{}

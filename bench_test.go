@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // benchProtector never limits nor bans, so every iteration takes the full

@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -460,59 +459,4 @@ func isTchar(c byte) bool {
 // canonicalHeader returns the canonical form of a header name.
 func canonicalHeader(name string) string {
 	return textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
-}
-
-// aggregator maps a client address to the key it is counted under.
-//
-// One host with an IPv6 /64 can rotate through 2^64 addresses, so IPv6
-// clients are counted per /64 by default; IPv4 clients per address.
-type aggregator struct {
-	v4Bits, v6Bits int
-}
-
-// key returns the counting key of a normalised address.
-func (ag aggregator) key(a netip.Addr) Key {
-	return Key{Prefix: ag.words(a).prefix()}
-}
-
-// words returns the counting key of a normalised address in the form the
-// hot path hashes and compares.
-func (ag aggregator) words(a netip.Addr) wordKey {
-	b := a.As16()
-	k := wordKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:])}
-	if a.Is4() {
-		k.bits = uint64(ag.v4Bits)
-		k.lo &= 0xffffffff_00000000 | ^uint64(0)<<(32-ag.v4Bits)&0xffffffff
-		return k
-	}
-	k.bits = uint64(ag.v6Bits)
-	if ag.v6Bits <= 64 {
-		k.hi &= ^uint64(0) << (64 - ag.v6Bits)
-		k.lo = 0
-	} else {
-		k.lo &= ^uint64(0) << (128 - ag.v6Bits)
-	}
-	return k
-}
-
-// A wordKey is a masked address prefix as two machine words and a length:
-// cheap to hash and compare, and free of pointers. IPv4 is held in its
-// IPv4-mapped form, which no normalised IPv6 address takes, so the two
-// families never meet.
-type wordKey struct {
-	hi, lo, bits uint64
-}
-
-// wordsOf returns the wordKey of a masked prefix.
-func wordsOf(p netip.Prefix) wordKey {
-	b := p.Addr().As16()
-	return wordKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), bits: uint64(p.Bits())}
-}
-
-// prefix returns k as a netip.Prefix.
-func (k wordKey) prefix() netip.Prefix {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], k.hi)
-	binary.BigEndian.PutUint64(b[8:], k.lo)
-	return netip.PrefixFrom(netip.AddrFrom16(b).Unmap(), int(k.bits))
 }

@@ -67,9 +67,11 @@ type Decision struct {
 	// Addr is the resolved client address, unmapped and zone-free; zero
 	// for VerifyKey and when the address is unknown.
 	Addr netip.Addr
-	// Key is what was counted: "203.0.113.7", "2001:db8:1:2::/64", or a
-	// consumer key. Empty when nothing was counted.
-	Key string
+	// Key is what was counted (or, for Check, looked at): the address
+	// prefix 203.0.113.7/32 or 2001:db8:1:2::/64, or a consumer key. The
+	// zero Key when nothing was. Key.String formats it on demand, so the
+	// hot path never does.
+	Key Key
 	// Count is the stream's count including this request.
 	Count int64
 	// Limit is MaxRequests.
@@ -83,6 +85,9 @@ type Decision struct {
 	// BanExpires is when the ban ends; zero for a permanent ban, and
 	// when not Banned.
 	BanExpires time.Time
+	// Ban is the ban that refused the request when Banned, else nil. It
+	// may be shared with other decisions: treat it as read-only.
+	Ban *Ban
 	// Window is the TTL: the pause that makes the stream start again.
 	Window time.Duration
 	// DryRun reports a decision made with Config.DryRun: it is logged and

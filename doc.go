@@ -20,6 +20,8 @@
 //  6. Otherwise allowed.
 //
 // Steps 3–5 are one atomic store operation: on Redis, one round trip.
+// Protector.Check runs the same pipeline through the same operation
+// without counting or writing anything.
 //
 // # The stream counter
 //
@@ -57,5 +59,7 @@
 // instances gives one exact limit for all of them. When the store fails,
 // OnStoreError decides: FailLocal (the default) keeps limiting per process,
 // FailOpen serves, FailClosed refuses with 503. A circuit breaker keeps a
-// dead store from costing a timeout per request.
+// dead store from costing a timeout per request. A Store binds a
+// namespace and limits once (Store.Space); package storetest holds the
+// conformance suite that every store, shipped or new, must pass.
 package protect

@@ -2,6 +2,7 @@ package protect
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
@@ -27,16 +28,31 @@ func (k Key) IsZero() bool { return k.Name == "" && !k.Prefix.IsValid() }
 // for a single host ("203.0.113.7"), CIDR notation for a wider prefix
 // ("2001:db8:1:2::/64"), or the consumer name.
 func (k Key) String() string {
+	if k.Name != "" {
+		return k.Name
+	}
+	var b [48]byte
+	return string(k.appendTo(b[:0]))
+}
+
+// AppendText implements encoding.TextAppender: it appends what String
+// returns.
+func (k Key) AppendText(b []byte) ([]byte, error) { return k.appendTo(b), nil }
+
+// MarshalText implements encoding.TextMarshaler, so that a Key logs and
+// encodes as its text.
+func (k Key) MarshalText() ([]byte, error) { return k.appendTo(nil), nil }
+
+func (k Key) appendTo(b []byte) []byte {
 	switch {
 	case k.Name != "":
-		return k.Name
+		return append(b, k.Name...)
 	case !k.Prefix.IsValid():
-		return ""
+		return b
 	case k.Prefix.IsSingleIP():
-		return k.Prefix.Addr().String()
-	default:
-		return k.Prefix.String()
+		return k.Prefix.Addr().AppendTo(b)
 	}
+	return k.Prefix.AppendTo(b)
 }
 
 // ParseKey parses a key as Key.String writes it: an address, a CIDR, or a
@@ -137,4 +153,47 @@ func verbatimKey(id string) bool {
 		}
 	}
 	return true
+}
+
+// aggregator maps a client address to the key it is counted under.
+//
+// One host with an IPv6 /64 can rotate through 2^64 addresses, so IPv6
+// clients are counted per /64 by default; IPv4 clients per address.
+type aggregator struct {
+	v4Bits, v6Bits int
+}
+
+// key returns the counting key of a normalised address.
+func (ag aggregator) key(a netip.Addr) Key {
+	bits := ag.v6Bits
+	if a.Is4() {
+		bits = ag.v4Bits
+	}
+	if bits == a.BitLen() {
+		return Key{Prefix: netip.PrefixFrom(a, bits)} // nothing to mask
+	}
+	p, _ := a.Prefix(bits) // bits was checked by New
+	return Key{Prefix: p}
+}
+
+// A wordKey is a masked address prefix as two machine words and a length:
+// cheap to hash and compare, and free of pointers. IPv4 is held in its
+// IPv4-mapped form, which no normalised IPv6 address takes, so the two
+// families never meet.
+type wordKey struct {
+	hi, lo, bits uint64
+}
+
+// wordsOf returns the wordKey of a masked prefix.
+func wordsOf(p netip.Prefix) wordKey {
+	b := p.Addr().As16()
+	return wordKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), bits: uint64(p.Bits())}
+}
+
+// prefix returns k as a netip.Prefix.
+func (k wordKey) prefix() netip.Prefix {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], k.hi)
+	binary.BigEndian.PutUint64(b[8:], k.lo)
+	return netip.PrefixFrom(netip.AddrFrom16(b).Unmap(), int(k.bits))
 }

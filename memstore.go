@@ -2,16 +2,13 @@ package protect
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"hash/maphash"
 	"math/bits"
 	"net/netip"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go4.org/netipx"
 )
 
 // MemoryOptions configure a MemoryStore. The zero value is ready to use.
@@ -47,26 +44,19 @@ type MemoryStore struct {
 	addrs table[addrKey]
 	names table[nameKey]
 
-	mu     sync.Mutex // guards spaces and every space's range list
-	spaces map[string]*space
-	last   atomic.Pointer[space] // the most recently used space: one protector, no map lookup
+	mu     sync.Mutex // guards spaces and every namespace's range set
+	spaces map[string]*memNamespace
 
 	stop      chan struct{}
 	closeOnce sync.Once
 	sweeper   sync.WaitGroup
 }
 
-// A space is one namespace of the store.
-type space struct {
-	name   string
+// A memNamespace is one namespace of the store, shared by every Space
+// bound to it.
+type memNamespace struct {
 	id     uint64
-	ranges atomic.Pointer[rangeSnap] // nil when no range is banned
-}
-
-// rangeSnap is an immutable snapshot of a namespace's range bans.
-type rangeSnap struct {
-	set  *netipx.IPSet
-	bans []memBan
+	ranges atomic.Pointer[rangeSet] // nil when no range is banned
 }
 
 // addrKey is an address prefix in a namespace: three machine words.
@@ -75,28 +65,16 @@ type addrKey struct {
 	meta   uint64 // namespace id << 8 | prefix bits
 }
 
-// key returns the public Key an addrKey stands for.
 func (k addrKey) key() Key {
 	return Key{Prefix: wordKey{hi: k.hi, lo: k.lo, bits: k.meta & 0xff}.prefix()}
 }
-
-func (k nameKey) key() Key { return Key{Name: k.name} }
 
 type nameKey struct {
 	ns   uint64
 	name string
 }
 
-type memBan struct {
-	ns  uint64
-	ban Ban
-	exp int64 // ticks; 0 when permanent
-}
-
-type offenseLog struct {
-	times []int64 // ticks of automatic bans, oldest first
-	exp   int64   // the log is forgotten after this
-}
+func (k nameKey) key() Key { return Key{Name: k.name} }
 
 // NewMemoryStore returns a memory store and starts its sweeper. Call Close
 // to stop it.
@@ -120,7 +98,7 @@ func NewMemoryStore(opt MemoryOptions) *MemoryStore {
 		clock:  opt.Clock,
 		epoch:  epoch,
 		seed:   maphash.MakeSeed(),
-		spaces: make(map[string]*space),
+		spaces: make(map[string]*memNamespace),
 		stop:   make(chan struct{}),
 	}
 	s.hseed = maphash.String(s.seed, "protect") | 1
@@ -143,6 +121,18 @@ func (s *MemoryStore) Close() error {
 // Len returns the number of stream counters held, expired or not.
 func (s *MemoryStore) Len() int { return s.addrs.len() + s.names.len() }
 
+// Space implements Store. It never fails.
+func (s *MemoryStore) Space(scope Scope) (Space, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns, ok := s.spaces[scope.Namespace]
+	if !ok {
+		ns = &memNamespace{id: uint64(len(s.spaces) + 1)}
+		s.spaces[scope.Namespace] = ns
+	}
+	return &memSpace{s: s, ns: ns, lim: scope.Limits}, nil
+}
+
 // now returns the store's time in ticks: nanoseconds since the store was
 // made. On the real clock that is one monotonic clock read (time.Since),
 // half the cost of time.Now, and immune to wall clock steps.
@@ -158,27 +148,6 @@ func (s *MemoryStore) timeAt(t int64) time.Time {
 	return s.epoch.Add(time.Duration(t)).Round(0)
 }
 
-// space returns the namespace's state, creating it on first use.
-func (s *MemoryStore) space(ns string) *space {
-	if sp := s.last.Load(); sp != nil && sp.name == ns {
-		return sp
-	}
-	s.mu.Lock()
-	sp, ok := s.spaces[ns]
-	if !ok {
-		sp = &space{name: ns, id: uint64(len(s.spaces) + 1)}
-		s.spaces[ns] = sp
-	}
-	s.mu.Unlock()
-	s.last.Store(sp)
-	return sp
-}
-
-func (s *MemoryStore) addrKeyOf(sp *space, w wordKey) (addrKey, uint64) {
-	k := addrKey{hi: w.hi, lo: w.lo, meta: sp.id<<8 | w.bits}
-	return k, s.hashAddr(k)
-}
-
 // hashAddr mixes an address key with a per-store seed (multiply-xorshift):
 // neighbouring addresses spread over shards and slots, and nobody outside
 // can aim a set of addresses at one shard.
@@ -189,222 +158,8 @@ func (s *MemoryStore) hashAddr(k addrKey) uint64 {
 	return h ^ h>>29
 }
 
-func (s *MemoryStore) nameKeyOf(sp *space, name string) (nameKey, uint64) {
-	k := nameKey{ns: sp.id, name: name}
-	return k, s.hashName(k)
-}
-
 func (s *MemoryStore) hashName(k nameKey) uint64 {
 	return maphash.String(s.seed, k.name) ^ k.ns*0x9e3779b97f4a7c15
-}
-
-// Take implements Store.
-func (s *MemoryStore) Take(_ context.Context, ns string, k Key, addr netip.Addr, lim *Limits) (Result, error) {
-	sp := s.space(ns)
-	switch {
-	case k.Name != "":
-		t := s.now()
-		if r, banned := sp.ranges.Load().banned(addr, t); banned {
-			return r, nil
-		}
-		mk, h := s.nameKeyOf(sp, k.Name)
-		return s.names.take(mk, h, sp.id, s.epoch, t, lim), nil
-	case k.Prefix.IsValid():
-		return s.takeWords(sp, wordsOf(k.Prefix), addr, lim), nil
-	}
-	return Result{}, fmt.Errorf("protect: memory store: take: empty key")
-}
-
-// takeWords is Take for an address key in a known space: the path every
-// counted request of a Protector on a memory store takes.
-func (s *MemoryStore) takeWords(sp *space, w wordKey, addr netip.Addr, lim *Limits) Result {
-	t := s.now()
-	if r, banned := sp.ranges.Load().banned(addr, t); banned {
-		return r
-	}
-	mk, h := s.addrKeyOf(sp, w)
-	return s.addrs.take(mk, h, sp.id, s.epoch, t, lim)
-}
-
-// banned checks addr against the range bans at ticks t. A nil snapshot
-// holds no bans.
-func (r *rangeSnap) banned(addr netip.Addr, t int64) (Result, bool) {
-	if r == nil || !addr.IsValid() || !r.set.Contains(addr) {
-		return Result{}, false
-	}
-	if b, ok := r.match(addr, t); ok {
-		return bannedResult(b, t), true
-	}
-	return Result{}, false
-}
-
-// match returns the range ban covering a that ends last.
-func (r *rangeSnap) match(a netip.Addr, t int64) (*memBan, bool) {
-	var best *memBan
-	for i := range r.bans {
-		b := &r.bans[i]
-		if !b.ban.Key.Prefix.Contains(a) || (b.exp != 0 && b.exp <= t) {
-			continue
-		}
-		if best == nil || b.exp == 0 || (best.exp != 0 && b.exp > best.exp) {
-			best = b
-		}
-	}
-	return best, best != nil
-}
-
-// bannedResult answers for ban b. b is never changed once stored (a new
-// ban replaces the pointer), so its record can be shared without a copy.
-func bannedResult(b *memBan, t int64) Result {
-	r := Result{Banned: true, Ban: &b.ban}
-	if b.exp != 0 {
-		r.BanLeft = time.Duration(b.exp - t)
-	}
-	return r
-}
-
-// AddBan implements Store.
-func (s *MemoryStore) AddBan(_ context.Context, ns string, b Ban, length time.Duration) (Ban, error) {
-	if b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()) {
-		return Ban{}, fmt.Errorf("protect: memory store: ban: empty key")
-	}
-	t := s.now()
-	sp := s.space(ns)
-	b.Created = s.timeAt(t)
-	b.Expires = time.Time{}
-	mb := memBan{ns: sp.id, ban: b}
-	if length > 0 {
-		b.Expires = b.Created.Add(length)
-		mb = memBan{ns: sp.id, ban: b, exp: t + int64(length)}
-	}
-	if b.Range {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.setRangesLocked(sp, func(old []memBan) []memBan {
-			return append(withoutRange(old, b.Key), mb)
-		})
-		return b, nil
-	}
-	if b.Key.Name != "" {
-		mk, h := s.nameKeyOf(sp, b.Key.Name)
-		s.names.setBan(mk, h, mb)
-	} else {
-		mk, h := s.addrKeyOf(sp, wordsOf(b.Key.Prefix))
-		s.addrs.setBan(mk, h, mb)
-	}
-	return b, nil
-}
-
-func withoutRange(bans []memBan, k Key) []memBan {
-	out := make([]memBan, 0, len(bans)+1)
-	for _, b := range bans {
-		if b.ban.Key != k {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// setRangesLocked replaces sp's range bans with edit(current). s.mu is held.
-func (s *MemoryStore) setRangesLocked(sp *space, edit func([]memBan) []memBan) {
-	var cur []memBan
-	if snap := sp.ranges.Load(); snap != nil {
-		cur = snap.bans
-	}
-	sp.ranges.Store(newRangeSnap(edit(cur)))
-}
-
-// newRangeSnap indexes range bans for lookups; nil when there are none.
-func newRangeSnap(bans []memBan) *rangeSnap {
-	if len(bans) == 0 {
-		return nil
-	}
-	var sb netipx.IPSetBuilder
-	for _, b := range bans {
-		sb.AddPrefix(b.ban.Key.Prefix)
-	}
-	set, _ := sb.IPSet() // only valid prefixes are ever added
-	return &rangeSnap{set: set, bans: bans}
-}
-
-// Lift implements Store.
-func (s *MemoryStore) Lift(_ context.Context, ns string, k Key) (Ban, bool, error) {
-	sp := s.space(ns)
-	t := s.now()
-	var lifted Ban
-	found := false
-	if k.Prefix.IsValid() {
-		s.mu.Lock()
-		if snap := sp.ranges.Load(); snap != nil {
-			for _, b := range snap.bans {
-				if b.ban.Key == k && (b.exp == 0 || b.exp > t) {
-					lifted, found = b.ban, true
-				}
-			}
-			s.setRangesLocked(sp, func(old []memBan) []memBan { return withoutRange(old, k) })
-		}
-		s.mu.Unlock()
-		mk, h := s.addrKeyOf(sp, wordsOf(k.Prefix))
-		if b, ok := s.addrs.lift(mk, h, t); ok {
-			lifted, found = b, true
-		}
-	} else if k.Name != "" {
-		mk, h := s.nameKeyOf(sp, k.Name)
-		lifted, found = s.names.lift(mk, h, t)
-	}
-	return lifted, found, nil
-}
-
-// Bans implements Store.
-func (s *MemoryStore) Bans(ctx context.Context, ns string) ([]Ban, error) {
-	out, _ := s.RangeBans(ctx, ns)
-	sp := s.space(ns)
-	t := s.now()
-	out = s.addrs.bans(sp.id, t, out)
-	return s.names.bans(sp.id, t, out), nil
-}
-
-// RangeBans implements Store.
-func (s *MemoryStore) RangeBans(_ context.Context, ns string) ([]Ban, error) {
-	var out []Ban
-	if snap := s.space(ns).ranges.Load(); snap != nil {
-		t := s.now()
-		for _, b := range snap.bans {
-			if b.exp == 0 || b.exp > t {
-				out = append(out, b.ban)
-			}
-		}
-	}
-	return out, nil
-}
-
-// Inspect implements Store.
-func (s *MemoryStore) Inspect(_ context.Context, ns string, k Key, lim *Limits) (KeyState, error) {
-	sp := s.space(ns)
-	t := s.now()
-	var st KeyState
-	switch {
-	case k.Name != "":
-		mk, h := s.nameKeyOf(sp, k.Name)
-		st = s.names.inspect(mk, h, t, lim)
-	case k.Prefix.IsValid():
-		mk, h := s.addrKeyOf(sp, wordsOf(k.Prefix))
-		st = s.addrs.inspect(mk, h, t, lim)
-		if st.Ban == nil {
-			if snap := sp.ranges.Load(); snap != nil {
-				for _, b := range snap.bans {
-					if b.ban.Key == k && (b.exp == 0 || b.exp > t) {
-						bb := b.ban
-						st.Ban = &bb
-					}
-				}
-			}
-		}
-	default:
-		return KeyState{}, fmt.Errorf("protect: memory store: inspect: empty key")
-	}
-	st.Key = k
-	return st, nil
 }
 
 // sweepEvery sweeps the store every interval until Close.
@@ -422,228 +177,144 @@ func (s *MemoryStore) sweepEvery(interval time.Duration) {
 	}
 }
 
-// sweep drops every expired counter, ban and offense history. It locks one
-// shard at a time, so a request waits at most for one shard's sweep.
+// sweep drops every expired counter, ban and offense history.
 func (s *MemoryStore) sweep() {
 	t := s.now()
 	s.addrs.sweep(t)
 	s.names.sweep(t)
 	s.mu.Lock()
-	for _, sp := range s.spaces {
-		snap := sp.ranges.Load()
-		if snap == nil {
-			continue
-		}
-		live := 0
-		for _, b := range snap.bans {
-			if b.exp == 0 || b.exp > t {
-				live++
-			}
-		}
-		if live < len(snap.bans) {
-			s.setRangesLocked(sp, func(old []memBan) []memBan {
-				out := make([]memBan, 0, live)
-				for _, b := range old {
-					if b.exp == 0 || b.exp > t {
-						out = append(out, b)
-					}
-				}
-				return out
-			})
-		}
+	for _, ns := range s.spaces {
+		ns.ranges.Store(ns.ranges.Load().swept(t))
 	}
 	s.mu.Unlock()
 }
 
-// A table is a sharded set of counters, bans and offense histories. The
-// top bits of a key's hash pick its shard; the counter table uses the
-// bottom ones.
-type table[K tableKey] struct {
-	shards   []shard[K]
-	shift    uint
-	perShard int
+// memSpace is a MemoryStore bound to one Scope.
+type memSpace struct {
+	s   *MemoryStore
+	ns  *memNamespace
+	lim Limits
 }
 
-type shard[K tableKey] struct {
-	mu       sync.Mutex
-	counters counterTable[K]
-	bans     map[K]*memBan
-	offenses map[K]*offenseLog
-	_        [24]byte // keep neighbouring shards' locks off one cache line
+// inProcess tells the Protector that this space answers from memory: it
+// cannot hang, so its calls need no deadline and no circuit breaker.
+func (*memSpace) inProcess() bool { return true }
+
+var errEmptyKey = errors.New("protect: empty key")
+
+func (sp *memSpace) addrKey(p netip.Prefix) (addrKey, uint64) {
+	w := wordsOf(p)
+	k := addrKey{hi: w.hi, lo: w.lo, meta: sp.ns.id<<8 | w.bits}
+	return k, sp.s.hashAddr(k)
 }
 
-// tableKey is a store-internal key that knows its public Key.
-type tableKey interface {
-	comparable
-	key() Key
+func (sp *memSpace) nameKey(name string) (nameKey, uint64) {
+	k := nameKey{ns: sp.ns.id, name: name}
+	return k, sp.s.hashName(k)
 }
 
-func newTable[K tableKey](n, perShard int, hash func(K) uint64) table[K] {
-	t := table[K]{shards: make([]shard[K], n), shift: uint(64 - bits.Len(uint(n-1))), perShard: perShard}
-	for i := range t.shards {
-		t.shards[i].counters.hash = hash
-		t.shards[i].bans = make(map[K]*memBan)
-		t.shards[i].offenses = make(map[K]*offenseLog)
+// Take implements Space.
+func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Result, error) {
+	t := sp.s.now()
+	if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+		return r, nil
 	}
-	return t
-}
-
-func (t *table[K]) shard(h uint64) *shard[K] {
-	if t.shift == 64 {
-		return &t.shards[0]
+	switch {
+	case k.Prefix.IsValid():
+		mk, h := sp.addrKey(k.Prefix)
+		return sp.s.addrs.take(mk, h, t, n, &sp.lim, &sp.s.epoch), nil
+	case k.Name != "":
+		mk, h := sp.nameKey(k.Name)
+		return sp.s.names.take(mk, h, t, n, &sp.lim, &sp.s.epoch), nil
 	}
-	return &t.shards[h>>t.shift]
+	return Result{}, errEmptyKey
 }
 
-func (t *table[K]) len() int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += sh.counters.used
-		sh.mu.Unlock()
+// AddBan implements Space.
+func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban, error) {
+	if b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()) {
+		return Ban{}, errEmptyKey
 	}
-	return n
+	t := sp.s.now()
+	b.Created, b.Expires = sp.s.timeAt(t), time.Time{}
+	held := &heldBan{ban: b}
+	if length > 0 {
+		held.end = satAdd(t, int64(length))
+		held.ban.Expires = sp.s.timeAt(held.end)
+	}
+	switch {
+	case b.Range:
+		sp.s.mu.Lock()
+		sp.ns.ranges.Store(sp.ns.ranges.Load().with(*held))
+		sp.s.mu.Unlock()
+	case b.Key.Prefix.IsValid():
+		mk, h := sp.addrKey(b.Key.Prefix)
+		sp.s.addrs.setBan(mk, h, held)
+	default:
+		mk, h := sp.nameKey(b.Key.Name)
+		sp.s.names.setBan(mk, h, held)
+	}
+	return held.ban, nil
 }
 
-// take is Store.Take for one key, under its shard's lock.
-func (t *table[K]) take(mk K, h uint64, ns uint64, epoch time.Time, tk int64, lim *Limits) Result {
-	sh := t.shard(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if len(sh.bans) > 0 {
-		if b, ok := sh.bans[mk]; ok {
-			if b.exp == 0 || b.exp > tk {
-				return bannedResult(b, tk)
-			}
-			delete(sh.bans, mk)
+// Lift implements Space.
+func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
+	t := sp.s.now()
+	if k.Name != "" {
+		mk, h := sp.nameKey(k.Name)
+		b, ok := sp.s.names.lift(mk, h, t)
+		return b, ok, nil
+	}
+	if !k.Prefix.IsValid() {
+		return Ban{}, false, errEmptyKey
+	}
+	var lifted Ban
+	found := false
+	sp.s.mu.Lock()
+	if r := sp.ns.ranges.Load(); r != nil {
+		if b, ok := r.find(k, t); ok {
+			lifted, found = b.ban, true
 		}
+		sp.ns.ranges.Store(newRangeSet(r.without(k)))
 	}
-	ct := &sh.counters
-	i, ok := ct.find(mk, h)
-	var n int64 = 1
-	if ok {
-		c := &ct.slots[i]
-		if c.exp > tk {
-			n = c.n + 1
-		}
-		c.n, c.exp = n, tk+int64(lim.TTL)
-	} else {
-		if ct.used >= t.perShard {
-			ct.evict(h, tk)
-		}
-		i = ct.insert(mk, h, n, tk+int64(lim.TTL))
+	sp.s.mu.Unlock()
+	mk, h := sp.addrKey(k.Prefix)
+	if b, ok := sp.s.addrs.lift(mk, h, t); ok {
+		lifted, found = b, true
 	}
-	if lim.BanLimit < 0 || n <= lim.BanLimit {
-		return Result{Count: n}
-	}
-	// Past BanLimit: the counter goes, so that a lifted client starts
-	// again from nothing instead of being banned again on its next request.
-	ct.remove(i)
-	log := sh.offenses[mk]
-	if log == nil {
-		log = &offenseLog{}
-		sh.offenses[mk] = log
-	}
-	keep := log.times[:0]
-	for _, at := range log.times {
-		if at > tk-int64(lim.OffenseWindow) {
-			keep = append(keep, at)
-		}
-	}
-	log.times = append(keep, tk)
-	log.exp = tk + int64(lim.OffenseWindow)
-	offense := len(log.times)
-	length := BanLength(lim, offense)
-	created := epoch.Add(time.Duration(tk)).Round(0)
-	b := &memBan{ns: ns, exp: tk + int64(length), ban: Ban{
-		Key:     mk.key(),
-		Reason:  "stream passed the ban limit of " + strconv.FormatInt(lim.BanLimit, 10) + " requests",
-		Source:  SourceAuto,
-		Created: created,
-		Expires: created.Add(length),
-		Offense: offense,
-	}}
-	sh.bans[mk] = b
-	r := bannedResult(b, tk)
-	r.Count, r.NewBan = n, true
-	return r
+	return lifted, found, nil
 }
 
-func (t *table[K]) setBan(mk K, h uint64, b memBan) {
-	sh := t.shard(h)
-	sh.mu.Lock()
-	sh.bans[mk] = &b
-	if i, ok := sh.counters.find(mk, h); ok {
-		sh.counters.remove(i)
+// Bans implements Space.
+func (sp *memSpace) Bans(_ context.Context, f BanFilter) ([]Ban, error) {
+	t := sp.s.now()
+	out := sp.ns.ranges.Load().list(t, f, nil)
+	if f.RangesOnly {
+		return out, nil
 	}
-	sh.mu.Unlock()
+	id := sp.ns.id
+	out = sp.s.addrs.bans(id, func(k addrKey) uint64 { return k.meta >> 8 }, t, f, out)
+	return sp.s.names.bans(id, func(k nameKey) uint64 { return k.ns }, t, f, out), nil
 }
 
-func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
-	sh := t.shard(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	b, ok := sh.bans[mk]
-	if !ok {
-		return Ban{}, false
-	}
-	delete(sh.bans, mk)
-	return b.ban, b.exp == 0 || b.exp > tk
-}
-
-func (t *table[K]) bans(ns uint64, tk int64, out []Ban) []Ban {
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for _, b := range sh.bans {
-			if b.ns == ns && (b.exp == 0 || b.exp > tk) {
-				out = append(out, b.ban)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return out
-}
-
-func (t *table[K]) inspect(mk K, h uint64, tk int64, lim *Limits) KeyState {
-	sh := t.shard(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+// Inspect implements Space.
+func (sp *memSpace) Inspect(_ context.Context, k Key) (KeyState, error) {
+	t := sp.s.now()
 	var st KeyState
-	if i, ok := sh.counters.find(mk, h); ok && sh.counters.slots[i].exp > tk {
-		c := sh.counters.slots[i]
-		st.Count, st.CountTTL = c.n, time.Duration(c.exp-tk)
-	}
-	if b, ok := sh.bans[mk]; ok && (b.exp == 0 || b.exp > tk) {
-		bb := b.ban
-		st.Ban = &bb
-	}
-	if log, ok := sh.offenses[mk]; ok {
-		for _, at := range log.times {
-			if at > tk-int64(lim.OffenseWindow) {
-				st.Offenses++
-			}
+	switch {
+	case k.Name != "":
+		mk, h := sp.nameKey(k.Name)
+		st = sp.s.names.inspect(mk, h, t, &sp.lim)
+	case k.Prefix.IsValid():
+		mk, h := sp.addrKey(k.Prefix)
+		st = sp.s.addrs.inspect(mk, h, t, &sp.lim)
+		if b, ok := sp.ns.ranges.Load().find(k, t); ok && st.Ban == nil {
+			bb := b.ban
+			st.Ban = &bb
 		}
+	default:
+		return KeyState{}, errEmptyKey
 	}
-	return st
-}
-
-func (t *table[K]) sweep(tk int64) {
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		sh.counters.sweep(tk)
-		for k, b := range sh.bans {
-			if b.exp != 0 && b.exp <= tk {
-				delete(sh.bans, k)
-			}
-		}
-		for k, log := range sh.offenses {
-			if log.exp <= tk {
-				delete(sh.offenses, k)
-			}
-		}
-		sh.mu.Unlock()
-	}
+	st.Key = k
+	return st, nil
 }

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 	"time"
@@ -22,87 +23,161 @@ func newTestMemoryStore(t *testing.T, opt MemoryOptions) (*MemoryStore, *fakeClo
 	return s, clk
 }
 
+// memSpaceFor binds s to namespace ns with limits lim.
+func memSpaceFor(t *testing.T, s *MemoryStore, ns string, lim *Limits) Space {
+	t.Helper()
+	sp, err := s.Space(Scope{Namespace: ns, Limits: *lim})
+	if err != nil {
+		t.Fatalf("Space(%q) = %v; the memory store never fails", ns, err)
+	}
+	return sp
+}
+
 func addrKeyFor(i int) Key {
 	a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 	return Key{Prefix: netip.PrefixFrom(a, 32)}
 }
 
+// mustTake counts one request of k and fails the test on an error.
+func mustTake(t *testing.T, sp Space, k Key, a netip.Addr) Result {
+	t.Helper()
+	r, err := sp.Take(t.Context(), k, a, 1)
+	if err != nil {
+		t.Fatalf("Take(%s) = %v", k, err)
+	}
+	return r
+}
+
 func TestMemorySweep(t *testing.T) {
 	s, clk := newTestMemoryStore(t, MemoryOptions{})
-	ctx, lim := t.Context(), testLimits()
+	ctx := t.Context()
+	sp := memSpaceFor(t, s, "ns:", testLimits())
 	for i := range 1000 {
-		s.Take(ctx, "ns:", addrKeyFor(i), netip.Addr{}, lim)
+		mustTake(t, sp, addrKeyFor(i), netip.Addr{})
 	}
-	s.AddBan(ctx, "ns:", Ban{Key: addrKeyFor(5000), Source: SourceManual}, time.Minute)
-	s.AddBan(ctx, "ns:", Ban{Key: addrKeyFor(5001), Source: SourceManual}, 0)
+	if _, err := sp.AddBan(ctx, Ban{Key: addrKeyFor(5000), Source: SourceManual}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.AddBan(ctx, Ban{Key: addrKeyFor(5001), Source: SourceManual}, 0); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(5 * time.Second)
-	s.Take(ctx, "ns:", addrKeyFor(1), netip.Addr{}, lim) // keeps one counter alive
+	mustTake(t, sp, addrKeyFor(1), netip.Addr{}) // keeps one counter alive
 	clk.Advance(6 * time.Second)
 	s.sweep()
 	if n := s.Len(); n != 1 {
-		t.Fatalf("%d counters after the sweep, want 1", n)
+		t.Fatalf("Len() after the sweep = %d, want 1", n)
 	}
 	clk.Advance(time.Minute)
 	s.sweep()
-	bans, _ := s.Bans(ctx, "ns:")
-	if len(bans) != 1 || !bans[0].Permanent() {
-		t.Fatalf("bans after expiry: %+v", bans)
+	bans, err := sp.Bans(ctx, BanFilter{})
+	if err != nil || len(bans) != 1 || !bans[0].Permanent() || bans[0].Key != addrKeyFor(5001) {
+		t.Fatalf("Bans() after expiry = %+v, %v; want the permanent ban on %s", bans, err, addrKeyFor(5001))
 	}
 }
 
 // Under pressure counters are evicted; bans never are.
 func TestMemoryBounded(t *testing.T) {
 	s, _ := newTestMemoryStore(t, MemoryOptions{MaxKeys: 64, Shards: 4})
-	ctx, lim := t.Context(), testLimits()
+	ctx := t.Context()
+	sp := memSpaceFor(t, s, "ns:", testLimits())
 	for i := range 32 {
-		if _, err := s.AddBan(ctx, "ns:", Ban{Key: addrKeyFor(100000 + i), Source: SourceManual}, time.Hour); err != nil {
+		if _, err := sp.AddBan(ctx, Ban{Key: addrKeyFor(100000 + i), Source: SourceManual}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 10000 {
-		s.Take(ctx, "ns:", addrKeyFor(i), netip.Addr{}, lim)
+		mustTake(t, sp, addrKeyFor(i), netip.Addr{})
 	}
 	if n := s.Len(); n > 64 {
-		t.Fatalf("%d counters, cap 64", n)
+		t.Fatalf("Len() = %d, want at most the cap of 64", n)
 	}
-	bans, _ := s.Bans(ctx, "ns:")
-	if len(bans) != 32 {
-		t.Fatalf("%d bans survived, want all 32", len(bans))
+	bans, err := sp.Bans(ctx, BanFilter{})
+	if err != nil || len(bans) != 32 {
+		t.Fatalf("Bans() = %d bans, %v; want all 32 to survive", len(bans), err)
 	}
 	// The most recent key is always kept: eviction makes room before insert.
-	if st, _ := s.Inspect(ctx, "ns:", addrKeyFor(9999), lim); st.Count != 1 {
-		t.Fatalf("newest key count %d", st.Count)
+	if st, err := sp.Inspect(ctx, addrKeyFor(9999)); err != nil || st.Count != 1 {
+		t.Fatalf("Inspect(newest key).Count = %d, %v; want 1", st.Count, err)
 	}
 }
 
 func TestMemoryNamespaces(t *testing.T) {
 	s, _ := newTestMemoryStore(t, MemoryOptions{})
-	ctx, lim := t.Context(), testLimits()
+	ctx := t.Context()
+	a := memSpaceFor(t, s, "a:", testLimits())
+	b := memSpaceFor(t, s, "b:", testLimits())
 	k := addrKeyFor(1)
 	for range 3 {
-		s.Take(ctx, "a:", k, netip.Addr{}, lim)
+		mustTake(t, a, k, netip.Addr{})
 	}
-	r, _ := s.Take(ctx, "b:", k, netip.Addr{}, lim)
-	if r.Count != 1 {
-		t.Fatalf("namespace b sees count %d", r.Count)
+	if r := mustTake(t, b, k, netip.Addr{}); r.Count != 1 {
+		t.Fatalf("namespace b: Take.Count = %d, want 1", r.Count)
 	}
-	s.AddBan(ctx, "a:", Ban{Key: Key{Prefix: netip.MustParsePrefix("10.0.0.0/8")}, Range: true}, time.Hour)
-	if r, _ := s.Take(ctx, "b:", k, netip.MustParseAddr("10.0.0.1"), lim); r.Banned {
+	// Spaces of one namespace share their data, whatever their limits.
+	other := testLimits()
+	other.TTL, other.BanLimit = time.Minute, -1
+	if r := mustTake(t, memSpaceFor(t, s, "a:", other), k, netip.Addr{}); r.Count != 4 {
+		t.Fatalf("namespace a, other limits: Take.Count = %d, want 4", r.Count)
+	}
+	rng := Key{Prefix: netip.MustParsePrefix("10.0.0.0/8")}
+	if _, err := a.AddBan(ctx, Ban{Key: rng, Range: true, Source: SourceManual}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustTake(t, b, k, netip.MustParseAddr("10.0.0.1")); r.Banned {
 		t.Fatal("a range ban in namespace a reached namespace b")
 	}
-	if r, _ := s.Take(ctx, "a:", k, netip.MustParseAddr("10.0.0.1"), lim); !r.Banned || !r.Ban.Range {
-		t.Fatalf("range ban: %+v", r)
+	if r := mustTake(t, a, k, netip.MustParseAddr("10.0.0.1")); !r.Banned || r.Ban == nil || !r.Ban.Range || r.Ban.Key != rng {
+		t.Fatalf("namespace a: Take = %+v; want banned by the range %s", r, rng)
+	}
+	if bans, err := b.Bans(ctx, BanFilter{}); err != nil || len(bans) != 0 {
+		t.Fatalf("namespace b: Bans() = %+v, %v; want none", bans, err)
 	}
 }
 
-// TestMemoryTakeDoesNotAllocate guards the hot path.
+// TestMemoryTakeDoesNotAllocate guards the hot path: a hot key through
+// the Space, and every address, hot or new, through the Protector.
 func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 	s, _ := newTestMemoryStore(t, MemoryOptions{})
-	ctx, lim := t.Context(), testLimits()
+	lim := testLimits()
 	lim.BanLimit = -1
+	sp := memSpaceFor(t, s, "ns:", lim)
+	ctx := t.Context()
 	k := addrKeyFor(7)
 	a := k.Prefix.Addr()
-	if n := testing.AllocsPerRun(1000, func() { s.Take(ctx, "ns:", k, a, lim) }); n != 0 {
-		t.Fatalf("Take allocates %v times", n)
+	if n := testing.AllocsPerRun(1000, func() { sp.Take(ctx, k, a, 1) }); n != 0 {
+		t.Fatalf("Space.Take on a hot key: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { sp.Take(ctx, k, a, 0) }); n != 0 {
+		t.Fatalf("Space.Take(n=0) on a hot key: %v allocations, want 0", n)
+	}
+
+	p, _ := newTestProtector(t, Config{MaxRequests: 1 << 40, BanLimit: -1})
+	bg := context.Background()
+	if n := testing.AllocsPerRun(1000, func() { p.VerifyAddr(bg, a) }); n != 0 {
+		t.Fatalf("VerifyAddr on a hot address: %v allocations, want 0", n)
+	}
+	i := 0
+	fresh4 := func() {
+		i++
+		p.VerifyAddr(bg, netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}))
+	}
+	if n := testing.AllocsPerRun(1000, fresh4); n != 0 {
+		t.Fatalf("VerifyAddr on a new IPv4 address each time: %v allocations, want 0", n)
+	}
+	j := 0
+	fresh6 := func() { // a new /64 each time
+		j++
+		p.VerifyAddr(bg, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, byte(j >> 8), byte(j), 15: 1}))
+	}
+	if n := testing.AllocsPerRun(1000, fresh6); n != 0 {
+		t.Fatalf("VerifyAddr on a new IPv6 /64 each time: %v allocations, want 0", n)
+	}
+	if got := s.Len(); got != 1 {
+		t.Fatalf("Len() = %d, want 1: the protector has a store of its own", got)
+	}
+	// AllocsPerRun calls once more than it measures.
+	if got, want := p.store.(*MemoryStore).Len(), 1+1001+1001; got != want {
+		t.Fatalf("protector's store Len() = %d, want %d: every new address counted", got, want)
 	}
 }

@@ -6,11 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,15 +18,18 @@ import (
 type Protector struct {
 	cfg      Config // as New completed it
 	store    Store
-	mem      *MemoryStore // store, when it is one: called directly on the hot path
-	memSpace *space       // the namespace in mem, looked up once
+	space    Space // the store, bound to the namespace and the limits
 	ownStore bool
-	local    *MemoryStore // FailLocal's per-process fallback; nil otherwise
-	deadline bool         // whether store calls need StoreTimeout
-	timeout  time.Duration
-	onError  FailurePolicy
-	brk      breaker
-	clock    func() time.Time
+	guarded  bool // store calls need a deadline and the circuit breaker
+	// deadlineOnly: the store honours a deadline without a timer (see
+	// deadlineCtx).
+	deadlineOnly bool
+	local        Space        // FailLocal's per-process fallback; nil otherwise
+	localMem     *MemoryStore // the store behind local
+	timeout      time.Duration
+	onError      FailurePolicy
+	brk          breaker
+	clock        func() time.Time
 
 	ns  string
 	lim Limits
@@ -40,7 +40,6 @@ type Protector struct {
 	safe    netList
 	agg     aggregator
 	keyFunc func(*http.Request) (string, bool)
-	names   nameCache
 
 	dryRun        bool
 	banStatus     int
@@ -99,6 +98,7 @@ func New(cfg Config) (*Protector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: RedisURL: %w", ErrConfig, err)
 		}
+		o.PoolTimeout = c.StoreTimeout // see deadlineCtx
 		rs := NewRedisStore(redis.NewClient(o), RedisOptions{Logger: c.Logger})
 		rs.ownsConn = true
 		p.store, p.ownStore = rs, true
@@ -106,15 +106,24 @@ func New(cfg Config) (*Protector, error) {
 	if p.store == nil {
 		p.store, p.ownStore = NewMemoryStore(MemoryOptions{Clock: cfg.Clock}), true
 	}
-	// A memory store answers from this process's memory: it cannot hang,
-	// so its calls skip the deadline (and the allocations a deadline costs).
-	mem, inMemory := p.store.(*MemoryStore)
-	p.mem, p.deadline = mem, !inMemory
-	if inMemory {
-		p.memSpace = mem.space(p.ns)
+	scope := Scope{Namespace: p.ns, Limits: p.lim}
+	if p.space, err = p.store.Space(scope); err != nil {
+		if p.ownStore {
+			p.store.Close()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if !inMemory && p.onError == FailLocal {
-		p.local = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
+	// A space that answers from this process's memory cannot hang: its
+	// calls skip the deadline (and the allocations a deadline costs) and
+	// the breaker.
+	_, inProcess := p.space.(interface{ inProcess() bool })
+	p.guarded = !inProcess
+	if d, ok := p.space.(interface{ deadlineOnly() bool }); ok {
+		p.deadlineOnly = d.deadlineOnly()
+	}
+	if p.guarded && p.onError == FailLocal {
+		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
+		p.local, _ = p.localMem.Space(scope)
 	}
 	return p, nil
 }
@@ -124,8 +133,8 @@ func New(cfg Config) (*Protector, error) {
 // more than once.
 func (p *Protector) Close() error {
 	p.closeOnce.Do(func() {
-		if p.local != nil {
-			p.local.Close()
+		if p.localMem != nil {
+			p.localMem.Close()
 		}
 		if p.ownStore {
 			p.closeErr = p.store.Close()
@@ -133,9 +142,6 @@ func (p *Protector) Close() error {
 	})
 	return p.closeErr
 }
-
-// Store returns the protector's store.
-func (p *Protector) Store() Store { return p.store }
 
 // Config returns the configuration in force: the one given to New with
 // every default filled in. Store is the store in use.
@@ -145,23 +151,10 @@ func (p *Protector) Config() Config {
 	return c
 }
 
-// ResolveClient returns the client address of r as Verify sees it, or an
-// error wrapping ErrUnknownClient. It counts nothing.
-func (p *Protector) ResolveClient(r *http.Request) (netip.Addr, error) {
-	return p.res.resolve(r)
-}
-
 // IsSafe reports whether a is in SafeNetworks.
 func (p *Protector) IsSafe(a netip.Addr) bool {
 	a, ok := normalize(a)
 	return ok && p.safe.contains(a)
-}
-
-// KeyFor returns the key Verify counts address a under: its /IPv4Prefix
-// or /IPv6Prefix.
-func (p *Protector) KeyFor(a netip.Addr) Key {
-	a, _ = normalize(a)
-	return p.agg.key(a)
 }
 
 // Inspect reports the state of k in the protector's namespace without
@@ -169,18 +162,12 @@ func (p *Protector) KeyFor(a netip.Addr) Key {
 func (p *Protector) Inspect(ctx context.Context, k Key) (KeyState, error) {
 	ctx, cancel := p.storeContext(ctx)
 	defer cancel()
-	st, err := p.store.Inspect(ctx, p.ns, k, &p.lim)
+	st, err := p.space.Inspect(ctx, k)
 	if err != nil {
 		return KeyState{}, fmt.Errorf("protect: inspect %s: %w", k, err)
 	}
 	return st, nil
 }
-
-// Namespace returns the namespace the protector writes under.
-func (p *Protector) Namespace() string { return p.ns }
-
-// Limits returns the limits the protector passes to its store.
-func (p *Protector) Limits() Limits { return p.lim }
 
 // Verify decides one request: it resolves the client behind trusted
 // proxies, then runs the pipeline (unknown address → safe networks →
@@ -192,6 +179,20 @@ func (p *Protector) Limits() Limits { return p.lim }
 // non-nil only when ctx ended before the store answered; the decision is
 // then Unavailable.
 func (p *Protector) Verify(ctx context.Context, r *http.Request) (Decision, error) {
+	return p.request(ctx, r, 1)
+}
+
+// Check decides r as Verify does, through the same pipeline and the same
+// store operation, but counts nothing and writes nothing: it reports the
+// client's state as it is. It is Banned while a ban holds, Limited while
+// the stream is already past MaxRequests, and otherwise Allowed, with
+// Count the stream's count so far.
+func (p *Protector) Check(ctx context.Context, r *http.Request) (Decision, error) {
+	return p.request(ctx, r, 0)
+}
+
+// request runs the pipeline for r, counting n.
+func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Decision, error) {
 	addr, err := p.res.resolve(r)
 	if err != nil {
 		return p.unknown(err), nil
@@ -201,17 +202,18 @@ func (p *Protector) Verify(ctx context.Context, r *http.Request) (Decision, erro
 			if p.safe.contains(addr) {
 				return Decision{Status: Safe, Addr: addr}, nil
 			}
-			k := ConsumerKey(id)
-			return p.decide(ctx, k, k.Name, addr)
+			var d Decision
+			err := p.decide(ctx, &d, ConsumerKey(id), addr, n)
+			return d, err
 		}
 	}
-	return p.VerifyAddr(ctx, addr)
+	return p.address(ctx, addr, n)
 }
 
 // VerifyAddr decides a request from an address you resolved yourself. The
 // address is normalised (unmapped, zone dropped) before anything else; an
 // invalid or unspecified address is Unknown.
-func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (Decision, error) {
+func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision, err error) {
 	a, ok := normalize(addr)
 	if !ok {
 		return p.unknown(errUnspecified), nil
@@ -219,14 +221,17 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (Decision, 
 	if p.safe.contains(a) {
 		return Decision{Status: Safe, Addr: a}, nil
 	}
-	w := p.agg.words(a)
-	ks := p.names.get(w)
-	if p.mem != nil {
-		return p.conclude(ctx, Key{}, ks, a, p.mem.takeWords(p.memSpace, w, a, &p.lim), nil)
+	err = p.decide(ctx, &d, p.agg.key(a), a, 1)
+	return d, err
+}
+
+// address runs steps 2–5 for a normalised address, counting n.
+func (p *Protector) address(ctx context.Context, a netip.Addr, n int64) (d Decision, err error) {
+	if p.safe.contains(a) {
+		return Decision{Status: Safe, Addr: a}, nil
 	}
-	k := Key{Prefix: w.prefix()}
-	res, err := p.take(ctx, k, a)
-	return p.conclude(ctx, k, ks, a, res, err)
+	err = p.decide(ctx, &d, p.agg.key(a), a, n)
+	return d, err
 }
 
 // VerifyKey decides a request of a resolved consumer, after
@@ -236,8 +241,9 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (Decision, error)
 	if key == "" {
 		return p.unknown(fmt.Errorf("%w: empty consumer key", ErrUnknownClient)), nil
 	}
-	k := ConsumerKey(key)
-	return p.decide(ctx, k, k.Name, netip.Addr{})
+	var d Decision
+	err := p.decide(ctx, &d, ConsumerKey(key), netip.Addr{}, 1)
+	return d, err
 }
 
 // Middleware returns a handler that verifies every request before next
@@ -258,43 +264,40 @@ func (p *Protector) Middleware(next http.Handler) http.Handler {
 
 func (p *Protector) unknown(err error) Decision {
 	d := Decision{Status: Unknown, Err: err, DryRun: p.dryRun, code: p.unknownStatus}
-	p.logDryRun(d)
+	p.logDryRun(&d)
 	return d
 }
 
-// decide runs steps 3–5 for key k through the store and the failure
-// policy.
-func (p *Protector) decide(ctx context.Context, k Key, ks string, a netip.Addr) (Decision, error) {
-	res, err := p.take(ctx, k, a)
-	return p.conclude(ctx, k, ks, a, res, err)
-}
-
-// conclude turns the store's answer for key k (written ks) into a
-// Decision, applying the failure policy when the store failed.
-func (p *Protector) conclude(ctx context.Context, k Key, ks string, a netip.Addr, res Result, err error) (Decision, error) {
-	d := Decision{Addr: a, Key: ks, Limit: p.max, Window: p.lim.TTL, DryRun: p.dryRun, hdr: p.hdr}
+// decide runs steps 3–5 for key k, counting n, through the store and the
+// failure policy, and writes the store's answer into d, which must be
+// zero: the hot path builds one Decision, field by field in its caller's
+// frame, rather than copying one through every call. The error is non-nil
+// only when ctx ended.
+func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
+	res, err := p.take(ctx, k, a, n)
+	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.max, p.lim.TTL, p.dryRun, p.hdr
 	if err != nil {
 		if ctx.Err() != nil {
 			d.Status, d.Err, d.hdr = Unavailable, err, nil
-			return d, ctx.Err()
+			return ctx.Err()
 		}
 		d.Err = err
 		switch p.onError {
 		case FailOpen:
 			d.hdr = nil
-			return d, nil
+			return nil
 		case FailClosed:
 			d.Status, d.RetryAfter, d.hdr = Unavailable, breakerCooldown, nil
 			p.logDryRun(d)
-			return d, nil
+			return nil
 		}
-		res, _ = p.local.Take(ctx, p.ns, k, a, &p.lim)
+		res, _ = p.local.Take(ctx, k, a, n)
 	}
 	d.Count = res.Count
 	d.Remaining = max(p.max-res.Count, 0)
 	switch {
 	case res.Banned:
-		d.Status, d.code, d.Remaining = Banned, p.banStatus, 0
+		d.Status, d.code, d.Remaining, d.Ban = Banned, p.banStatus, 0, res.Ban
 		d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 		if res.NewBan {
 			p.logBan(ctx, "protect: ban added", *res.Ban)
@@ -305,21 +308,34 @@ func (p *Protector) conclude(ctx context.Context, k Key, ks string, a netip.Addr
 	if p.dryRun {
 		p.logDryRun(d)
 	}
-	return d, nil
+	return nil
 }
 
-// take calls the store with a deadline, through the circuit breaker.
-func (p *Protector) take(ctx context.Context, k Key, a netip.Addr) (Result, error) {
-	if p.mem != nil {
-		return p.mem.Take(ctx, p.ns, k, a, &p.lim)
+// take calls the store: directly when it is in this process, else
+// through the deadline and the circuit breaker.
+func (p *Protector) take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+	if !p.guarded {
+		return p.space.Take(ctx, k, a, n)
 	}
+	return p.guardedTake(ctx, k, a, n)
+}
+
+func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
 	now := p.clock()
 	if !p.brk.allow(now) {
 		return Result{}, ErrStoreUnavailable
 	}
-	sctx, cancel := context.WithTimeout(ctx, p.timeout)
-	res, err := p.store.Take(sctx, p.ns, k, a, &p.lim)
-	cancel()
+	var res Result
+	var err error
+	if p.deadlineOnly {
+		// The deadline is compared with the real time by the socket, so it
+		// comes from the real clock, never from Config.Clock.
+		res, err = p.space.Take(withDeadline(ctx, time.Now().Add(p.timeout)), k, a, n)
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, p.timeout)
+		res, err = p.space.Take(sctx, k, a, n)
+		cancel()
+	}
 	if err == nil {
 		if p.brk.success() {
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
@@ -340,19 +356,19 @@ func (p *Protector) take(ctx context.Context, k Key, a netip.Addr) (Result, erro
 
 // storeContext bounds an administrative store call by StoreTimeout.
 func (p *Protector) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if !p.deadline {
+	if !p.guarded {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, p.timeout)
 }
 
 // logDryRun logs the refusals a dry run lets through.
-func (p *Protector) logDryRun(d Decision) {
+func (p *Protector) logDryRun(d *Decision) {
 	if !p.dryRun || d.Status < Limited {
 		return
 	}
 	p.log.LogAttrs(context.Background(), slog.LevelInfo, "protect: dry run: would refuse",
-		slog.String("status", d.Status.String()), slog.String("key", d.Key),
+		slog.String("status", d.Status.String()), slog.String("key", d.Key.String()),
 		slog.String("addr", addrString(d.Addr)), slog.Int64("count", d.Count))
 }
 
@@ -361,39 +377,4 @@ func addrString(a netip.Addr) string {
 		return ""
 	}
 	return a.String()
-}
-
-// nameCache remembers how recent address keys are written, so that the
-// hot path does not format (and allocate) the same key on every request.
-// It is direct-mapped and lock-free: a collision just formats again.
-type nameCache struct {
-	slots [1024]atomic.Pointer[cachedName]
-}
-
-// cachedName holds a key and its text in one allocation: the string
-// returned points into buf, which is never written after the entry is
-// published. A miss (every request, with a million keys in rotation) thus
-// costs one allocation instead of two.
-type cachedName struct {
-	w   wordKey
-	n   uint8
-	buf [47]byte // "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128" is 43
-}
-
-func (c *nameCache) get(w wordKey) string {
-	h := (w.hi*0x9e3779b97f4a7c15 ^ w.lo ^ w.bits) * 0xff51afd7ed558ccd
-	slot := &c.slots[h>>54] // the top 10 bits: 1024 slots
-	if e := slot.Load(); e != nil && e.w == w {
-		return unsafe.String(&e.buf[0], e.n)
-	}
-	e := &cachedName{w: w}
-	p := w.prefix()
-	b := p.Addr().AppendTo(e.buf[:0])
-	if !p.IsSingleIP() {
-		b = append(b, '/')
-		b = strconv.AppendInt(b, int64(p.Bits()), 10)
-	}
-	e.n = uint8(len(b))
-	slot.Store(e)
-	return unsafe.String(&e.buf[0], e.n)
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // tally counts decisions by status.
@@ -52,7 +54,7 @@ func TestExactCounts(t *testing.T) {
 			if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
 				t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
 			}
-			bans, err := p.Bans(t.Context())
+			bans, err := p.Bans(t.Context(), BanFilter{})
 			if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.7" || bans[0].Source != SourceAuto {
 				t.Fatalf("bans = %+v, %v; want one automatic ban on 203.0.113.7", bans, err)
 			}
@@ -102,7 +104,7 @@ func TestForgedHeaders(t *testing.T) {
 		got := tally{}
 		for i := range 1000 {
 			d := verify(t, p, request("127.0.0.2:5000", fmt.Sprintf("198.18.%d.%d", i/250, i%250)))
-			if d.Key != "127.0.0.2" && d.Status != Banned {
+			if d.Key.String() != "127.0.0.2" && d.Status != Banned {
 				t.Fatalf("request %d counted as %q", i, d.Key)
 			}
 			got[d.Status]++
@@ -120,11 +122,11 @@ func TestForgedHeaders(t *testing.T) {
 		for range 260 {
 			verify(t, p, request("127.0.0.2:5000", "203.0.113.7"))
 		}
-		if d := verify(t, p, request("127.0.0.2:5000", "203.0.113.7")); d.Status != Banned || d.Key != "127.0.0.2" {
+		if d := verify(t, p, request("127.0.0.2:5000", "203.0.113.7")); d.Status != Banned || d.Key.String() != "127.0.0.2" {
 			t.Fatalf("attacker: %v %q, want banned as 127.0.0.2", d.Status, d.Key)
 		}
 		for i := range 3 {
-			if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed || d.Key != "203.0.113.7" || d.Count != int64(i+1) {
+			if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed || d.Key.String() != "203.0.113.7" || d.Count != int64(i+1) {
 				t.Fatalf("customer request %d: %v %q count %d", i+1, d.Status, d.Key, d.Count)
 			}
 		}
@@ -135,7 +137,7 @@ func TestForgedHeaders(t *testing.T) {
 		if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed {
 			t.Fatalf("customer after a forged flood through the proxy: %v", d.Status)
 		}
-		bans, _ := p.Bans(t.Context())
+		bans, _ := p.Bans(t.Context(), BanFilter{})
 		var keys []string
 		for _, b := range bans {
 			keys = append(keys, b.Key.String())
@@ -165,7 +167,7 @@ func TestForgedHeaders(t *testing.T) {
 		for i := range 10000 {
 			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2, byte(i >> 8), byte(i), 0xaa, 0, 0, 0, byte(i >> 3), byte(i)})
 			d, _ := p.VerifyAddr(t.Context(), a)
-			if d.Key != "2001:db8:1:2::/64" {
+			if d.Key.String() != "2001:db8:1:2::/64" {
 				t.Fatalf("%v counted as %q", a, d.Key)
 			}
 			got[d.Status]++
@@ -188,7 +190,7 @@ func TestMappedPeer(t *testing.T) {
 	if _, err := p.Ban(t.Context(), "127.0.0.1", BanOptions{For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if d := verify(t, p, request(peer)); d.Status != Banned || d.Key != "127.0.0.1" {
+	if d := verify(t, p, request(peer)); d.Status != Banned || d.Key.String() != "127.0.0.1" {
 		t.Fatalf("ban: %v %q", d.Status, d.Key)
 	}
 	// A range ban written in mapped form matches too.
@@ -275,14 +277,14 @@ func TestManualBans(t *testing.T) {
 			t.Errorf("permanent ban: RetryAfter %v, expires %v", d.RetryAfter, d.BanExpires)
 		}
 	}
-	bans, _ := p.Bans(ctx)
+	bans, _ := p.Bans(ctx, BanFilter{})
 	if len(bans) != 2 || bans[0].Key.String() != "198.51.100.0/24" || !bans[0].Range || bans[0].By != "ops" || bans[0].Reason != "scanner" ||
 		bans[1].Key.String() != "2001:db8:1:2::/64" || !bans[1].Permanent() {
 		t.Fatalf("bans = %+v", bans)
 	}
 	// Permanent bans outlive any clock; range bans expire.
 	clk.Advance(365 * 24 * time.Hour)
-	bans, _ = p.Bans(ctx)
+	bans, _ = p.Bans(ctx, BanFilter{})
 	if len(bans) != 1 || !bans[0].Permanent() {
 		t.Fatalf("after a year: %+v", bans)
 	}
@@ -396,7 +398,7 @@ func TestConsumerKeys(t *testing.T) {
 	ctx := t.Context()
 	for i := 1; i <= 4; i++ {
 		d, _ := p.VerifyKey(ctx, "cus_alpha")
-		if d.Key != "cus_alpha" || d.Refused() != (i == 4) {
+		if d.Key.String() != "cus_alpha" || d.Refused() != (i == 4) {
 			t.Fatalf("request %d: %v %q", i, d.Status, d.Key)
 		}
 	}
@@ -405,8 +407,8 @@ func TestConsumerKeys(t *testing.T) {
 	}
 	for _, secret := range []string{"sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_abc", "ghp_0123456789abcdefABCDEF0123456789abcd", "a key with spaces", strings.Repeat("x", 33), "{slot}"} {
 		d, _ := p.VerifyKey(ctx, secret)
-		if strings.Contains(d.Key, secret) || len(d.Key) != 33 || d.Key[0] != '~' {
-			t.Errorf("VerifyKey(%q) counted as %q; want a hash", secret, d.Key)
+		if k := d.Key.String(); d.Key.Name != k || strings.Contains(k, secret) || len(k) != 33 || k[0] != '~' {
+			t.Errorf("VerifyKey(%q) counted as %q; want a hash", secret, k)
 		}
 	}
 	if d, _ := p.VerifyKey(ctx, ""); d.Status != Unknown || !d.Refused() {
@@ -421,10 +423,10 @@ func TestKeyFunc(t *testing.T) {
 	}})
 	r := request("192.0.2.1:1")
 	r.Header.Set("X-Consumer", "acme")
-	if d := verify(t, p, r); d.Key != "acme" || d.Addr != netip.MustParseAddr("192.0.2.1") {
+	if d := verify(t, p, r); d.Key.String() != "acme" || d.Addr != netip.MustParseAddr("192.0.2.1") {
 		t.Fatalf("keyed: %q %v", d.Key, d.Addr)
 	}
-	if d := verify(t, p, request("192.0.2.1:1")); d.Key != "192.0.2.1" || d.Count != 1 {
+	if d := verify(t, p, request("192.0.2.1:1")); d.Key.String() != "192.0.2.1" || d.Count != 1 {
 		t.Fatalf("fallback: %q count %d", d.Key, d.Count)
 	}
 }
@@ -525,8 +527,8 @@ func TestConsumerNamedLikeAnAddress(t *testing.T) {
 	p, _ := newTestProtector(t, Config{})
 	for _, id := range []string{"203.0.113.7", "::", "2001:db8::1", "10.0.0.0/8"} {
 		d, _ := p.VerifyKey(t.Context(), id)
-		if d.Key == id || d.Key[0] != '~' {
-			t.Errorf("VerifyKey(%q) counted as %q", id, d.Key)
+		if k := d.Key.String(); d.Key.Prefix.IsValid() || k == id || !strings.HasPrefix(k, "~") {
+			t.Errorf("VerifyKey(%q) counted as %q; want a hashed consumer key", id, k)
 		}
 	}
 }
@@ -573,5 +575,97 @@ func TestBansAndLiftsAreLogged(t *testing.T) {
 				t.Errorf("record %d: %s = %q, want %q (%v)", i, k, rec.records[i][k], v, rec.records[i])
 			}
 		}
+	}
+}
+
+// Check decides as Verify does but counts nothing and writes nothing: not
+// the count, not the counter's expiry, on every store.
+func TestCheckCountsNothing(t *testing.T) {
+	type target struct {
+		name string
+		// make returns a protector on the store and a function that lets
+		// d pass as the store sees it.
+		make func(t *testing.T, cfg Config) (*Protector, func(time.Duration))
+	}
+	targets := []target{{"memory", func(t *testing.T, cfg Config) (*Protector, func(time.Duration)) {
+		p, clk := newTestProtector(t, cfg)
+		return p, clk.Advance
+	}}, {"miniredis", func(t *testing.T, cfg Config) (*Protector, func(time.Duration)) {
+		m := miniredis.RunT(t)
+		in := newInstance(t, m.Addr(), "protect:", cfg, RedisOptions{RangeRefresh: -1})
+		return in.p, m.FastForward
+	}}, {"redis-server", func(t *testing.T, cfg Config) (*Protector, func(time.Duration)) {
+		addr := realRedisAddr(t)
+		in := newInstance(t, addr, testNamespace(t, addr), cfg, RedisOptions{RangeRefresh: -1})
+		return in.p, time.Sleep
+	}}}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			const limit = 3
+			p, wait := tg.make(t, Config{MaxRequests: limit, BanLimit: 10, TTL: 10 * time.Second, StoreTimeout: 10 * time.Second})
+			ctx := t.Context()
+			r := request("192.0.2.9:1234")
+			key := Key{Prefix: netip.MustParsePrefix("192.0.2.9/32")}
+			check := func(step string) Decision {
+				t.Helper()
+				d, err := p.Check(ctx, r)
+				if err != nil || d.Err != nil {
+					t.Fatalf("%s: Check = %v, %v", step, err, d.Err)
+				}
+				if d.Key != key || d.Addr != key.Prefix.Addr() {
+					t.Fatalf("%s: Check.Key, Addr = %s, %v; want %s", step, d.Key, d.Addr, key)
+				}
+				return d
+			}
+			for i := range 2 {
+				if d := check("before any request"); d.Status != Allowed || d.Count != 0 || d.Remaining != limit || d.Refused() {
+					t.Fatalf("Check %d before any request = %v count %d remaining %d; want allowed, 0, %d", i+1, d.Status, d.Count, d.Remaining, limit)
+				}
+			}
+			if st, err := p.Inspect(ctx, key); err != nil || st.Count != 0 || st.CountTTL != 0 {
+				t.Fatalf("Inspect after two Checks = %+v, %v; want no counter", st, err)
+			}
+			if d := verify(t, p, r); d.Status != Allowed || d.Count != 1 {
+				t.Fatalf("first Verify after two Checks = %v count %d; want allowed with count 1", d.Status, d.Count)
+			}
+			// A Check does not renew the counter's expiry.
+			before, err := p.Inspect(ctx, key)
+			if err != nil || before.Count != 1 || before.CountTTL <= 0 {
+				t.Fatalf("Inspect after one Verify = %+v, %v", before, err)
+			}
+			wait(50 * time.Millisecond)
+			if d := check("after one request"); d.Status != Allowed || d.Count != 1 || d.Remaining != limit-1 {
+				t.Fatalf("Check after one Verify = %v count %d remaining %d; want allowed, 1, %d", d.Status, d.Count, d.Remaining, limit-1)
+			}
+			if after, err := p.Inspect(ctx, key); err != nil || after.Count != 1 || after.CountTTL >= before.CountTTL {
+				t.Fatalf("Inspect after a Check = %+v, %v; want count 1 and a CountTTL below %v", after, err, before.CountTTL)
+			}
+			for i := 2; i <= limit+1; i++ {
+				d := verify(t, p, r)
+				if d.Count != int64(i) || (d.Status == Limited) != (i == limit+1) {
+					t.Fatalf("Verify %d = %v count %d", i, d.Status, d.Count)
+				}
+			}
+			for i := range 3 {
+				d := check("past the limit")
+				if d.Status != Limited || d.Count != limit+1 || !d.Refused() || d.StatusCode() != 429 || d.RetryAfter != 10*time.Second {
+					t.Fatalf("Check %d past the limit = %v count %d code %d retry %v; want limited with count %d, 429, 10s",
+						i+1, d.Status, d.Count, d.StatusCode(), d.RetryAfter, limit+1)
+				}
+			}
+			if st, err := p.Inspect(ctx, key); err != nil || st.Count != limit+1 {
+				t.Fatalf("Inspect.Count after Checks past the limit = %d, %v; want %d", st.Count, err, limit+1)
+			}
+			if d := verify(t, p, r); d.Count != limit+2 || d.Status != Limited {
+				t.Fatalf("Verify after Checks = %v count %d; want limited with count %d", d.Status, d.Count, limit+2)
+			}
+			// A ban answers a Check too.
+			if _, err := p.Ban(ctx, "192.0.2.9", BanOptions{For: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if d := check("banned"); d.Status != Banned || !d.Refused() || d.Ban == nil || d.Ban.Key != key {
+				t.Fatalf("Check of a banned client = %v, ban %+v; want banned by the ban on %s", d.Status, d.Ban, key)
+			}
+		})
 	}
 }

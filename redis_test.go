@@ -162,7 +162,7 @@ func TestRedisThreeInstancesExact(t *testing.T) {
 				if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
 					t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
 				}
-				bans, err := inst[0].p.Bans(t.Context())
+				bans, err := inst[0].p.Bans(t.Context(), BanFilter{})
 				if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.7" || bans[0].Offense != 1 {
 					t.Fatalf("bans: %+v %v", bans, err)
 				}
@@ -186,6 +186,17 @@ func TestRedisRoundTrips(t *testing.T) {
 				in.p.VerifyAddr(ctx, a)
 				if n, names := in.hook.take(); n != 1 || names[0] != "evalsha" {
 					t.Fatalf("request %d: %d round trips %v", i, n, names)
+				}
+			}
+			// A Check decides through the same script: one round trip, nothing counted.
+			r := request(netip.AddrPortFrom(a, 5555).String())
+			for i := 1; i <= 3; i++ {
+				d, err := in.p.Check(ctx, r)
+				if n, names := in.hook.take(); n != 1 || len(names) != 1 || names[0] != "evalsha" {
+					t.Fatalf("Check %d: %d round trips %v, want 1 evalsha", i, n, names)
+				}
+				if err != nil || d.Err != nil || d.Status != Allowed || d.Count != 51 {
+					t.Fatalf("Check %d = %v count %d, %v %v; want allowed with count 51", i, d.Status, d.Count, err, d.Err)
 				}
 			}
 			for range 50 {
@@ -212,6 +223,12 @@ func TestRedisRoundTrips(t *testing.T) {
 			}
 			if n, names := in.hook.take(); n != 0 {
 				t.Fatalf("a cached ban cost %d round trips %v", n, names)
+			}
+			if d, _ := in.p.Check(ctx, r); d.Status != Banned {
+				t.Fatalf("Check of a cached ban = %v, want banned", d.Status)
+			}
+			if n, names := in.hook.take(); n != 0 {
+				t.Fatalf("Check of a cached ban: %d round trips %v, want 0", n, names)
 			}
 			// The cache is bounded in age: after BanCacheTTL the store is asked again.
 			in.clock.Advance(600 * time.Millisecond)
@@ -263,14 +280,14 @@ func TestRedisBansReachEveryInstance(t *testing.T) {
 			if d, _ := a.p.VerifyAddr(ctx, inside); d.Status != Banned {
 				t.Fatalf("a, inside its range ban: %v", d.Status)
 			}
-			if err := b.store.refreshAll(ctx); err != nil {
+			if err := b.store.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if d, _ := b.p.VerifyAddr(ctx, inside); d.Status != Banned || d.RetryAfter <= 59*time.Minute {
 				t.Fatalf("b after refresh: %v %v", d.Status, d.RetryAfter)
 			}
 			a.p.Lift(ctx, "198.51.100.0/24", "test")
-			b.store.refreshAll(ctx)
+			b.store.Refresh(ctx)
 			if d, _ := b.p.VerifyAddr(ctx, inside); d.Status != Allowed {
 				t.Fatalf("b after the range lift: %v", d.Status)
 			}
@@ -319,8 +336,26 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 					t.Fatalf("key name %q carries the secret", k)
 				}
 			}
+			// The values too: the ban record (a string) and the offense
+			// history (a sorted set).
+			c := in.store.client
 			for _, k := range keys {
-				if v, _ := in.store.client.HGetAll(t.Context(), k).Result(); strings.Contains(fmt.Sprint(v), secret) {
+				var v any
+				typ, err := c.Type(t.Context(), k).Result()
+				switch {
+				case err != nil:
+					t.Fatalf("TYPE %q: %v", k, err)
+				case typ == "string" && strings.HasSuffix(k, "}:b"):
+					v, err = c.Get(t.Context(), k).Result()
+				case typ == "zset" && strings.HasSuffix(k, "}:o"):
+					v, err = c.ZRange(t.Context(), k, 0, -1).Result()
+				default:
+					t.Fatalf("key %q is a %s; want the ban string ...:b or the offense set ...:o", k, typ)
+				}
+				if err != nil || fmt.Sprint(v) == "" || fmt.Sprint(v) == "[]" {
+					t.Fatalf("record %q = %v, %v; want one", k, v, err)
+				}
+				if strings.Contains(fmt.Sprint(v), secret) || strings.Contains(fmt.Sprint(v), "4eC39") {
 					t.Fatalf("record %q carries the secret: %v", k, v)
 				}
 			}
@@ -348,19 +383,23 @@ func TestRedisBadInput(t *testing.T) {
 			for _, policy := range []FailurePolicy{FailOpen, FailLocal, FailClosed} {
 				in := newInstance(t, addr, ns, Config{OnStoreError: policy}, RedisOptions{RangeRefresh: -1})
 				c := in.store.client
-				// Foreign values where protect keeps its counter and ban.
+				// Foreign values where protect keeps its counter and ban
+				// (a ban is a string record: a hash there is foreign), and
+				// a string at a ban's key that is no ban record.
 				c.HSet(t.Context(), ns+"{192.0.2.1}:c", "x", "y")
-				c.Set(t.Context(), ns+"{192.0.2.2}:b", "not a hash", 0)
-				for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
+				c.HSet(t.Context(), ns+"{192.0.2.2}:b", "x", "y")
+				c.Set(t.Context(), ns+"{192.0.2.3}:b", "not a ban record", 0)
+				for _, tt := range []struct{ a, wantErr string }{{"192.0.2.1", "WRONGTYPE"}, {"192.0.2.2", "WRONGTYPE"}, {"192.0.2.3", "malformed ban record"}} {
+					a, wantErr := tt.a, tt.wantErr
 					d, err := in.p.VerifyAddr(t.Context(), netip.MustParseAddr(a))
-					if err != nil || d.Err == nil || !strings.Contains(d.Err.Error(), "WRONGTYPE") {
-						t.Fatalf("%v %s: %v %v", policy, a, err, d.Err)
+					if err != nil || d.Err == nil || !strings.Contains(d.Err.Error(), wantErr) {
+						t.Fatalf("%v: VerifyAddr(%s) = %v, Err %v; want Err saying %s", policy, a, err, d.Err, wantErr)
 					}
 					want := map[FailurePolicy]Status{FailOpen: Allowed, FailLocal: Allowed, FailClosed: Unavailable}[policy]
 					w := httptest.NewRecorder()
 					d.WriteResponse(w)
-					if d.Status != want || strings.Contains(w.Body.String(), "WRONGTYPE") {
-						t.Fatalf("%v %s: %v, body %s", policy, a, d.Status, w.Body)
+					if d.Status != want || strings.Contains(w.Body.String(), wantErr) || strings.Contains(w.Body.String(), "not a ban record") {
+						t.Fatalf("%v: VerifyAddr(%s) = %v, body %s; want %v and no store error in the body", policy, a, d.Status, w.Body, want)
 					}
 				}
 			}
@@ -532,14 +571,17 @@ func TestRedisRangeBansCost(t *testing.T) {
 			if n, names := in.hook.take(); n != 1 {
 				t.Fatalf("a range ban from a store outside the namespace: %d round trips %v", n, names)
 			}
-			in.p.Ban(ctx, "192.0.2.1", BanOptions{}) // a key ban, which RangeBans must not read
+			in.p.Ban(ctx, "192.0.2.1", BanOptions{}) // a key ban, which listing ranges must not read
+			// Range bans are written by the ban script and listed by the
+			// ranges script: the first listing also loads that one.
+			in.p.Bans(ctx, BanFilter{RangesOnly: true})
 			in.hook.take()
-			ranges, err := in.p.RangeBans(ctx)
+			ranges, err := in.p.Bans(ctx, BanFilter{RangesOnly: true})
 			if n, names := in.hook.take(); n != 1 || strings.Contains(strings.Join(names, " "), "scan") {
-				t.Fatalf("RangeBans: %d round trips %v", n, names)
+				t.Fatalf("Bans(RangesOnly): %d round trips %v, want 1 and no scan", n, names)
 			}
 			if err != nil || len(ranges) != 2 || ranges[0].Key.String() != "198.51.100.0/24" && ranges[1].Key.String() != "198.51.100.0/24" {
-				t.Fatalf("RangeBans: %+v %v", ranges, err)
+				t.Fatalf("Bans(RangesOnly) = %+v, %v; want the two range bans", ranges, err)
 			}
 		})
 	}

@@ -1,15 +1,13 @@
 package protect
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"net/url"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,8 +22,6 @@ var (
 	takeLua string
 	//go:embed lua/ban.lua
 	banLua string
-	//go:embed lua/lift.lua
-	liftLua string
 	//go:embed lua/inspect.lua
 	inspectLua string
 	//go:embed lua/ranges.lua
@@ -67,7 +63,7 @@ type RedisOptions struct {
 // a local copy refreshed every RangeRefresh; bans this instance has seen
 // are answered from a local cache for BanCacheTTL. Both keep a banned
 // flood off Redis, and both are bounded in age so that a lift reaches
-// every instance within a second.
+// every instance within a second. rediscodec.go describes the ban record.
 //
 // The zero value is not usable: make one with NewRedisStore or DialRedis.
 type RedisStore struct {
@@ -75,7 +71,6 @@ type RedisStore struct {
 	ownsConn bool
 	take     *redis.Script
 	ban      *redis.Script
-	lift     *redis.Script
 	inspect  *redis.Script
 	ranges   *redis.Script
 
@@ -86,33 +81,16 @@ type RedisStore struct {
 	epoch    time.Time
 	log      *slog.Logger
 
-	mu     sync.Mutex // guards cache
-	cache  map[cacheKey]cachedBan
-	cached atomic.Int64 // len(cache), read without the lock
-	spaces sync.Map     // namespace → *redisSpace
-	args   sync.Map     // Limits → []any: the script's limit arguments, boxed once
+	nsMu       sync.Mutex // guards namespaces
+	namespaces map[string]*redisNamespace
+
+	cacheMu sync.Mutex // guards cache
+	cache   map[cacheKey]cachedBan
+	cached  atomic.Int64 // len(cache), read without the lock
 
 	stop      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
-}
-
-type cacheKey struct {
-	ns string
-	k  Key
-}
-
-type cachedBan struct {
-	ban   *Ban
-	until int64 // ticks: the cached answer is used until then
-	end   int64 // ticks: when the ban ends; 0 when permanent
-}
-
-// redisSpace is the local state of one namespace: its range bans.
-type redisSpace struct {
-	ranges atomic.Pointer[rangeSnap] // nil: none
-	loaded atomic.Bool
-	mu     sync.Mutex // serialises the first load
 }
 
 // NewRedisStore returns a store on client and starts the range refresher.
@@ -140,20 +118,20 @@ func NewRedisStore(client redis.UniversalClient, opt RedisOptions) *RedisStore {
 		opt.Logger = slog.Default()
 	}
 	s := &RedisStore{
-		client:   client,
-		take:     redis.NewScript(takeLua),
-		ban:      redis.NewScript(banLua),
-		lift:     redis.NewScript(liftLua),
-		inspect:  redis.NewScript(inspectLua),
-		ranges:   redis.NewScript(rangesLua),
-		cacheTTL: opt.BanCacheTTL,
-		maxCache: opt.MaxCachedBans,
-		refresh:  opt.RangeRefresh,
-		clock:    opt.Clock,
-		epoch:    opt.Clock(),
-		log:      opt.Logger,
-		cache:    make(map[cacheKey]cachedBan),
-		stop:     make(chan struct{}),
+		client:     client,
+		take:       redis.NewScript(takeLua),
+		ban:        redis.NewScript(banLua),
+		inspect:    redis.NewScript(inspectLua),
+		ranges:     redis.NewScript(rangesLua),
+		cacheTTL:   opt.BanCacheTTL,
+		maxCache:   opt.MaxCachedBans,
+		refresh:    opt.RangeRefresh,
+		clock:      opt.Clock,
+		epoch:      opt.Clock(),
+		log:        opt.Logger,
+		namespaces: make(map[string]*redisNamespace),
+		cache:      make(map[cacheKey]cachedBan),
+		stop:       make(chan struct{}),
 	}
 	if !contextTimeouts(client) {
 		s.log.Warn("protect: redis client ignores context deadlines; set ContextTimeoutEnabled so that StoreTimeout bounds every call")
@@ -163,61 +141,6 @@ func NewRedisStore(client redis.UniversalClient, opt RedisOptions) *RedisStore {
 		go s.refreshEvery(s.refresh)
 	}
 	return s
-}
-
-// contextTimeouts reports whether a go-redis client honours deadlines.
-func contextTimeouts(c redis.UniversalClient) bool {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return true // unknown implementations: assume the best, say nothing
-}
-
-// DialRedis parses a Redis URL (redis://, rediss://, unix://) and returns
-// a store on a new client that it owns and closes on Close. The client
-// honours context deadlines and does not retry: Config.StoreTimeout and the
-// failure policy decide what a slow or dead Redis costs. It does not
-// connect: the first command does.
-func DialRedis(rawURL string, opt RedisOptions) (*RedisStore, error) {
-	o, err := redisOptions(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("protect: %w", err)
-	}
-	s := NewRedisStore(redis.NewClient(o), opt)
-	s.ownsConn = true
-	return s, nil
-}
-
-// redisOptions parses a Redis URL into the client options the limiter
-// needs. Its error quotes the URL with any password masked.
-func redisOptions(rawURL string) (*redis.Options, error) {
-	o, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %w", redactURL(rawURL), cmp.Or(errors.Unwrap(err), err))
-	}
-	o.ContextTimeoutEnabled = true
-	if o.MaxRetries == 0 {
-		o.MaxRetries = -1
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = time.Second
-	}
-	return o, nil
-}
-
-var urlSecret = regexp.MustCompile(`//[^/@]*@`)
-
-// redactURL hides the credentials of a URL quoted in an error.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return urlSecret.ReplaceAllString(raw, "//xxxxx@")
 }
 
 // Addr names the server the store talks to, for messages.
@@ -255,441 +178,220 @@ func (s *RedisStore) Close() error {
 	return err
 }
 
+// now returns this instance's time in ticks, for the age of what it
+// holds locally. Ban and counter expiry use Redis' clock.
 func (s *RedisStore) now() int64 { return int64(s.clock().Sub(s.epoch)) }
 
-// redisKeys returns a key's three Redis keys, <ns>{<key>}:c, :b and :o,
-// cut from one string: one allocation instead of five.
-func redisKeys(ns string, k Key) (counter, ban, offenses string) {
-	ks := k.String()
-	n := len(ns) + len(ks) + 4 // ns { ks } :x
-	var b strings.Builder
-	b.Grow(3 * n)
-	for _, suffix := range []string{"}:c", "}:b", "}:o"} {
-		b.WriteString(ns)
-		b.WriteByte('{')
-		b.WriteString(ks)
-		b.WriteString(suffix)
+// Space implements Store. A namespace holding '{' or '}' is refused: it
+// would move every key's hash tag, and with it the keys of one client
+// out of one cluster slot.
+func (s *RedisStore) Space(scope Scope) (Space, error) {
+	if strings.ContainsAny(scope.Namespace, "{}") {
+		return nil, fmt.Errorf("redis store: namespace %q must not contain { or }", scope.Namespace)
 	}
-	all := b.String()
-	return all[:n], all[n : 2*n], all[2*n:]
-}
-
-// limitArgs returns the take script's arguments for lim, boxed once per
-// distinct Limits rather than on every request.
-func (s *RedisStore) limitArgs(lim *Limits) []any {
-	if v, ok := s.args.Load(*lim); ok {
-		return v.([]any)
+	lim := scope.Limits
+	sp := &redisSpace{s: s, ns: s.namespace(scope.Namespace), offenseWindow: lim.OffenseWindow.Milliseconds()}
+	// The take script's arguments, boxed once here rather than on every
+	// request: n, and the limits in one string.
+	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
+		strconv.FormatFloat(lim.BanFactor, 'g', -1, 64), lim.MaxBanDuration.Milliseconds(), lim.OffenseWindow.Milliseconds())
+	for n := range sp.args {
+		sp.args[n] = []any{int64(n), limits}
 	}
-	args := []any{lim.TTL.Milliseconds(), lim.BanLimit, lim.BanDuration.Milliseconds(),
-		lim.BanFactor, lim.MaxBanDuration.Milliseconds(), lim.OffenseWindow.Milliseconds()}
-	v, _ := s.args.LoadOrStore(*lim, args)
-	return v.([]any)
-}
-
-// Take implements Store: one round trip, or none when a range ban or a
-// cached ban answers.
-func (s *RedisStore) Take(ctx context.Context, ns string, k Key, addr netip.Addr, lim *Limits) (Result, error) {
-	if k.IsZero() {
-		return Result{}, errors.New("protect: redis store: take: empty key")
-	}
-	t := s.now()
-	sp, err := s.space(ctx, ns)
-	if err != nil {
-		return Result{}, err
-	}
-	if r, banned := sp.ranges.Load().banned(addr, t); banned {
-		r.Cached = true
-		return r, nil
-	}
-	if r, ok := s.lookupBan(ns, k, t); ok {
-		return r, nil
-	}
-	c, b, o := redisKeys(ns, k)
-	v, err := s.take.Run(ctx, s.client, []string{c, b, o}, s.limitArgs(lim)...).Slice()
-	if err != nil {
-		return Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
-	}
-	r, err := parseTake(v, k)
-	if err != nil {
-		return Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
-	}
-	if r.Banned {
-		s.remember(ns, k, r, t)
-	}
-	return r, nil
-}
-
-// parseTake reads the take script's reply.
-func parseTake(v []any, k Key) (Result, error) {
-	if len(v) == 1 {
-		n, err := toInt(v[0])
-		return Result{Count: n}, err
-	}
-	if len(v) != 11 {
-		return Result{}, fmt.Errorf("unexpected reply of %d values", len(v))
-	}
-	var n [5]int64 // count, banned, new, left, created
-	for i := range n {
-		var err error
-		if n[i], err = toInt(v[i]); err != nil {
-			return Result{}, err
-		}
-	}
-	b, err := banRecord(k, false, map[string]string{
-		"created": str(v[4]), "expires": str(v[5]), "offense": str(v[6]),
-		"reason": str(v[7]), "source": str(v[8]), "by": str(v[9]),
-	})
-	if err != nil {
-		return Result{}, err
-	}
-	r := Result{Count: n[0], Banned: true, NewBan: n[2] == 1, Ban: &b}
-	if !b.Permanent() {
-		r.BanLeft = time.Duration(n[3]) * time.Millisecond
-	}
-	return r, nil
-}
-
-// banRecord builds a Ban from a ban hash's fields.
-func banRecord(k Key, isRange bool, f map[string]string) (Ban, error) {
-	created, err1 := strconv.ParseInt(f["created"], 10, 64)
-	expires, err2 := strconv.ParseInt(f["expires"], 10, 64)
-	offense, err3 := strconv.Atoi(cmp.Or(f["offense"], "0"))
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return Ban{}, fmt.Errorf("malformed ban record: %w", err)
-	}
-	b := Ban{Key: k, Range: isRange, Reason: f["reason"], Source: Source(f["source"]), By: f["by"],
-		Created: time.UnixMilli(created).UTC(), Offense: offense}
-	if expires != 0 {
-		b.Expires = time.UnixMilli(expires).UTC()
-	}
-	return b, nil
-}
-
-func toInt(v any) (int64, error) {
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case string:
-		return strconv.ParseInt(v, 10, 64)
-	}
-	return 0, fmt.Errorf("unexpected %T in reply", v)
-}
-
-func str(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	return ""
-}
-
-// cached answers from the local ban cache.
-func (s *RedisStore) lookupBan(ns string, k Key, t int64) (Result, bool) {
-	if s.cached.Load() == 0 { // the common case: nothing banned here lately
-		return Result{}, false
-	}
-	s.mu.Lock()
-	c, ok := s.cache[cacheKey{ns, k}]
-	s.mu.Unlock()
-	if !ok || t >= c.until {
-		return Result{}, false
-	}
-	r := Result{Banned: true, Cached: true, Ban: c.ban}
-	if c.end != 0 {
-		r.BanLeft = time.Duration(c.end - t)
-	}
-	return r, true
-}
-
-// remember caches a ban answer for at most BanCacheTTL, and never past
-// the ban's end.
-func (s *RedisStore) remember(ns string, k Key, r Result, t int64) {
-	if s.cacheTTL < 0 {
-		return
-	}
-	c := cachedBan{ban: r.Ban, until: t + int64(s.cacheTTL)}
-	if !r.Ban.Permanent() {
-		c.end = t + int64(r.BanLeft)
-		c.until = min(c.until, c.end)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.cache) >= s.maxCache {
-		for key, old := range s.cache {
-			if t >= old.until {
-				delete(s.cache, key)
-			}
-		}
-		if len(s.cache) >= s.maxCache {
-			clear(s.cache) // every entry is younger than BanCacheTTL: drop them all
-		}
-	}
-	s.cache[cacheKey{ns, k}] = c
-	s.cached.Store(int64(len(s.cache)))
-}
-
-// forget drops a cached ban, after a lift or a new ban through this store.
-func (s *RedisStore) forget(ns string, k Key) {
-	s.mu.Lock()
-	delete(s.cache, cacheKey{ns, k})
-	s.cached.Store(int64(len(s.cache)))
-	s.mu.Unlock()
-}
-
-// space returns a namespace's local state, loading its range bans on first
-// use so that a fresh instance never serves a banned range.
-func (s *RedisStore) space(ctx context.Context, ns string) (*redisSpace, error) {
-	v, ok := s.spaces.Load(ns)
-	if !ok {
-		v, _ = s.spaces.LoadOrStore(ns, &redisSpace{})
-	}
-	sp := v.(*redisSpace)
-	if sp.loaded.Load() {
-		return sp, nil
-	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if sp.loaded.Load() {
-		return sp, nil
-	}
-	if err := s.loadRanges(ctx, ns, sp); err != nil {
-		return nil, err
-	}
-	sp.loaded.Store(true)
 	return sp, nil
 }
 
-func rangesKey(ns string) string { return ns + "ranges" }
-
-// rangeCall runs the ranges script and decodes the records it returns.
-func (s *RedisStore) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []Ban, err error) {
-	v, err := s.ranges.Run(ctx, s.client, []string{rangesKey(ns)}, args...).Slice()
-	if err != nil {
-		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
-	}
-	if len(v) == 0 || len(v)%2 != 1 {
-		return 0, nil, fmt.Errorf("protect: redis range bans: unexpected reply of %d values", len(v))
-	}
-	if now, err = toInt(v[0]); err != nil {
-		return 0, nil, err
-	}
-	for i := 1; i+1 < len(v); i += 2 {
-		b, err := parseRangeRecord(str(v[i]), str(v[i+1]))
-		if err != nil {
-			s.log.Warn("protect: skipping a malformed range ban", "range", str(v[i]), "error", err)
-			continue
-		}
-		bans = append(bans, b)
-	}
-	return now, bans, nil
+// redisSpace is a RedisStore bound to one Scope.
+type redisSpace struct {
+	s             *RedisStore
+	ns            *redisNamespace
+	args          [2][]any // the take script's arguments for n = 0 and n = 1
+	offenseWindow int64    // ms
 }
 
-// parseRangeRecord reads "expires|created|source|by|reason".
-func parseRangeRecord(field, rec string) (Ban, error) {
-	p, err := netip.ParsePrefix(field)
-	if err != nil {
-		return Ban{}, err
+// deadlineOnly tells the Protector that a deadline, without a timer, is
+// all a call needs (see deadlineCtx): go-redis turns it into socket
+// deadlines when ContextTimeoutEnabled is set, and without that option it
+// bounds a call by its own ReadTimeout and WriteTimeout, whatever the
+// context says (NewRedisStore warns).
+func (*redisSpace) deadlineOnly() bool { return true }
+
+// takeArgs returns the take script's arguments for counting n.
+func (sp *redisSpace) takeArgs(n int64) []any {
+	if n < int64(len(sp.args)) {
+		return sp.args[n]
 	}
-	parts := strings.SplitN(rec, "|", 5)
-	if len(parts) != 5 {
-		return Ban{}, fmt.Errorf("record %q: want 5 fields", rec)
-	}
-	return banRecord(Key{Prefix: p}, true, map[string]string{
-		"expires": parts[0], "created": parts[1], "source": parts[2], "by": parts[3], "reason": parts[4],
-	})
+	a := slices.Clone(sp.args[1])
+	a[0] = n
+	return a
 }
 
-// loadRanges replaces sp's range bans with what Redis holds, converting
-// Redis' expiry times into local ticks.
-func (s *RedisStore) loadRanges(ctx context.Context, ns string, sp *redisSpace) error {
-	now, bans, err := s.rangeCall(ctx, ns, "list")
-	if err != nil {
-		return err
+// Take implements Space: one round trip, or none when a range ban or a
+// cached ban answers.
+func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64) (Result, error) {
+	if k.IsZero() {
+		return Result{}, errEmptyKey
 	}
+	s := sp.s
 	t := s.now()
-	list := make([]memBan, 0, len(bans))
-	for _, b := range bans {
-		mb := memBan{ban: b}
-		if !b.Permanent() {
-			mb.exp = t + int64(time.Duration(b.Expires.UnixMilli()-now)*time.Millisecond)
-		}
-		list = append(list, mb)
+	if err := s.ready(ctx, sp.ns); err != nil {
+		return Result{}, err
 	}
-	sp.ranges.Store(newRangeSnap(list))
-	return nil
-}
-
-// refreshEvery re-reads the range bans of every namespace in use, logging
-// one line when refreshing starts failing and one when it recovers.
-func (s *RedisStore) refreshEvery(interval time.Duration) {
-	defer s.wg.Done()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	failing := false
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(interval, time.Second))
-		err := s.refreshAll(ctx)
-		cancel()
-		if (err != nil) != failing {
-			failing = err != nil
-			if failing {
-				s.log.Error("protect: cannot refresh range bans; keeping the last copy", "error", err)
-			} else {
-				s.log.Info("protect: range bans refreshed again")
-			}
-		}
+	if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+		return r, nil
 	}
-}
-
-// reloadRanges re-reads ns's range bans after a change through this store,
-// if this store serves ns. One that does not (protectctl, say) has no copy
-// to bring up to date: its first Take in ns loads one.
-func (s *RedisStore) reloadRanges(ctx context.Context, ns string) {
-	if sp, ok := s.spaces.Load(ns); ok && sp.(*redisSpace).loaded.Load() {
-		s.loadRanges(ctx, ns, sp.(*redisSpace))
+	if r, ok := s.lookupBan(sp.ns, k, t); ok {
+		return r, nil
 	}
+	v, err := s.take.Run(ctx, s.client, []string{redisBase(sp.ns.name, k)}, sp.takeArgs(n)...).Result()
+	if err != nil {
+		return Result{}, fmt.Errorf("redis take %s: %w", k, err)
+	}
+	r, err := decodeTake(v, k)
+	if err != nil {
+		return Result{}, fmt.Errorf("redis take %s: %w", k, err)
+	}
+	if r.Banned {
+		s.remember(sp.ns, k, r, t)
+	}
+	return r, nil
 }
 
-// Refresh re-reads the range bans of every namespace in use now, rather
-// than at the next RangeRefresh tick.
-func (s *RedisStore) Refresh(ctx context.Context) error { return s.refreshAll(ctx) }
-
-// refreshAll re-reads the range bans of every namespace in use.
-func (s *RedisStore) refreshAll(ctx context.Context) error {
-	var errs []error
-	s.spaces.Range(func(ns, sp any) bool {
-		if err := s.loadRanges(ctx, ns.(string), sp.(*redisSpace)); err != nil {
-			errs = append(errs, err)
-		}
-		return true
-	})
-	return errors.Join(errs...)
-}
-
-// AddBan implements Store.
-func (s *RedisStore) AddBan(ctx context.Context, ns string, b Ban, length time.Duration) (Ban, error) {
+// AddBan implements Space.
+func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (Ban, error) {
 	if b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()) {
-		return Ban{}, errors.New("protect: redis store: ban: empty key")
+		return Ban{}, errEmptyKey
 	}
-	if strings.ContainsAny(b.By, "|") {
-		b.By = strings.ReplaceAll(b.By, "|", "/")
+	s := sp.s
+	b.By = strings.ReplaceAll(b.By, "|", "/") // the record's separator
+	ms := length.Milliseconds()
+	if length > 0 && ms == 0 {
+		ms = 1 // under a millisecond is not "permanent"
+	}
+	var (
+		keys []string
+		kind = "key"
+	)
+	if b.Range {
+		keys, kind = []string{rangesKey(sp.ns.name)}, "range"
+	} else {
+		c, bk, _ := redisKeys(sp.ns.name, b.Key)
+		keys = []string{c, bk}
+	}
+	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
+	if err != nil {
+		return Ban{}, fmt.Errorf("redis ban %s: %w", b.Key, err)
+	}
+	stored, err := decodeBan(b.Key, b.Range, rec)
+	if err != nil {
+		return Ban{}, fmt.Errorf("redis ban %s: %w", b.Key, err)
 	}
 	if b.Range {
-		_, bans, err := s.rangeCall(ctx, ns, "add", b.Key.String(), length.Milliseconds(), string(b.Source), b.By, b.Reason)
-		if err != nil {
-			return Ban{}, err
-		}
-		if len(bans) != 1 {
-			return Ban{}, errors.New("protect: redis range ban: no record returned")
-		}
-		s.reloadRanges(ctx, ns) // this instance sees it at once
-		return bans[0], nil
+		s.reloadRanges(ctx, sp.ns) // this instance sees it at once
+	} else {
+		s.forget(sp.ns, b.Key)
 	}
-	c, key, _ := redisKeys(ns, b.Key)
-	v, err := s.ban.Run(ctx, s.client, []string{c, key}, b.Key.String(), b.Reason, string(b.Source), b.By, length.Milliseconds()).Int64Slice()
-	if err != nil || len(v) != 2 {
-		return Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, errors.Join(err, errors.New("unexpected reply")))
-	}
-	s.forget(ns, b.Key)
-	b.Created, b.Expires = time.UnixMilli(v[0]).UTC(), time.Time{}
-	if v[1] != 0 {
-		b.Expires = time.UnixMilli(v[1]).UTC()
-	}
-	b.Offense = 0
-	return b, nil
+	return stored, nil
 }
 
-// Lift implements Store.
-func (s *RedisStore) Lift(ctx context.Context, ns string, k Key) (Ban, bool, error) {
-	s.forget(ns, k)
+// Lift implements Space. A prefix may name a counting key and a range
+// alike, so both are lifted.
+func (sp *redisSpace) Lift(ctx context.Context, k Key) (Ban, bool, error) {
+	s := sp.s
+	s.forget(sp.ns, k)
 	var lifted Ban
 	found := false
 	if k.Prefix.IsValid() {
-		_, bans, err := s.rangeCall(ctx, ns, "lift", k.String())
+		_, bans, err := s.rangeCall(ctx, sp.ns.name, "lift", k.String())
 		if err != nil {
 			return Ban{}, false, err
 		}
 		if len(bans) > 0 {
 			lifted, found = bans[0], true
-			s.reloadRanges(ctx, ns)
+			s.reloadRanges(ctx, sp.ns)
 		}
 	}
-	_, b, _ := redisKeys(ns, k)
-	v, err := s.lift.Run(ctx, s.client, []string{b}).StringSlice()
+	_, bk, _ := redisKeys(sp.ns.name, k)
+	rec, err := s.client.GetDel(ctx, bk).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return lifted, found, nil
+	case err != nil:
+		return Ban{}, false, fmt.Errorf("redis lift %s: %w", k, err)
+	}
+	b, err := decodeBan(k, false, rec)
 	if err != nil {
-		return Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
+		return Ban{}, false, fmt.Errorf("redis lift %s: %w", k, err)
 	}
-	if len(v) > 0 {
-		rec, err := banRecord(k, false, pairs(v))
-		if err != nil {
-			return Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
-		}
-		lifted, found = rec, true
-	}
-	return lifted, found, nil
+	return b, true, nil
 }
 
-func pairs(v []string) map[string]string {
-	m := make(map[string]string, len(v)/2)
-	for i := 0; i+1 < len(v); i += 2 {
-		m[v[i]] = v[i+1]
-	}
-	return m
-}
-
-// RangeBans implements Store: one read of the namespace's ranges hash.
-func (s *RedisStore) RangeBans(ctx context.Context, ns string) ([]Ban, error) {
-	_, bans, err := s.rangeCall(ctx, ns, "list")
-	return bans, err
-}
-
-// Bans implements Store: it scans every master for ban records.
-func (s *RedisStore) Bans(ctx context.Context, ns string) ([]Ban, error) {
-	out, err := s.RangeBans(ctx, ns)
+// Bans implements Space. Range bans are one read of one hash; key bans
+// are found by scanning every master for <ns>{*}:b and read a page of
+// SCAN at a time, in one pipelined round trip per page.
+func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
+	s := sp.s
+	_, ranges, err := s.rangeCall(ctx, sp.ns.name, "list")
 	if err != nil {
 		return nil, err
 	}
-	pattern := globEscape(ns) + "{*}:b"
+	var out []Ban
+	for _, b := range ranges {
+		if f.Match(b) {
+			out = append(out, b)
+		}
+	}
+	if f.RangesOnly {
+		return out, nil
+	}
+	ns := sp.ns.name
 	var mu sync.Mutex
 	scan := func(ctx context.Context, c redis.Cmdable) error {
-		var keys []string
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		iter := c.Scan(ctx, 0, globEscape(ns)+"{*}:b", 1000).Iterator()
+		var page []string
+		flush := func() error {
+			if len(page) == 0 {
+				return nil
+			}
+			cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, key := range page {
+					p.Get(ctx, key)
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			for i, cmd := range cmds {
+				rec, err := cmd.(*redis.StringCmd).Result()
+				if err != nil {
+					continue // expired between SCAN and GET
+				}
+				b, err := sp.decodeKeyBan(page[i], rec)
+				if err != nil {
+					s.log.Warn("protect: skipping a ban record", "key", page[i], "error", err)
+					continue
+				}
+				if f.Match(b) {
+					mu.Lock()
+					out = append(out, b)
+					mu.Unlock()
+				}
+			}
+			page = page[:0]
+			return nil
+		}
 		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
+			if page = append(page, iter.Val()); len(page) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
 		if err := iter.Err(); err != nil {
 			return err
 		}
-		for _, key := range keys {
-			f, err := c.HGetAll(ctx, key).Result()
-			if err != nil {
-				return err
-			}
-			if len(f) == 0 {
-				continue // expired between SCAN and HGETALL
-			}
-			k, err := keyFromRedis(ns, key, f["key"])
-			if err != nil {
-				s.log.Warn("protect: skipping a ban record", "key", key, "error", err)
-				continue
-			}
-			b, err := banRecord(k, false, f)
-			if err != nil {
-				s.log.Warn("protect: skipping a ban record", "key", key, "error", err)
-				continue
-			}
-			mu.Lock()
-			out = append(out, b)
-			mu.Unlock()
-		}
-		return nil
+		return flush()
 	}
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
@@ -700,18 +402,17 @@ func (s *RedisStore) Bans(ctx context.Context, ns string) ([]Ban, error) {
 		err = scan(ctx, s.client)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("protect: redis list bans: %w", err)
+		return nil, fmt.Errorf("redis list bans: %w", err)
 	}
 	return out, nil
 }
 
-// keyFromRedis recovers a Key from a ban's "key" field, or from its Redis
-// key name when the field is missing.
-func keyFromRedis(ns, redisKey, field string) (Key, error) {
-	if field == "" {
-		field = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(redisKey, ns), "{"), "}:b")
+func (sp *redisSpace) decodeKeyBan(redisKey, rec string) (Ban, error) {
+	k, err := keyFromRedis(sp.ns.name, redisKey)
+	if err != nil {
+		return Ban{}, err
 	}
-	return ParseKey(field)
+	return decodeBan(k, false, rec)
 }
 
 // globEscape escapes SCAN MATCH metacharacters.
@@ -726,38 +427,38 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// Inspect implements Store.
-func (s *RedisStore) Inspect(ctx context.Context, ns string, k Key, lim *Limits) (KeyState, error) {
-	c, b, o := redisKeys(ns, k)
-	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, lim.OffenseWindow.Milliseconds()).Slice()
+// Inspect implements Space.
+func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
+	if k.IsZero() {
+		return KeyState{}, errEmptyKey
+	}
+	s := sp.s
+	c, b, o := redisKeys(sp.ns.name, k)
+	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
 	if err != nil {
-		return KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+		return KeyState{}, fmt.Errorf("redis inspect %s: %w", k, err)
 	}
-	if len(v) < 4 {
-		return KeyState{}, fmt.Errorf("protect: redis inspect %s: unexpected reply", k)
+	if len(v) != 4 {
+		return KeyState{}, fmt.Errorf("redis inspect %s: unexpected reply", k)
 	}
-	var n [4]int64
+	var n [3]int64
 	for i := range n {
 		if n[i], err = toInt(v[i]); err != nil {
-			return KeyState{}, err
+			return KeyState{}, fmt.Errorf("redis inspect %s: %w", k, err)
 		}
 	}
 	st := KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
 	if n[1] > 0 {
 		st.CountTTL = time.Duration(n[1]) * time.Millisecond
 	}
-	if len(v) > 4 {
-		f := make(map[string]string)
-		for i := 4; i+1 < len(v); i += 2 {
-			f[str(v[i])] = str(v[i+1])
-		}
-		rec, err := banRecord(k, false, f)
+	if rec := str(v[3]); rec != "" {
+		ban, err := decodeBan(k, false, rec)
 		if err != nil {
-			return KeyState{}, err
+			return KeyState{}, fmt.Errorf("redis inspect %s: %w", k, err)
 		}
-		st.Ban = &rec
+		st.Ban = &ban
 	} else if k.Prefix.IsValid() {
-		_, bans, err := s.rangeCall(ctx, ns, "get", k.String())
+		_, bans, err := s.rangeCall(ctx, sp.ns.name, "get", k.String())
 		if err != nil {
 			return KeyState{}, err
 		}

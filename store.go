@@ -8,58 +8,86 @@ import (
 
 // A Store keeps stream counters, bans and offense histories. Protect ships
 // two: MemoryStore (one process) and RedisStore (shared by every instance).
-// Every method must be safe for concurrent use.
+// Package storetest holds the conformance suite that a new Store must pass.
 //
-// Each method takes a namespace (Config.Namespace) that separates the data
-// of protectors sharing one store.
-//
-// The contract that makes limits exact: Take performs steps 3–5 of the
-// pipeline — ban check, count, threshold ban — as one atomic operation per
-// key. There is no read-then-write across calls, so any number of
-// concurrent Takes on one key, from any number of processes, see each count
-// exactly once. A store shared over a network should make one round trip
-// per Take.
-//
-// Expiry is measured by the store's own clock. Counters are forgotten after
-// Limits.TTL without a Take; bans end at their expiry unless permanent.
+// A Protector meets its store at one seam: it binds its namespace and its
+// limits once, with Space, and then calls only the Space it got. A store
+// therefore never looks a namespace up per request, and every store goes
+// through the same code in the Protector.
 type Store interface {
-	// Take counts one request for k and decides it:
-	//
-	//   - k, or a range ban containing addr (when addr is valid), is banned:
-	//     Result.Banned, nothing counted;
-	//   - otherwise the counter goes up by one and its expiry is reset to
-	//     lim.TTL; if the count is past lim.BanLimit (and BanLimit is not
-	//     negative), the counter is deleted, an offense is recorded and a
-	//     ban of BanLength(lim, offenses) is written: Result.NewBan.
-	//
-	// Comparing the count with MaxRequests is left to the caller.
-	Take(ctx context.Context, ns string, k Key, addr netip.Addr, lim *Limits) (Result, error)
-
-	// AddBan writes b, replacing any ban on the same key, and returns it
-	// as stored: Created is set by the store's clock, and Expires from
-	// length unless b is permanent (length 0). b.Range selects a range ban.
-	AddBan(ctx context.Context, ns string, b Ban, length time.Duration) (Ban, error)
-
-	// Lift removes the ban on exactly k, key or range, and reports the
-	// ban it removed. Lifting a key that is not banned is not an error.
-	Lift(ctx context.Context, ns string, k Key) (Ban, bool, error)
-
-	// Bans lists every active ban, keys and ranges, in no given order.
-	Bans(ctx context.Context, ns string) ([]Ban, error)
-
-	// RangeBans lists the active range bans alone. It is cheap where Bans
-	// is not: on Redis one read of one hash, not a SCAN of every key.
-	RangeBans(ctx context.Context, ns string) ([]Ban, error)
-
-	// Inspect reports the state of k without changing it.
-	Inspect(ctx context.Context, ns string, k Key, lim *Limits) (KeyState, error)
+	// Space returns the part of the store that scope names, bound to
+	// scope's limits. Spaces of one namespace share their data (counters,
+	// bans, offenses), whatever their limits. It fails only on a scope the
+	// store cannot hold (a namespace it cannot write, say).
+	Space(scope Scope) (Space, error)
 
 	// Close releases the store's resources. A store passed in Config is
 	// not closed by Protector.Close: whoever made it closes it.
 	Close() error
 }
 
-// Limits are the numbers a Store needs to decide a Take. A Protector
+// A Scope names what one protector reads and writes in a Store. The zero
+// Scope is the namespace "" with zero Limits, which forget every count at
+// once: a Protector always fills it in.
+//
+// Fields may be added (a ban namespace of its own is next); a store must
+// treat a field it does not know as absent.
+type Scope struct {
+	// Namespace prefixes every key the space writes, so that protectors
+	// sharing a store keep their data apart.
+	Namespace string
+	// Limits decide Space.Take.
+	Limits Limits
+}
+
+// A Space is a Store bound to one Scope. Every method must be safe for
+// concurrent use.
+//
+// The contract that makes limits exact: Take performs steps 3–5 of the
+// pipeline — ban check, count, threshold ban — as one atomic operation per
+// key. There is no read-then-write across calls, so any number of
+// concurrent Takes on one key, from any number of processes, see each count
+// exactly once. A store shared over a network makes one round trip per
+// Take.
+//
+// Expiry is measured by the store's own clock. Counters are forgotten after
+// Limits.TTL without a counted Take; bans end at their expiry unless
+// permanent.
+type Space interface {
+	// Take decides a request of key k from client address addr (the zero
+	// Addr when there is none) and counts n for it:
+	//
+	//   - k, or a range ban containing addr, is banned: Result.Banned,
+	//     nothing counted;
+	//   - n is 0: nothing is written; Result.Count is the count as it is;
+	//   - otherwise the counter goes up by n and its expiry is reset to
+	//     TTL; if the count is past BanLimit (and BanLimit is not
+	//     negative), the counter is deleted, an offense is recorded and a
+	//     ban of BanLength(lim, offenses) is written: Result.NewBan.
+	//
+	// Comparing the count with MaxRequests is left to the caller. n is
+	// never negative.
+	Take(ctx context.Context, k Key, addr netip.Addr, n int64) (Result, error)
+
+	// AddBan writes b, replacing any ban on the same key, and returns it
+	// as stored: Created is set by the store's clock, and Expires from
+	// length unless the ban is permanent (length 0). b.Range selects a
+	// range ban. A key ban also deletes the key's counter, so that the key
+	// starts from nothing once the ban is lifted.
+	AddBan(ctx context.Context, b Ban, length time.Duration) (Ban, error)
+
+	// Lift removes the ban on exactly k, key or range, and reports the
+	// ban it removed. Lifting a key that is not banned is not an error.
+	Lift(ctx context.Context, k Key) (Ban, bool, error)
+
+	// Bans lists the active bans that f selects, in no given order.
+	Bans(ctx context.Context, f BanFilter) ([]Ban, error)
+
+	// Inspect reports the state of k without changing it.
+	Inspect(ctx context.Context, k Key) (KeyState, error)
+}
+
+// Limits are the numbers a Space needs to decide a Take. A Protector
 // derives them from its Config; the zero value is not meaningful (a TTL of
 // zero forgets every count at once).
 type Limits struct {
@@ -71,19 +99,16 @@ type Limits struct {
 	OffenseWindow  time.Duration // how long a ban counts towards escalation
 }
 
-// Result is the outcome of Store.Take. The zero Result is a request that
+// Result is the outcome of Space.Take. The zero Result is a request that
 // was not counted and not banned.
 type Result struct {
-	// Count is the stream's count including this request. It is zero when
-	// a ban answered before counting.
+	// Count is the stream's count, including what this Take counted. It
+	// is zero when a ban answered before counting.
 	Count int64
 	// Banned reports that the request is refused by a ban: Ban describes it.
 	Banned bool
-	// NewBan reports that this request crossed BanLimit and wrote Ban.
+	// NewBan reports that this Take crossed BanLimit and wrote Ban.
 	NewBan bool
-	// Cached reports that the answer came from a local cache without
-	// asking the shared store.
-	Cached bool
 	// Ban is the ban that refused the request when Banned, else nil. It
 	// may be shared: treat it as read-only.
 	Ban *Ban
@@ -92,12 +117,36 @@ type Result struct {
 	BanLeft time.Duration
 }
 
-// KeyState is what Store.Inspect reports about one key. The zero value is
+// BanFilter selects bans in Space.Bans. The zero BanFilter selects every
+// ban.
+type BanFilter struct {
+	// RangesOnly selects range bans alone. It is cheap where listing every
+	// ban is not: on Redis one read of one hash, never a scan of the
+	// keyspace.
+	RangesOnly bool
+	// Within, when valid, selects the bans on keys and ranges inside it.
+	// Consumer bans are never inside a network.
+	Within netip.Prefix
+}
+
+// Match reports whether f selects b.
+func (f BanFilter) Match(b Ban) bool {
+	if f.RangesOnly && !b.Range {
+		return false
+	}
+	if f.Within.IsValid() {
+		p := b.Key.Prefix
+		return p.IsValid() && f.Within.Bits() <= p.Bits() && f.Within.Contains(p.Addr())
+	}
+	return true
+}
+
+// KeyState is what Space.Inspect reports about one key. The zero value is
 // a key with no counter, no ban and no offenses.
 type KeyState struct {
 	Key      Key
 	Count    int64         // the current stream count; 0 when forgotten
 	CountTTL time.Duration // time until the counter is forgotten without requests
-	Ban      *Ban          // the active ban on the key itself, or nil
+	Ban      *Ban          // the active ban on the key itself (key or range), or nil
 	Offenses int           // bans recorded within the offense window
 }

@@ -13,7 +13,6 @@
 package admin
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,29 +88,20 @@ type Filter struct {
 // Bans lists the active bans that f selects, soonest expiry first and
 // permanent bans last.
 func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
-	bans, err := a.p.Bans(ctx)
+	bans, err := a.p.Bans(ctx, protect.BanFilter{Within: f.Within})
 	if err != nil {
 		return nil, err
 	}
 	out := bans[:0]
 	for _, b := range bans {
-		if f.Source != "" && b.Source != f.Source {
-			continue
+		if f.Source == "" || b.Source == f.Source {
+			out = append(out, b)
 		}
-		if f.Within.IsValid() && !inside(b.Key, f.Within) {
-			continue
-		}
-		out = append(out, b)
 	}
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
-}
-
-// inside reports whether an address or range key lies within n.
-func inside(k protect.Key, n netip.Prefix) bool {
-	return k.Prefix.IsValid() && n.Bits() <= k.Prefix.Bits() && n.Contains(k.Prefix.Addr())
 }
 
 // Ban adds a manual ban on each target (an address, a CIDR, or
@@ -218,7 +208,7 @@ func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) 
 	}
 	if addr, err := netip.ParseAddr(target); err == nil {
 		in.Safe = a.p.IsSafe(addr)
-		ranges, err := a.p.RangeBans(ctx)
+		ranges, err := a.p.Bans(ctx, protect.BanFilter{RangesOnly: true})
 		if err != nil {
 			return Inspection{}, err
 		}
@@ -233,74 +223,64 @@ func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) 
 
 // Steps of the pipeline, as Explanation.Step names them.
 const (
-	StepUnknown      = "unknown"       // the client address cannot be determined
-	StepSafe         = "safe"          // in SafeNetworks
-	StepBanned       = "banned"        // on the block list
-	StepBanThreshold = "ban_threshold" // this request would pass BanLimit
-	StepLimited      = "limited"       // past MaxRequests
-	StepAllowed      = "allowed"
+	StepUnknown = "unknown" // the client address cannot be determined
+	StepSafe    = "safe"    // in SafeNetworks
+	StepBanned  = "banned"  // on the block list
+	StepLimited = "limited" // already past MaxRequests
+	StepAllowed = "allowed"
 )
 
+var steps = map[protect.Status]string{
+	protect.Unknown: StepUnknown, protect.Safe: StepSafe, protect.Banned: StepBanned,
+	protect.Limited: StepLimited, protect.Allowed: StepAllowed,
+}
+
 // Explanation says who the client of a request is and which step of the
-// pipeline would decide it.
+// pipeline decides it now.
 type Explanation struct {
 	Peer   string `json:"peer"`
 	Client string `json:"client"` // "" when unknown
 	Reason string `json:"reason"` // why the client is unknown; "" otherwise
 	Key    string `json:"key"`    // "" when unknown or safe
 	Step   string `json:"step"`
-	// Status is the HTTP status the request would get.
-	Status int `json:"status"`
-	// Count is the stream's count now; the request would make it Count+1.
+	// Status is the HTTP status the request gets: 200 when it is served,
+	// as every request is in a dry run.
+	Status int  `json:"status"`
+	DryRun bool `json:"dry_run"`
+	// Count is the stream's count now, before this request.
 	Count    int64      `json:"count"`
 	Limit    int64      `json:"limit"`
 	BanLimit int64      `json:"ban_limit"`
-	Ban      *BanRecord `json:"ban"` // the ban that would refuse it
+	Ban      *BanRecord `json:"ban"` // the ban that refuses it
 }
 
 // Explain resolves the client of a request given by its peer address and
-// header lines, and says which step would decide it. It counts nothing
-// and writes nothing.
+// header lines, and says which step decides it now. It is Protector.Check,
+// formatted: it counts nothing and writes nothing.
 func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]string) (Explanation, error) {
-	r := newRequest(peer, header)
 	cfg := a.p.Config()
-	ex := Explanation{Peer: peer, Limit: cfg.MaxRequests, BanLimit: cfg.BanLimit}
-	addr, err := a.p.ResolveClient(r)
-	if err != nil {
-		ex.Step, ex.Status, ex.Reason = StepUnknown, cfg.UnknownStatus, err.Error()
-		return ex, nil
-	}
-	ex.Client = addr.String()
-	if a.p.IsSafe(addr) {
-		ex.Step, ex.Status = StepSafe, 200
-		return ex, nil
-	}
-	k := a.p.KeyFor(addr)
-	ex.Key = k.String()
-	in, err := a.Inspect(ctx, addr.String())
+	d, err := a.p.Check(ctx, newRequest(peer, header))
 	if err != nil {
 		return Explanation{}, err
 	}
-	ex.Count = in.Count
-	switch {
-	case in.Ban != nil || len(in.RangeBans) > 0:
-		ex.Step, ex.Status = StepBanned, cfg.BanStatus
-		ex.Ban = cmp.Or(in.Ban, firstRange(in.RangeBans))
-	case cfg.BanLimit >= 0 && in.Count+1 > cfg.BanLimit:
-		ex.Step, ex.Status = StepBanThreshold, cfg.BanStatus
-	case in.Count+1 > cfg.MaxRequests:
-		ex.Step, ex.Status = StepLimited, 429
-	default:
-		ex.Step, ex.Status = StepAllowed, 200
+	if d.Err != nil && d.Status != protect.Unknown {
+		return Explanation{}, d.Err // a store error: nothing to explain
+	}
+	ex := Explanation{
+		Peer: peer, Key: d.Key.String(), Step: steps[d.Status], Status: d.StatusCode(), DryRun: d.DryRun,
+		Count: d.Count, Limit: cfg.MaxRequests, BanLimit: cfg.BanLimit,
+	}
+	if d.Addr.IsValid() {
+		ex.Client = d.Addr.String()
+	}
+	if d.Status == protect.Unknown {
+		ex.Reason = d.Err.Error()
+	}
+	if d.Ban != nil {
+		r := Record(*d.Ban, a.now())
+		ex.Ban = &r
 	}
 	return ex, nil
-}
-
-func firstRange(r []BanRecord) *BanRecord {
-	if len(r) == 0 {
-		return nil
-	}
-	return &r[0]
 }
 
 // ParseHeader parses "Name: value" as given to protectctl explain -H.

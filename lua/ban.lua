@@ -1,15 +1,24 @@
--- ban: write an operator's ban on one key, replacing any ban there.
--- KEYS[1] counter, KEYS[2] ban record.
--- ARGV[1] key text, ARGV[2] reason, ARGV[3] source, ARGV[4] by,
--- ARGV[5] length ms (0: permanent).
--- Returns {created ms, expires ms (0: permanent)}.
+-- ban: write an operator's ban, replacing any ban on the same key or range.
+-- A key ban: KEYS[1] counter, KEYS[2] ban record; the counter is deleted,
+-- so that the key starts from nothing once the ban is lifted.
+-- A range ban: KEYS[1] the namespace's ranges hash; ARGV[6] the range.
+-- ARGV[1] length ms (0: permanent), ARGV[2] source, ARGV[3] by (no '|'),
+-- ARGV[4] reason, ARGV[5] 'key' or 'range'.
+-- Returns the ban record, "created|expires|offense|source|by|reason".
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local len = tonumber(ARGV[5])
+local len = tonumber(ARGV[1])
 local expires = 0
 if len > 0 then expires = now + len end
-redis.call('DEL', KEYS[2], KEYS[1])
-redis.call('HSET', KEYS[2], 'key', ARGV[1], 'reason', ARGV[2], 'source', ARGV[3], 'by', ARGV[4],
-  'created', now, 'expires', expires, 'offense', 0)
-if len > 0 then redis.call('PEXPIRE', KEYS[2], len) end
-return {now, expires}
+local rec = now .. '|' .. expires .. '|0|' .. ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4]
+if ARGV[5] == 'range' then
+  redis.call('HSET', KEYS[1], ARGV[6], rec)
+  return rec
+end
+redis.call('DEL', KEYS[1])
+if len > 0 then
+  redis.call('SET', KEYS[2], rec, 'PX', len)
+else
+  redis.call('SET', KEYS[2], rec)
+end
+return rec

@@ -1,13 +1,11 @@
 -- inspect: one key's state, read-only.
 -- KEYS[1] counter, KEYS[2] ban record, KEYS[3] offense history.
 -- ARGV[1] offense window ms.
--- Returns {count, counter ms left, offenses, ban ms left, ban field/value pairs...}.
+-- Returns {count, counter ms left, offenses, ban record or ''}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local count = tonumber(redis.call('GET', KEYS[1]) or '0')
 local cttl = redis.call('PTTL', KEYS[1])
 local offenses = redis.call('ZCOUNT', KEYS[3], '(' .. (now - tonumber(ARGV[1])), '+inf')
-local bttl = redis.call('PTTL', KEYS[2])
-local out = {count, cttl, offenses, bttl}
-for _, v in ipairs(redis.call('HGETALL', KEYS[2])) do out[#out + 1] = v end
-return out
+local rec = redis.call('GET', KEYS[2]) or ''
+return {count, cttl, offenses, rec}

@@ -1,43 +1,50 @@
 -- take: ban check, count and threshold ban for one key, atomically.
--- KEYS[1] counter, KEYS[2] ban record, KEYS[3] offense history
---   (all three share a hash tag, so they sit in one cluster slot).
--- ARGV[1] ttl ms, ARGV[2] ban limit (negative: never), ARGV[3] first ban ms,
--- ARGV[4] ban factor, ARGV[5] max ban ms, ARGV[6] offense window ms.
--- The key's text is read from the hash tag of KEYS[1] when a ban is written.
--- Returns {count} when not banned, else
--- {count, 1, new, ms left (0: permanent), created ms, expires ms, offense,
---  reason, source, by, range}.
+-- KEYS[1] the key's base, <ns>{<key>}: its counter is base..':c', its ban
+--   record base..':b', its offense history base..':o'. The three share
+--   the base's hash tag, so they sit in the slot of KEYS[1] and the script
+--   is legal on Redis Cluster; one declared key instead of three keeps
+--   every request's command short.
+-- ARGV[1] n to count (0: decide only, write nothing).
+-- ARGV[2] the limits, "ttl|ban limit|first ban|factor|max ban|offense
+--   window", times in ms, ban limit negative for never.
+-- Returns the count, an integer, when not banned; else
+-- {count, ms left (0: permanent), new (0 or 1), ban record}.
+-- A ban record is "created|expires|offense|source|by|reason", times in ms
+-- (expires 0: permanent); decodeBan in rediscodec.go reads it.
 -- Every time is Redis' own clock: instances' clocks never matter.
-local ban = redis.call('HMGET', KEYS[2], 'created', 'expires', 'offense', 'reason', 'source', 'by')
-if ban[1] then
-  local left = redis.call('PTTL', KEYS[2])
+local counter, banKey, offenses = KEYS[1] .. ':c', KEYS[1] .. ':b', KEYS[1] .. ':o'
+local rec = redis.call('GET', banKey)
+if rec then
+  local left = redis.call('PTTL', banKey)
   if left < 0 then left = 0 end
-  return {0, 1, 0, left, ban[1], ban[2], ban[3], ban[4], ban[5], ban[6] or '', '0'}
+  return {0, left, 0, rec}
 end
-local n = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-local limit = tonumber(ARGV[2])
-if limit < 0 or n <= limit then
-  return {n}
+local n = tonumber(ARGV[1])
+if n == 0 then
+  return tonumber(redis.call('GET', counter) or '0')
+end
+local ttl, limitText, first, factor, cap, window = string.match(ARGV[2], '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)$')
+local limit = tonumber(limitText)
+first, factor, cap, window = tonumber(first), tonumber(factor), tonumber(cap), tonumber(window)
+local count = redis.call('INCRBY', counter, n)
+redis.call('PEXPIRE', counter, ttl)
+if limit < 0 or count <= limit then
+  return count
 end
 -- Past the ban limit: forget the stream, so that a lifted client starts
--- from nothing, and write an escalating ban.
-redis.call('DEL', KEYS[1])
+-- from nothing, and write an escalating ban. The length is BanLength in
+-- banlist.go; storetest's Escalation test keeps the two equal.
+redis.call('DEL', counter)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[6])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window)
-local offense = redis.call('ZCARD', KEYS[3]) + 1
-redis.call('ZADD', KEYS[3], now, now .. ':' .. offense)
-redis.call('PEXPIRE', KEYS[3], window)
-local len = tonumber(ARGV[3]) * math.pow(tonumber(ARGV[4]), offense - 1)
-local cap = tonumber(ARGV[5])
+redis.call('ZREMRANGEBYSCORE', offenses, '-inf', now - window)
+local offense = redis.call('ZCARD', offenses) + 1
+redis.call('ZADD', offenses, now, now .. ':' .. offense)
+redis.call('PEXPIRE', offenses, window)
+local len = first * math.pow(factor, offense - 1)
 if len > cap then len = cap end
 len = math.floor(len)
 if len < 1 then len = 1 end
-local reason = 'stream passed the ban limit of ' .. ARGV[2] .. ' requests'
-local key = string.match(KEYS[1], '{(.*)}:c$')
-redis.call('HSET', KEYS[2], 'key', key, 'reason', reason, 'source', 'auto', 'by', '',
-  'created', now, 'expires', now + len, 'offense', offense)
-redis.call('PEXPIRE', KEYS[2], len)
-return {n, 1, 1, len, now, now + len, offense, reason, 'auto', '', '0'}
+rec = now .. '|' .. (now + len) .. '|' .. offense .. '|auto||stream passed the ban limit of ' .. limitText .. ' requests'
+redis.call('SET', banKey, rec, 'PX', len)
+return {count, len, 1, rec}

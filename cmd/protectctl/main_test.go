@@ -220,7 +220,7 @@ func TestLiftIPv6ByAnyAddress(t *testing.T) {
 			for i := range 3 {
 				sv.verify(t, fmt.Sprintf("2001:db8:1:2::%x", i+1))
 			}
-			if d := sv.verify(t, "2001:db8:1:2:ffff::1"); d.Status != protect.Banned || d.Key != "2001:db8:1:2::/64" {
+			if d := sv.verify(t, "2001:db8:1:2:ffff::1"); d.Status != protect.Banned || d.Key.String() != "2001:db8:1:2::/64" {
 				t.Fatalf("%v %q", d.Status, d.Key)
 			}
 			var recs []admin.BanRecord
@@ -318,10 +318,13 @@ func TestExplain(t *testing.T) {
 			}
 			sv := newService(t, s, cfg)
 			for range 2 {
-				sv.verify(t, "5.6.7.8") // at its limit: one more would be limited
+				sv.verify(t, "1.2.3.4") // at its limit, not past it
 			}
-			for range 4 {
-				sv.verify(t, "6.7.8.9") // at its ban limit
+			for range 3 {
+				sv.verify(t, "5.6.7.8") // past its limit
+			}
+			for range 5 {
+				sv.verify(t, "6.7.8.9") // past its ban limit: banned
 			}
 			sv.p.Ban(t.Context(), "198.51.100.0/24", protect.BanOptions{For: time.Hour, Reason: "range"})
 			before := snapshot(t, s)
@@ -341,7 +344,7 @@ func TestExplain(t *testing.T) {
 				{"[::ffff:10.0.0.1]:5555", []string{"X-Forwarded-For: 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: 192.0.2.8"}, "192.0.2.8", admin.StepSafe, 200},
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: 5.6.7.8"}, "5.6.7.8", admin.StepLimited, 429},
-				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.7.8.9"}, "6.7.8.9", admin.StepBanThreshold, 403},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.7.8.9"}, "6.7.8.9", admin.StepBanned, 403},
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: 198.51.100.3"}, "198.51.100.3", admin.StepBanned, 403},
 			}
 			for _, tt := range tests {

@@ -41,7 +41,7 @@ func newHandler(p *protect.Protector) http.Handler {
 		fmt.Fprintln(w, "hello from behind protect")
 	})
 	mux.HandleFunc("GET /bans", func(w http.ResponseWriter, r *http.Request) {
-		bans, err := p.Bans(r.Context())
+		bans, err := p.Bans(r.Context(), protect.BanFilter{})
 		if err != nil {
 			http.Error(w, "cannot list bans", http.StatusServiceUnavailable)
 			return

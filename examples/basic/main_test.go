@@ -34,7 +34,7 @@ func TestDemo(t *testing.T) {
 	if got := strings.Join(codes, " "); got != "200 200 200 200 200 429 429 429 429 429 403 403" {
 		t.Fatalf("codes: %s", got)
 	}
-	bans, err := p.Bans(t.Context())
+	bans, err := p.Bans(t.Context(), protect.BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "127.0.0.1" {
 		t.Fatalf("bans: %+v %v", bans, err)
 	}

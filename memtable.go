@@ -1,0 +1,233 @@
+package protect
+
+import (
+	"math/bits"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A table is the memory store's sharded map from keys to counters, bans and
+// offense histories. The top bits of a key's hash pick its shard; the
+// counter table inside uses the bottom ones. One lock per shard, held for
+// one key's whole decision: that is what makes a Take atomic.
+type table[K tableKey] struct {
+	shards   []shard[K]
+	shift    uint
+	perShard int
+}
+
+type shard[K tableKey] struct {
+	mu       sync.Mutex
+	counters counterTable[K]
+	bans     map[K]*heldBan
+	offenses map[K]*offenseLog
+	_        [24]byte // keep neighbouring shards' locks off one cache line
+}
+
+// tableKey is a store-internal key that knows its public Key.
+type tableKey interface {
+	comparable
+	key() Key
+}
+
+// offenseLog is one key's automatic bans within the offense window.
+type offenseLog struct {
+	times []int64 // ticks of automatic bans, oldest first
+	exp   int64   // the log is forgotten after this
+}
+
+func newTable[K tableKey](n, perShard int, hash func(K) uint64) table[K] {
+	t := table[K]{shards: make([]shard[K], n), shift: uint(64 - bits.Len(uint(n-1))), perShard: perShard}
+	for i := range t.shards {
+		t.shards[i].counters.hash = hash
+		t.shards[i].bans = make(map[K]*heldBan)
+		t.shards[i].offenses = make(map[K]*offenseLog)
+	}
+	return t
+}
+
+func (t *table[K]) shard(h uint64) *shard[K] {
+	if t.shift == 64 {
+		return &t.shards[0]
+	}
+	return &t.shards[h>>t.shift]
+}
+
+func (t *table[K]) len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += sh.counters.used
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// take is Space.Take for one key at ticks tk, under its shard's lock.
+// epoch turns ticks into times for a new ban's record.
+func (t *table[K]) take(mk K, h uint64, tk, n int64, lim *Limits, epoch *time.Time) Result {
+	sh := t.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.bans) > 0 {
+		if b, ok := sh.bans[mk]; ok {
+			if b.live(tk) {
+				return b.result(tk)
+			}
+			delete(sh.bans, mk)
+		}
+	}
+	ct := &sh.counters
+	i, ok := ct.find(mk, h)
+	if n == 0 {
+		if ok && ct.slots[i].exp > tk {
+			return Result{Count: ct.slots[i].n}
+		}
+		return Result{}
+	}
+	count := n
+	if ok {
+		c := &ct.slots[i]
+		if c.exp > tk {
+			count = satAdd(c.n, n)
+		}
+		c.n, c.exp = count, satAdd(tk, int64(lim.TTL))
+	} else {
+		if ct.used >= t.perShard {
+			ct.evict(h, tk)
+		}
+		i = ct.insert(mk, h, count, satAdd(tk, int64(lim.TTL)))
+	}
+	if lim.BanLimit < 0 || count <= lim.BanLimit {
+		return Result{Count: count}
+	}
+	// Past BanLimit: the counter goes, so that a lifted client starts
+	// again from nothing instead of being banned again on its next request.
+	ct.remove(i)
+	offense := sh.offend(mk, tk, lim.OffenseWindow)
+	length := BanLength(lim, offense)
+	created := epoch.Add(time.Duration(tk)).Round(0)
+	b := &heldBan{end: satAdd(tk, int64(length)), ban: Ban{
+		Key:     mk.key(),
+		Reason:  "stream passed the ban limit of " + strconv.FormatInt(lim.BanLimit, 10) + " requests",
+		Source:  SourceAuto,
+		Created: created,
+		Expires: created.Add(length),
+		Offense: offense,
+	}}
+	sh.bans[mk] = b
+	r := b.result(tk)
+	r.Count, r.NewBan = count, true
+	return r
+}
+
+// offend records an automatic ban of mk at ticks tk and returns its
+// number within the offense window, this one included.
+func (sh *shard[K]) offend(mk K, tk int64, window time.Duration) int {
+	log := sh.offenses[mk]
+	if log == nil {
+		log = &offenseLog{}
+		sh.offenses[mk] = log
+	}
+	keep := log.times[:0]
+	for _, at := range log.times {
+		if at > tk-int64(window) {
+			keep = append(keep, at)
+		}
+	}
+	log.times = append(keep, tk)
+	log.exp = satAdd(tk, int64(window))
+	return len(log.times)
+}
+
+// satAdd adds two non-negative quantities, stopping at the largest int64
+// rather than wrapping around into the past.
+func satAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
+}
+
+func (t *table[K]) setBan(mk K, h uint64, b *heldBan) {
+	sh := t.shard(h)
+	sh.mu.Lock()
+	sh.bans[mk] = b
+	if i, ok := sh.counters.find(mk, h); ok {
+		sh.counters.remove(i)
+	}
+	sh.mu.Unlock()
+}
+
+func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
+	sh := t.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b, ok := sh.bans[mk]
+	if !ok {
+		return Ban{}, false
+	}
+	delete(sh.bans, mk)
+	return b.ban, b.live(tk)
+}
+
+// bans appends the live bans of namespace ns that f selects.
+func (t *table[K]) bans(ns uint64, nsOf func(K) uint64, tk int64, f BanFilter, out []Ban) []Ban {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for k, b := range sh.bans {
+			if nsOf(k) == ns && b.live(tk) && f.Match(b.ban) {
+				out = append(out, b.ban)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+func (t *table[K]) inspect(mk K, h uint64, tk int64, lim *Limits) KeyState {
+	sh := t.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var st KeyState
+	if i, ok := sh.counters.find(mk, h); ok && sh.counters.slots[i].exp > tk {
+		c := sh.counters.slots[i]
+		st.Count, st.CountTTL = c.n, time.Duration(c.exp-tk)
+	}
+	if b, ok := sh.bans[mk]; ok && b.live(tk) {
+		bb := b.ban
+		st.Ban = &bb
+	}
+	if log, ok := sh.offenses[mk]; ok {
+		for _, at := range log.times {
+			if at > tk-int64(lim.OffenseWindow) {
+				st.Offenses++
+			}
+		}
+	}
+	return st
+}
+
+// sweep drops what is over at ticks tk, one shard at a time, so a request
+// waits at most for one shard's sweep.
+func (t *table[K]) sweep(tk int64) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		sh.counters.sweep(tk)
+		for k, b := range sh.bans {
+			if !b.live(tk) {
+				delete(sh.bans, k)
+			}
+		}
+		for k, log := range sh.offenses {
+			if log.exp <= tk {
+				delete(sh.offenses, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

@@ -1,0 +1,149 @@
+package protect
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The Redis store keeps every ban, on a key or on a range, as one record
+// string: "created|expires|offense|source|by|reason", times in Unix
+// milliseconds by Redis' clock, expires 0 for a permanent ban. The
+// reason comes last, so it may hold '|'; by may not (AddBan replaces it).
+// Key bans are strings at <ns>{<key>}:b that expire by themselves (PX);
+// range bans are fields of one hash, <ns>ranges. The scripts write the
+// records (take.lua for automatic bans, ban.lua for manual ones) and
+// decodeBan is the one place that reads them.
+
+// decodeBan reads a ban record.
+func decodeBan(k Key, isRange bool, rec string) (Ban, error) {
+	f := strings.SplitN(rec, "|", 6)
+	if len(f) != 6 {
+		return Ban{}, fmt.Errorf("malformed ban record %q", rec)
+	}
+	created, err1 := strconv.ParseInt(f[0], 10, 64)
+	expires, err2 := strconv.ParseInt(f[1], 10, 64)
+	offense, err3 := strconv.Atoi(f[2])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Ban{}, fmt.Errorf("malformed ban record %q: %w", rec, err)
+	}
+	b := Ban{Key: k, Range: isRange, Created: time.UnixMilli(created).UTC(), Offense: offense,
+		Source: Source(f[3]), By: f[4], Reason: f[5]}
+	if expires != 0 {
+		b.Expires = time.UnixMilli(expires).UTC()
+	}
+	return b, nil
+}
+
+// decodeTake reads the take script's reply: the count when not banned,
+// else {count, ms left, new, record}.
+func decodeTake(v any, k Key) (Result, error) {
+	if n, ok := v.(int64); ok {
+		return Result{Count: n}, nil
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) != 4 {
+		return Result{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	count, err1 := toInt(a[0])
+	left, err2 := toInt(a[1])
+	isNew, err3 := toInt(a[2])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Result{}, err
+	}
+	b, err := decodeBan(k, false, str(a[3]))
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Count: count, Banned: true, NewBan: isNew == 1, Ban: &b}
+	if !b.Permanent() {
+		r.BanLeft = time.Duration(left) * time.Millisecond
+	}
+	return r, nil
+}
+
+// decodeRanges reads the ranges script's reply: Redis' time, and the
+// range bans it lists. A record that does not decode is skipped and
+// reported through skip, so that one bad field cannot hide every ban.
+func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans []Ban, err error) {
+	if len(v) == 0 || len(v)%2 != 1 {
+		return 0, nil, fmt.Errorf("unexpected reply of %d values", len(v))
+	}
+	if now, err = toInt(v[0]); err != nil {
+		return 0, nil, err
+	}
+	for i := 1; i+1 < len(v); i += 2 {
+		field := str(v[i])
+		p, err := netip.ParsePrefix(field)
+		if err == nil {
+			var b Ban
+			if b, err = decodeBan(Key{Prefix: p}, true, str(v[i+1])); err == nil {
+				bans = append(bans, b)
+				continue
+			}
+		}
+		skip(field, err)
+	}
+	return now, bans, nil
+}
+
+// keyFromRedis recovers a Key from a ban's Redis key name,
+// <ns>{<key>}:b.
+func keyFromRedis(ns, redisKey string) (Key, error) {
+	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(redisKey, ns), "{"), "}:b")
+	return ParseKey(s)
+}
+
+// redisBase returns <ns>{<key>}, the base of a key's Redis keys.
+func redisBase(ns string, k Key) string {
+	var kb [64]byte
+	ks := k.appendTo(kb[:0])
+	var b strings.Builder
+	b.Grow(len(ns) + len(ks) + 2)
+	b.WriteString(ns)
+	b.WriteByte('{')
+	b.Write(ks)
+	b.WriteByte('}')
+	return b.String()
+}
+
+// redisKeys returns a key's three Redis keys, <ns>{<key>}:c, :b and :o,
+// cut from one string: one allocation instead of five.
+func redisKeys(ns string, k Key) (counter, ban, offenses string) {
+	var kb [64]byte
+	ks := k.appendTo(kb[:0])
+	n := len(ns) + len(ks) + 4 // ns { ks } :x
+	var b strings.Builder
+	b.Grow(3 * n)
+	for _, suffix := range [...]string{"}:c", "}:b", "}:o"} {
+		b.WriteString(ns)
+		b.WriteByte('{')
+		b.Write(ks)
+		b.WriteString(suffix)
+	}
+	all := b.String()
+	return all[:n], all[n : 2*n], all[2*n:]
+}
+
+func toInt(v any) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		return strconv.ParseInt(v, 10, 64)
+	}
+	return 0, fmt.Errorf("unexpected %T in reply", v)
+}
+
+func str(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	}
+	return ""
+}
