@@ -2,7 +2,6 @@ package protect
 
 import (
 	"math/bits"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -111,7 +110,7 @@ func (t *table[K]) take(mk K, h uint64, tk, n int64, lim *Limits, epoch *time.Ti
 	created := epoch.Add(time.Duration(tk)).Round(0)
 	b := &heldBan{end: satAdd(tk, int64(length)), ban: Ban{
 		Key:     mk.key(),
-		Reason:  "stream passed the ban limit of " + strconv.FormatInt(lim.BanLimit, 10) + " requests",
+		Reason:  lim.banReason(),
 		Source:  SourceAuto,
 		Created: created,
 		Expires: created.Add(length),

@@ -193,8 +193,9 @@ func (s *RedisStore) Space(scope Scope) (Space, error) {
 	sp := &redisSpace{s: s, ns: s.namespace(scope.Namespace), offenseWindow: lim.OffenseWindow.Milliseconds()}
 	// The take script's arguments, boxed once here rather than on every
 	// request: n, and the limits in one string.
-	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
-		strconv.FormatFloat(lim.BanFactor, 'g', -1, 64), lim.MaxBanDuration.Milliseconds(), lim.OffenseWindow.Milliseconds())
+	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
+		strconv.FormatFloat(lim.BanFactor, 'g', -1, 64), lim.MaxBanDuration.Milliseconds(), lim.OffenseWindow.Milliseconds(),
+		lim.banReason())
 	for n := range sp.args {
 		sp.args[n] = []any{int64(n), limits}
 	}

@@ -3,6 +3,7 @@ package protect
 import (
 	"context"
 	"net/netip"
+	"strconv"
 	"time"
 )
 
@@ -97,6 +98,17 @@ type Limits struct {
 	BanFactor      float64       // each further ban within OffenseWindow is this much longer
 	MaxBanDuration time.Duration // no automatic ban is longer
 	OffenseWindow  time.Duration // how long a ban counts towards escalation
+	// BanReason is recorded on the bans Take writes; when empty, "stream
+	// passed the ban limit of <BanLimit> requests".
+	BanReason string
+}
+
+// banReason is the reason recorded on an automatic ban under lim.
+func (lim *Limits) banReason() string {
+	if lim.BanReason != "" {
+		return lim.BanReason
+	}
+	return "stream passed the ban limit of " + strconv.FormatInt(lim.BanLimit, 10) + " requests"
 }
 
 // Result is the outcome of Space.Take. The zero Result is a request that

@@ -6,7 +6,7 @@
 --   every request's command short.
 -- ARGV[1] n to count (0: decide only, write nothing).
 -- ARGV[2] the limits, "ttl|ban limit|first ban|factor|max ban|offense
---   window", times in ms, ban limit negative for never.
+--   window|ban reason", times in ms, ban limit negative for never.
 -- Returns the count, an integer, when not banned; else
 -- {count, ms left (0: permanent), new (0 or 1), ban record}.
 -- A ban record is "created|expires|offense|source|by|reason", times in ms
@@ -23,8 +23,8 @@ local n = tonumber(ARGV[1])
 if n == 0 then
   return tonumber(redis.call('GET', counter) or '0')
 end
-local ttl, limitText, first, factor, cap, window = string.match(ARGV[2], '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)$')
-local limit = tonumber(limitText)
+local ttl, limit, first, factor, cap, window, reason = string.match(ARGV[2], '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$')
+limit = tonumber(limit)
 first, factor, cap, window = tonumber(first), tonumber(factor), tonumber(cap), tonumber(window)
 local count = redis.call('INCRBY', counter, n)
 redis.call('PEXPIRE', counter, ttl)
@@ -45,6 +45,6 @@ local len = first * math.pow(factor, offense - 1)
 if len > cap then len = cap end
 len = math.floor(len)
 if len < 1 then len = 1 end
-rec = now .. '|' .. (now + len) .. '|' .. offense .. '|auto||stream passed the ban limit of ' .. limitText .. ' requests'
+rec = now .. '|' .. (now + len) .. '|' .. offense .. '|auto||' .. reason
 redis.call('SET', banKey, rec, 'PX', len)
 return {count, len, 1, rec}
