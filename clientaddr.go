@@ -198,6 +198,9 @@ func isUnixPeer(r *http.Request) bool {
 // ::ffff:1.2.3.4 against 1.2.3.0/24) and get a counter of its own.
 // Unspecified addresses are never a client.
 func normalize(a netip.Addr) (netip.Addr, bool) {
+	if a.Is4() { // already normal: the common case
+		return a, !a.IsUnspecified()
+	}
 	a = a.Unmap().WithZone("")
 	if !a.IsValid() || a.IsUnspecified() {
 		return netip.Addr{}, false

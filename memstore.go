@@ -37,12 +37,13 @@ type MemoryOptions struct {
 // hot path does not allocate: a tracked address costs well under 128
 // bytes of heap, and every key can still be listed.
 type MemoryStore struct {
-	clock func() time.Time // nil: the real clock, read as time.Since(epoch)
-	epoch time.Time
-	seed  maphash.Seed
-	hseed uint64
-	addrs table[addrKey]
-	names table[nameKey]
+	clock  func() time.Time // nil: the real clock, through coarse
+	coarse *coarseClock
+	epoch  time.Time
+	seed   maphash.Seed
+	hseed  uint64
+	addrs  table[addrKey]
+	names  table[nameKey]
 
 	mu     sync.Mutex // guards spaces and every namespace's range set
 	spaces map[string]*memNamespace
@@ -101,6 +102,7 @@ func NewMemoryStore(opt MemoryOptions) *MemoryStore {
 		spaces: make(map[string]*memNamespace),
 		stop:   make(chan struct{}),
 	}
+	s.coarse = newCoarseClock(epoch)
 	s.hseed = maphash.String(s.seed, "protect") | 1
 	s.addrs = newTable(n, per, s.hashAddr)
 	s.names = newTable(n, per, s.hashName)
@@ -111,10 +113,12 @@ func NewMemoryStore(opt MemoryOptions) *MemoryStore {
 	return s
 }
 
-// Close stops the sweeper. The store keeps answering afterwards.
+// Close stops the sweeper and the clock's refresher. The store keeps
+// answering afterwards, reading the clock on every call.
 func (s *MemoryStore) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	s.sweeper.Wait()
+	s.coarse.close()
 	return nil
 }
 
@@ -134,11 +138,11 @@ func (s *MemoryStore) Space(scope Scope) (Space, error) {
 }
 
 // now returns the store's time in ticks: nanoseconds since the store was
-// made. On the real clock that is one monotonic clock read (time.Since),
-// half the cost of time.Now, and immune to wall clock steps.
+// made, by the monotonic clock (immune to wall clock steps), to within a
+// millisecond (see coarseClock).
 func (s *MemoryStore) now() int64 {
 	if s.clock == nil {
-		return int64(time.Since(s.epoch))
+		return s.coarse.now()
 	}
 	return int64(s.clock().Sub(s.epoch))
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func testLimits() *Limits {
@@ -179,5 +180,16 @@ func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 	// AllocsPerRun calls once more than it measures.
 	if got, want := p.store.(*MemoryStore).Len(), 1+1001+1001; got != want {
 		t.Fatalf("protector's store Len() = %d, want %d: every new address counted", got, want)
+	}
+}
+
+// Shards are 128 bytes, so that a lock written by one core never shares a
+// cache line with a neighbouring shard's.
+func TestShardSize(t *testing.T) {
+	if got := unsafe.Sizeof(shard[addrKey]{}); got != 128 {
+		t.Fatalf("unsafe.Sizeof(shard[addrKey]{}) = %d, want 128", got)
+	}
+	if got := unsafe.Sizeof(shard[nameKey]{}); got != 128 {
+		t.Fatalf("unsafe.Sizeof(shard[nameKey]{}) = %d, want 128", got)
 	}
 }

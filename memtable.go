@@ -21,7 +21,7 @@ type shard[K tableKey] struct {
 	counters counterTable[K]
 	bans     map[K]*heldBan
 	offenses map[K]*offenseLog
-	_        [24]byte // keep neighbouring shards' locks off one cache line
+	_        [64]byte // 128 bytes a shard: no two shards' locks share a cache line
 }
 
 // tableKey is a store-internal key that knows its public Key.

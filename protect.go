@@ -258,7 +258,13 @@ func (p *Protector) unknown(err error) Decision {
 // frame, rather than copying one through every call. The error is non-nil
 // only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
-	res, err := p.take(ctx, k, a, n)
+	var res Result
+	var err error
+	if p.guarded {
+		res, err = p.guardedTake(ctx, k, a, n)
+	} else {
+		res, err = p.space.Take(ctx, k, a, n) // in process: no deadline, no breaker
+	}
 	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.max, p.lim.TTL, p.dryRun, p.hdr
 	if err != nil {
 		if ctx.Err() != nil {
@@ -295,15 +301,8 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	return nil
 }
 
-// take calls the store: directly when it is in this process, else
-// through the deadline and the circuit breaker.
-func (p *Protector) take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	if !p.guarded {
-		return p.space.Take(ctx, k, a, n)
-	}
-	return p.guardedTake(ctx, k, a, n)
-}
-
+// guardedTake calls a store outside this process: with a deadline, and
+// through the circuit breaker.
 func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
 	now := p.clock()
 	if !p.brk.allow(now) {
