@@ -2,7 +2,6 @@ package protect
 
 import (
 	"context"
-	"errors"
 	"hash/maphash"
 	"math/bits"
 	"net/netip"
@@ -125,8 +124,11 @@ func (s *MemoryStore) Close() error {
 // Len returns the number of stream counters held, expired or not.
 func (s *MemoryStore) Len() int { return s.addrs.len() + s.names.len() }
 
-// Space implements Store. It never fails.
+// Space implements Store. It fails only on limits no store can apply.
 func (s *MemoryStore) Space(scope Scope) (Space, error) {
+	if err := scope.Limits.check(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns, ok := s.spaces[scope.Namespace]
@@ -204,8 +206,6 @@ type memSpace struct {
 // cannot hang, so its calls need no deadline and no circuit breaker.
 func (*memSpace) inProcess() bool { return true }
 
-var errEmptyKey = errors.New("protect: empty key")
-
 func (sp *memSpace) addrKey(p netip.Prefix) (addrKey, uint64) {
 	w := wordsOf(p)
 	k := addrKey{hi: w.hi, lo: w.lo, meta: sp.ns.id<<8 | w.bits}
@@ -236,8 +236,9 @@ func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Re
 
 // AddBan implements Space.
 func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban, error) {
-	if b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()) {
-		return Ban{}, errEmptyKey
+	b, err := checkBan(b)
+	if err != nil {
+		return Ban{}, err
 	}
 	t := sp.s.now()
 	b.Created, b.Expires = sp.s.timeAt(t), time.Time{}

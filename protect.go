@@ -21,9 +21,10 @@ type Protector struct {
 	space    Space // the store, bound to the namespace and the limits
 	ownStore bool
 	guarded  bool // store calls need a deadline and the circuit breaker
-	// deadlineOnly: the store honours a deadline without a timer (see
-	// deadlineCtx).
+	// deadlineOnly: the store needs nothing of a context but its deadline,
+	// Done and Err, which deadlines makes cheaply (see deadlineCtx).
 	deadlineOnly bool
+	deadlines    deadlines
 	local        Space        // FailLocal's per-process fallback; nil otherwise
 	localMem     *MemoryStore // the store behind local
 	timeout      time.Duration
@@ -295,7 +296,7 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	case res.Count > p.max:
 		d.Status, d.RetryAfter = Limited, p.lim.TTL
 	}
-	if p.dryRun {
+	if p.dryRun && n > 0 { // a Check refuses nothing it could log
 		p.logDryRun(d)
 	}
 	return nil
@@ -313,7 +314,7 @@ func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int6
 	if p.deadlineOnly {
 		// The deadline is compared with the real time by the socket, so it
 		// comes from the real clock, never from Config.Clock.
-		res, err = p.space.Take(withDeadline(ctx, time.Now().Add(p.timeout)), k, a, n)
+		res, err = p.space.Take(p.deadlines.context(ctx, time.Now().Add(p.timeout)), k, a, n)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, p.timeout)
 		res, err = p.space.Take(sctx, k, a, n)

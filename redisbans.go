@@ -60,13 +60,13 @@ func rangesKey(ns string) string { return ns + "ranges" }
 func (s *RedisStore) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []Ban, err error) {
 	v, err := s.ranges.Run(ctx, s.client, []string{rangesKey(ns)}, args...).Slice()
 	if err != nil {
-		return 0, nil, fmt.Errorf("redis range bans: %w", err)
+		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}
 	now, bans, err = decodeRanges(v, func(field string, err error) {
 		s.log.Warn("protect: skipping a malformed range ban", "range", field, "error", err)
 	})
 	if err != nil {
-		return 0, nil, fmt.Errorf("redis range bans: %w", err)
+		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}
 	return now, bans, nil
 }

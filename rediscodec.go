@@ -18,9 +18,18 @@ import (
 // records (take.lua for automatic bans, ban.lua for manual ones) and
 // decodeBan is the one place that reads them.
 
-// decodeBan reads a ban record.
+// decodeBan reads a ban record. It also reads the range records of an
+// earlier release, "expires|created|source|by|reason" (their third field
+// is not a number), so that bans written before an upgrade keep holding;
+// key bans of that release were hashes, which lua/upgrade.lua rewrites.
 func decodeBan(k Key, isRange bool, rec string) (Ban, error) {
 	f := strings.SplitN(rec, "|", 6)
+	if len(f) >= 5 {
+		if _, err := strconv.Atoi(f[2]); err != nil { // an earlier release's
+			f = strings.SplitN(rec, "|", 5)
+			f = []string{f[1], f[0], "0", f[2], f[3], f[4]}
+		}
+	}
 	if len(f) != 6 {
 		return Ban{}, fmt.Errorf("malformed ban record %q", rec)
 	}

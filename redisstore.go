@@ -26,6 +26,8 @@ var (
 	inspectLua string
 	//go:embed lua/ranges.lua
 	rangesLua string
+	//go:embed lua/upgrade.lua
+	upgradeLua string
 )
 
 // RedisOptions configure a RedisStore. The zero value is ready to use.
@@ -73,6 +75,7 @@ type RedisStore struct {
 	ban      *redis.Script
 	inspect  *redis.Script
 	ranges   *redis.Script
+	upgrade  *redis.Script
 
 	cacheTTL time.Duration
 	maxCache int
@@ -123,6 +126,7 @@ func NewRedisStore(client redis.UniversalClient, opt RedisOptions) *RedisStore {
 		ban:        redis.NewScript(banLua),
 		inspect:    redis.NewScript(inspectLua),
 		ranges:     redis.NewScript(rangesLua),
+		upgrade:    redis.NewScript(upgradeLua),
 		cacheTTL:   opt.BanCacheTTL,
 		maxCache:   opt.MaxCachedBans,
 		refresh:    opt.RangeRefresh,
@@ -187,7 +191,10 @@ func (s *RedisStore) now() int64 { return int64(s.clock().Sub(s.epoch)) }
 // out of one cluster slot.
 func (s *RedisStore) Space(scope Scope) (Space, error) {
 	if strings.ContainsAny(scope.Namespace, "{}") {
-		return nil, fmt.Errorf("redis store: namespace %q must not contain { or }", scope.Namespace)
+		return nil, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", scope.Namespace)
+	}
+	if err := scope.Limits.check(); err != nil {
+		return nil, err
 	}
 	lim := scope.Limits
 	sp := &redisSpace{s: s, ns: s.namespace(scope.Namespace), offenseWindow: lim.OffenseWindow.Milliseconds()}
@@ -202,6 +209,19 @@ func (s *RedisStore) Space(scope Scope) (Space, error) {
 	return sp, nil
 }
 
+// checkRedisKey refuses a key that cannot name Redis keys: an empty one,
+// or a name with a brace, which would move the hash tag (ConsumerKey
+// never makes one).
+func checkRedisKey(k Key) error {
+	switch {
+	case k.IsZero():
+		return errEmptyKey
+	case strings.ContainsAny(k.Name, "{}"):
+		return fmt.Errorf("protect: redis store: key %q: must not contain { or }", k.Name)
+	}
+	return nil
+}
+
 // redisSpace is a RedisStore bound to one Scope.
 type redisSpace struct {
 	s             *RedisStore
@@ -210,11 +230,10 @@ type redisSpace struct {
 	offenseWindow int64    // ms
 }
 
-// deadlineOnly tells the Protector that a deadline, without a timer, is
-// all a call needs (see deadlineCtx): go-redis turns it into socket
-// deadlines when ContextTimeoutEnabled is set, and without that option it
-// bounds a call by its own ReadTimeout and WriteTimeout, whatever the
-// context says (NewRedisStore warns).
+// deadlineOnly tells the Protector that a deadlineCtx is all a call needs:
+// go-redis uses a context's deadline (for the socket, when
+// ContextTimeoutEnabled is set; NewRedisStore warns when it is not), its
+// Done channel and its Err, and nothing else.
 func (*redisSpace) deadlineOnly() bool { return true }
 
 // takeArgs returns the take script's arguments for counting n.
@@ -230,8 +249,8 @@ func (sp *redisSpace) takeArgs(n int64) []any {
 // Take implements Space: one round trip, or none when a range ban or a
 // cached ban answers.
 func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64) (Result, error) {
-	if k.IsZero() {
-		return Result{}, errEmptyKey
+	if err := checkRedisKey(k); err != nil {
+		return Result{}, err
 	}
 	s := sp.s
 	t := s.now()
@@ -244,13 +263,17 @@ func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64)
 	if r, ok := s.lookupBan(sp.ns, k, t); ok {
 		return r, nil
 	}
-	v, err := s.take.Run(ctx, s.client, []string{redisBase(sp.ns.name, k)}, sp.takeArgs(n)...).Result()
+	base := redisBase(sp.ns.name, k)
+	v, err := s.take.Run(ctx, s.client, []string{base}, sp.takeArgs(n)...).Result()
+	if s.upgraded(ctx, base+":b", err) {
+		v, err = s.take.Run(ctx, s.client, []string{base}, sp.takeArgs(n)...).Result()
+	}
 	if err != nil {
-		return Result{}, fmt.Errorf("redis take %s: %w", k, err)
+		return Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 	}
 	r, err := decodeTake(v, k)
 	if err != nil {
-		return Result{}, fmt.Errorf("redis take %s: %w", k, err)
+		return Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 	}
 	if r.Banned {
 		s.remember(sp.ns, k, r, t)
@@ -260,11 +283,14 @@ func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64)
 
 // AddBan implements Space.
 func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (Ban, error) {
-	if b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()) {
-		return Ban{}, errEmptyKey
+	b, err := checkBan(b)
+	if err != nil {
+		return Ban{}, err
+	}
+	if err := checkRedisKey(b.Key); err != nil {
+		return Ban{}, err
 	}
 	s := sp.s
-	b.By = strings.ReplaceAll(b.By, "|", "/") // the record's separator
 	ms := length.Milliseconds()
 	if length > 0 && ms == 0 {
 		ms = 1 // under a millisecond is not "permanent"
@@ -281,11 +307,11 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 	}
 	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
 	if err != nil {
-		return Ban{}, fmt.Errorf("redis ban %s: %w", b.Key, err)
+		return Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
 	stored, err := decodeBan(b.Key, b.Range, rec)
 	if err != nil {
-		return Ban{}, fmt.Errorf("redis ban %s: %w", b.Key, err)
+		return Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
 	if b.Range {
 		s.reloadRanges(ctx, sp.ns) // this instance sees it at once
@@ -298,6 +324,9 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 // Lift implements Space. A prefix may name a counting key and a range
 // alike, so both are lifted.
 func (sp *redisSpace) Lift(ctx context.Context, k Key) (Ban, bool, error) {
+	if err := checkRedisKey(k); err != nil {
+		return Ban{}, false, err
+	}
 	s := sp.s
 	s.forget(sp.ns, k)
 	var lifted Ban
@@ -314,17 +343,35 @@ func (sp *redisSpace) Lift(ctx context.Context, k Key) (Ban, bool, error) {
 	}
 	_, bk, _ := redisKeys(sp.ns.name, k)
 	rec, err := s.client.GetDel(ctx, bk).Result()
+	if s.upgraded(ctx, bk, err) {
+		rec, err = s.client.GetDel(ctx, bk).Result()
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 		return lifted, found, nil
 	case err != nil:
-		return Ban{}, false, fmt.Errorf("redis lift %s: %w", k, err)
+		return Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
 	}
 	b, err := decodeBan(k, false, rec)
 	if err != nil {
-		return Ban{}, false, fmt.Errorf("redis lift %s: %w", k, err)
+		return Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
 	}
 	return b, true, nil
+}
+
+// upgraded rewrites a key ban that an earlier release stored as a hash,
+// after a command on banKey failed with WRONGTYPE, and reports whether it
+// did (and the command is worth running again). Bans written before an
+// upgrade thus keep holding, and can be listed and lifted.
+func (s *RedisStore) upgraded(ctx context.Context, banKey string, err error) bool {
+	if err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") && !strings.Contains(err.Error(), " WRONGTYPE ") {
+		return false
+	}
+	rec, err := s.upgrade.Run(ctx, s.client, []string{banKey}).Text()
+	if err == nil {
+		s.log.Info("protect: upgraded a ban record of an earlier release", "key", banKey)
+	}
+	return err == nil && rec != ""
 }
 
 // Bans implements Space. Range bans are one read of one hash; key bans
@@ -354,19 +401,22 @@ func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 			if len(page) == 0 {
 				return nil
 			}
-			cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmds, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, key := range page {
 					p.Get(ctx, key)
 				}
 				return nil
 			})
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
 			for i, cmd := range cmds {
 				rec, err := cmd.(*redis.StringCmd).Result()
-				if err != nil {
+				if s.upgraded(ctx, page[i], err) {
+					rec, err = c.Get(ctx, page[i]).Result()
+				}
+				switch {
+				case errors.Is(err, redis.Nil):
 					continue // expired between SCAN and GET
+				case err != nil:
+					return err
 				}
 				b, err := sp.decodeKeyBan(page[i], rec)
 				if err != nil {
@@ -403,7 +453,7 @@ func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 		err = scan(ctx, s.client)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redis list bans: %w", err)
+		return nil, fmt.Errorf("protect: redis list bans: %w", err)
 	}
 	return out, nil
 }
@@ -430,22 +480,25 @@ func globEscape(s string) string {
 
 // Inspect implements Space.
 func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
-	if k.IsZero() {
-		return KeyState{}, errEmptyKey
+	if err := checkRedisKey(k); err != nil {
+		return KeyState{}, err
 	}
 	s := sp.s
 	c, b, o := redisKeys(sp.ns.name, k)
 	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
+	if s.upgraded(ctx, b, err) {
+		v, err = s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
+	}
 	if err != nil {
-		return KeyState{}, fmt.Errorf("redis inspect %s: %w", k, err)
+		return KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
 	if len(v) != 4 {
-		return KeyState{}, fmt.Errorf("redis inspect %s: unexpected reply", k)
+		return KeyState{}, fmt.Errorf("protect: redis inspect %s: unexpected reply", k)
 	}
 	var n [3]int64
 	for i := range n {
 		if n[i], err = toInt(v[i]); err != nil {
-			return KeyState{}, fmt.Errorf("redis inspect %s: %w", k, err)
+			return KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 		}
 	}
 	st := KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
@@ -455,7 +508,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
 	if rec := str(v[3]); rec != "" {
 		ban, err := decodeBan(k, false, rec)
 		if err != nil {
-			return KeyState{}, fmt.Errorf("redis inspect %s: %w", k, err)
+			return KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 		}
 		st.Ban = &ban
 	} else if k.Prefix.IsValid() {

@@ -2,8 +2,12 @@ package protect
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -102,6 +106,38 @@ type Limits struct {
 	// passed the ban limit of <BanLimit> requests".
 	BanReason string
 }
+
+// check reports limits a store cannot apply: a TTL that forgets every
+// count at once, negative lengths, a ban factor below 1. Config never
+// makes such limits; a Space bound by hand might.
+func (lim *Limits) check() error {
+	switch {
+	case lim.TTL <= 0:
+		return fmt.Errorf("protect: limits: TTL %v: must be positive", lim.TTL)
+	case lim.BanDuration < 0 || lim.MaxBanDuration < 0 || lim.OffenseWindow < 0:
+		return fmt.Errorf("protect: limits: BanDuration %v, MaxBanDuration %v, OffenseWindow %v: must not be negative",
+			lim.BanDuration, lim.MaxBanDuration, lim.OffenseWindow)
+	case !(lim.BanFactor >= 1) || math.IsInf(lim.BanFactor, 0):
+		return fmt.Errorf("protect: limits: BanFactor %v: must be a number of at least 1", lim.BanFactor)
+	}
+	return nil
+}
+
+// checkBan returns b as a store keeps it, or an error for a ban no store
+// can hold. Who added it loses any '|', the separator of the Redis
+// record, on every store alike.
+func checkBan(b Ban) (Ban, error) {
+	switch {
+	case b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()):
+		return Ban{}, errEmptyKey
+	case b.Source != SourceAuto && b.Source != SourceManual:
+		return Ban{}, fmt.Errorf("protect: ban %s: source %q: want %q or %q", b.Key, b.Source, SourceAuto, SourceManual)
+	}
+	b.By = strings.ReplaceAll(b.By, "|", "/")
+	return b, nil
+}
+
+var errEmptyKey = errors.New("protect: empty key")
 
 // banReason is the reason recorded on an automatic ban under lim.
 func (lim *Limits) banReason() string {

@@ -9,9 +9,18 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {now}
+-- A record written by an earlier release reads "expires|created|source|
+-- by|reason": its third field is not a number. One that parses neither
+-- way is kept, never dropped: nothing removes a ban silently.
+local function expiry(rec)
+  local a, b, c = string.match(rec, '^(%d+)|(%d+)|([^|]*)|')
+  if not a then return nil end
+  if tonumber(c) then return tonumber(b) end
+  return tonumber(a)
+end
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
-  local expires = tonumber(string.match(all[i + 1], '^%d+|(%d+)|'))
+  local expires = expiry(all[i + 1])
   if expires ~= nil and expires ~= 0 and expires <= now then
     redis.call('HDEL', KEYS[1], all[i])
   elseif ARGV[1] == 'list' or all[i] == ARGV[2] then

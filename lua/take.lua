@@ -19,14 +19,13 @@ if rec then
   if left < 0 then left = 0 end
   return {0, left, 0, rec}
 end
-local n = tonumber(ARGV[1])
-if n == 0 then
+if ARGV[1] == '0' then
   return tonumber(redis.call('GET', counter) or '0')
 end
 local ttl, limit, first, factor, cap, window, reason = string.match(ARGV[2], '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$')
 limit = tonumber(limit)
 first, factor, cap, window = tonumber(first), tonumber(factor), tonumber(cap), tonumber(window)
-local count = redis.call('INCRBY', counter, n)
+local count = redis.call('INCRBY', counter, ARGV[1]) -- as text: no float on the way
 redis.call('PEXPIRE', counter, ttl)
 if limit < 0 or count <= limit then
   return count
