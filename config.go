@@ -128,6 +128,24 @@ type Config struct {
 	// to the address. The key should be an identifier, not a secret; see
 	// ConsumerKey for how it is stored.
 	KeyFunc func(r *http.Request) (key string, ok bool)
+	// ConsumerFunc, when set, makes Verify and Middleware hold an
+	// authenticated consumer to its plan [nil: none]: it returns the
+	// consumer (an identifier, stored under ConsumerKey) and its plan,
+	// read from the request after your authentication has run. Unknown
+	// addresses and SafeNetworks are still decided first, on the address;
+	// ok false counts the address as without it. A nil plan with ok true
+	// is refused (Unknown): a consumer whose plan is not found is never
+	// unlimited. See Protector.VerifyConsumer. Setting both KeyFunc and
+	// ConsumerFunc is an error.
+	ConsumerFunc func(r *http.Request) (consumer string, plan *Plan, ok bool)
+	// Plan, when set, holds every address (or KeyFunc key) of the
+	// protector to a plan, in place of the MaxRequests stream limit [nil:
+	// the stream limit]: "5 per minute per address" on a login route is
+	// Plan: a plan of Rate{Limit: 5, Period: time.Minute}. The stream
+	// counter keeps counting every request beside it, refused or not, in
+	// the same atomic store step, so a client that keeps sending through
+	// the refusals still passes BanLimit and is banned.
+	Plan *Plan
 	// Logger receives ban, lift and store state events [slog.Default()].
 	Logger *slog.Logger
 	// Clock tells the time for the circuit breaker and the default memory
@@ -221,6 +239,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
 		return c, configErr("IPv6Prefix %d: want 1 to 128", c.IPv6Prefix)
+	}
+	if c.KeyFunc != nil && c.ConsumerFunc != nil {
+		return c, configErr("KeyFunc and ConsumerFunc: set one, not both (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)")
+	}
+	if c.Plan != nil && len(c.Plan.limits) == 0 {
+		return c, configErr("Plan: not made by NewPlan")
 	}
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace

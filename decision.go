@@ -28,12 +28,16 @@ const (
 	// Unavailable: the store failed and the failure policy is FailClosed;
 	// refused with 503.
 	Unavailable
+	// Exhausted: a quota of the consumer's plan is used up until its
+	// window ends; refused with 429 and code quota_exceeded, so that a
+	// client can tell "come back next month" from "slow down".
+	Exhausted
 )
 
-var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable"}
+var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable", "exhausted"}
 
 // String returns the status in lower case: "allowed", "safe", "limited",
-// "banned", "unknown", "unavailable".
+// "banned", "unknown", "unavailable", "exhausted".
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
 		return statusNames[s]
@@ -42,12 +46,14 @@ func (s Status) String() string {
 }
 
 // Code returns the machine-readable problem code sent in a refusal body:
-// "rate_limited", "banned", "unknown_client" or "unavailable"; "" for a
-// status that is never refused.
+// "rate_limited", "quota_exceeded", "banned", "unknown_client" or
+// "unavailable"; "" for a status that is never refused.
 func (s Status) Code() string {
 	switch s {
 	case Limited:
 		return "rate_limited"
+	case Exhausted:
+		return "quota_exceeded"
 	case Banned:
 		return "banned"
 	case Unknown:
@@ -72,15 +78,21 @@ type Decision struct {
 	// zero Key when nothing was. Key.String formats it on demand, so the
 	// hot path never does.
 	Key Key
-	// Count is the stream's count including this request.
+	// Count is the stream's count including this request; zero under a
+	// consumer's plan, which has no stream.
 	Count int64
-	// Limit is MaxRequests.
+	// Limit is MaxRequests; under a plan, the Limit of the limit that
+	// decided (see Policy).
 	Limit int64
 	// Remaining is how many more requests the stream may make before it
-	// is limited (never negative).
+	// is limited (never negative); under a plan, what the deciding limit
+	// has left.
 	Remaining int64
 	// RetryAfter is how long a refused client should wait: TTL for a
-	// Limited stream, the time left for a ban (zero when permanent).
+	// Limited stream, the time left for a ban (zero when permanent);
+	// under a plan, until the request fits every limit (a rate's next
+	// token, a quota's next window), zero when it never will (its cost is
+	// above what a limit holds; Err says so).
 	RetryAfter time.Duration
 	// BanExpires is when the ban ends; zero for a permanent ban, and
 	// when not Banned.
@@ -88,8 +100,15 @@ type Decision struct {
 	// Ban is the ban that refused the request when Banned, else nil. It
 	// may be shared with other decisions: treat it as read-only.
 	Ban *Ban
-	// Window is the TTL: the pause that makes the stream start again.
+	// Window is the TTL: the pause that makes the stream start again;
+	// under a plan, the deciding limit's Period (a quota's nominal one).
 	Window time.Duration
+	// Policy names the limit of a plan that decided: the one that
+	// refused (of several, the one with the longest wait), or when the
+	// request was served the one with the least left. Empty for the
+	// stream limit and for decisions no limit made (bans, unknown
+	// clients).
+	Policy string
 	// DryRun reports a decision made with Config.DryRun: it is logged and
 	// its headers are written, but it never refuses.
 	DryRun bool
@@ -100,6 +119,12 @@ type Decision struct {
 
 	code int           // the refusal status code
 	hdr  *headerValues // the protector's field values; nil when not counted
+
+	// Under a plan: the plan, and each limit's r and t for the RateLimit
+	// field, kept inline so that deciding allocates nothing.
+	plan      *Plan
+	planLeft  [MaxPlanLimits]int64
+	planReset [MaxPlanLimits]uint32 // seconds
 }
 
 // headerValues are a protector's RateLimit field values, made once: the
@@ -139,14 +164,14 @@ func (d Decision) Refused() bool {
 		return false
 	}
 	switch d.Status {
-	case Limited, Banned, Unknown, Unavailable:
+	case Limited, Banned, Unknown, Unavailable, Exhausted:
 		return true
 	}
 	return false
 }
 
 // StatusCode returns the HTTP status to answer with: 200 when not refused,
-// otherwise 429 (Limited), Config.BanStatus (Banned, 403 by default),
+// otherwise 429 (Limited, Exhausted), Config.BanStatus (Banned, 403 by default),
 // Config.UnknownStatus (Unknown, 429 by default) or 503 (Unavailable).
 func (d Decision) StatusCode() int {
 	if !d.Refused() {
@@ -174,11 +199,22 @@ func (d Decision) StatusCode() int {
 //   - every refusal: Retry-After in whole seconds, rounded up (none for a
 //     permanent ban or an unknown client), and Cache-Control: no-store.
 //
+// Under a plan, RateLimit-Policy lists every limit of the plan as
+// "<name>";q=<Limit>;w=<seconds> (Plan.Policy), and RateLimit the state of
+// each as "<name>";r=<left>;t=<seconds>, where t is, for a limit that
+// refused, the time until the request fits, else the time until the
+// limit is whole again. A ban writes RateLimit-Policy alone.
+//
 // The value slices it stores may be shared between responses, so that
 // the hot path does not allocate: replace them (Header.Set), never modify
 // them in place.
 func (d Decision) WriteHeaders(h http.Header) {
-	if d.hdr != nil {
+	if d.plan != nil {
+		h["Ratelimit-Policy"] = d.plan.policy
+		if d.Status != Banned {
+			h["Ratelimit"] = []string{d.planRateLimit()}
+		}
+	} else if d.hdr != nil {
 		h["Ratelimit-Policy"] = d.hdr.policy
 		switch {
 		case d.Status != Banned && d.Remaining < int64(len(d.hdr.rate)):
@@ -215,12 +251,41 @@ func (d Decision) WriteResponse(w http.ResponseWriter) {
 	w.Write(d.problem(code))
 }
 
+// planRateLimit formats the RateLimit field of a plan's decision.
+func (d *Decision) planRateLimit() string {
+	var buf [256]byte
+	b := buf[:0]
+	for i := range d.plan.limits {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '"')
+		b = append(b, d.plan.limits[i].name...)
+		b = append(b, `";r=`...)
+		b = strconv.AppendInt(b, d.planLeft[i], 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendUint(b, uint64(d.planReset[i]), 10)
+	}
+	return string(b)
+}
+
 // problem returns the RFC 9457 body for a refusal.
 func (d Decision) problem(code int) []byte {
 	var detail string
 	switch d.Status {
 	case Limited:
 		detail = "Too many requests without a pause. Pause for retry_after seconds and the limit starts over."
+		if d.plan != nil {
+			detail = "Too many requests for this plan's rate. Retry after retry_after seconds."
+			if d.RetryAfter <= 0 {
+				detail = "This request costs more than this plan's rate ever allows at once."
+			}
+		}
+	case Exhausted:
+		detail = "This plan's quota is used up until its window ends in retry_after seconds. Do not retry before then."
+		if d.RetryAfter <= 0 {
+			detail = "This request costs more than this plan's quota allows in a whole window."
+		}
 	case Banned:
 		detail = "This client is banned."
 		if d.RetryAfter > 0 {
@@ -240,6 +305,10 @@ func (d Decision) problem(code int) []byte {
 	b = append(b, d.Status.Code()...)
 	b = append(b, `","detail":`...)
 	b = strconv.AppendQuote(b, detail)
+	if d.Policy != "" {
+		b = append(b, `,"policy":`...)
+		b = strconv.AppendQuote(b, d.Policy)
+	}
 	if d.RetryAfter > 0 {
 		b = append(b, `,"retry_after":`...)
 		b = strconv.AppendInt(b, seconds(d.RetryAfter), 10)

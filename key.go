@@ -127,29 +127,60 @@ func ConsumerKey(id string) Key {
 // secretPrefixes are the starts of widely used secret formats.
 var secretPrefixes = [...]string{"sk_", "sk-", "rk_", "pk_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "AKIA", "ASIA", "glpat-", "eyJ"}
 
+// keyChars classifies the bytes of a verbatim consumer key: what may
+// appear in one, and what may appear in an address or CIDR (see
+// looksLikeAddr). One table lookup per byte, and flags gathered with AND
+// and OR rather than branches: ConsumerKey runs on every consumer request.
+var keyChars = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		switch {
+		case b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9':
+			t[c] = charOK | charAlnum
+		case strings.IndexByte("._:@/-", b) >= 0:
+			t[c] = charOK
+		}
+		if b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' || strings.IndexByte(".:/%", b) >= 0 {
+			t[c] |= charAddr
+		}
+		if b == '.' || b == ':' {
+			t[c] |= charSep
+		}
+	}
+	return t
+}()
+
+const (
+	charOK    = 1 << iota // allowed in a verbatim key
+	charAlnum             // a letter or a digit
+	charAddr              // allowed in an address or CIDR
+	charSep               // '.' or ':', which an address must hold
+)
+
 func verbatimKey(id string) bool {
-	if id == "" || len(id) > maxVerbatimKey || looksLikeAddr(id) {
+	if id == "" || len(id) > maxVerbatimKey {
 		return false
 	}
-	run := 0
+	all, some := uint8(0xff), uint8(0)
+	run := 0 // letters and digits in a row
 	for i := 0; i < len(id); i++ {
-		c := id[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && strings.IndexByte("._:@/-", c) < 0 {
+		c := keyChars[id[i]]
+		all &= c
+		some |= c
+		run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
+		if run >= 20 {
 			return false
-		}
-		if alnum {
-			run++
-			if run >= 20 {
-				return false
-			}
-		} else {
-			run = 0
 		}
 	}
-	for _, p := range secretPrefixes {
-		if strings.HasPrefix(id, p) {
-			return false
+	if all&charOK == 0 || all&charAddr != 0 && some&charSep != 0 {
+		return false // a byte not allowed, or an address (see looksLikeAddr)
+	}
+	switch id[0] { // the first letters of secretPrefixes
+	case 's', 'r', 'p', 'g', 'x', 'A', 'e':
+		for i := range secretPrefixes { // by index: ranging over the array would copy it
+			if strings.HasPrefix(id, secretPrefixes[i]) {
+				return false
+			}
 		}
 	}
 	return true

@@ -12,9 +12,10 @@ import (
 
 // MemoryOptions configure a MemoryStore. The zero value is ready to use.
 type MemoryOptions struct {
-	// MaxKeys caps the stream counters kept at once [4,194,304]. Under
-	// pressure a counter is evicted (an expired one first) to make room;
-	// bans and offense histories are never evicted.
+	// MaxKeys caps the stream counters kept at once [4,194,304], and
+	// apart from them the keys with plan state. Under pressure a counter
+	// (or a key's plan state) is evicted, an expired one first, to make
+	// room; bans and offense histories are never evicted.
 	MaxKeys int
 	// Shards is the number of independently locked shards, rounded up to
 	// a power of two [128].
@@ -43,6 +44,7 @@ type MemoryStore struct {
 	hseed  uint64
 	addrs  table[addrKey]
 	names  table[nameKey]
+	plans  planTable // plan states (memplan.go)
 
 	mu     sync.Mutex // guards spaces and every namespace's range set
 	spaces map[string]*memNamespace
@@ -57,6 +59,10 @@ type MemoryStore struct {
 type memNamespace struct {
 	id     uint64
 	ranges atomic.Pointer[rangeSet] // nil when no range is banned
+	// nameBans is set once a consumer key of the namespace has been
+	// banned, and never cleared: until then a plan's decision for a
+	// consumer need not look for a ban (memplan.go).
+	nameBans atomic.Bool
 }
 
 // addrKey is an address prefix in a namespace: three machine words.
@@ -105,6 +111,7 @@ func NewMemoryStore(opt MemoryOptions) *MemoryStore {
 	s.hseed = maphash.String(s.seed, "protect") | 1
 	s.addrs = newTable(n, per, s.hashAddr)
 	s.names = newTable(n, per, s.hashName)
+	s.plans = newPlanTable(n, per)
 	if opt.SweepInterval > 0 {
 		s.sweeper.Add(1)
 		go s.sweepEvery(opt.SweepInterval)
@@ -188,6 +195,7 @@ func (s *MemoryStore) sweep() {
 	t := s.now()
 	s.addrs.sweep(t)
 	s.names.sweep(t)
+	s.plans.sweep(s.micros(t))
 	s.mu.Lock()
 	for _, ns := range s.spaces {
 		ns.ranges.Store(ns.ranges.Load().swept(t))
@@ -229,7 +237,11 @@ func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Re
 		return sp.s.addrs.take(mk, h, t, n, &sp.lim, &sp.s.epoch), nil
 	case k.Name != "":
 		mk, h := sp.nameKey(k.Name)
-		return sp.s.names.take(mk, h, t, n, &sp.lim, &sp.s.epoch), nil
+		r := sp.s.names.take(mk, h, t, n, &sp.lim, &sp.s.epoch)
+		if r.NewBan {
+			sp.ns.nameBans.Store(true)
+		}
+		return r, nil
 	}
 	return Result{}, errEmptyKey
 }
@@ -257,6 +269,7 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 		sp.s.addrs.setBan(mk, h, held)
 	default:
 		mk, h := sp.nameKey(b.Key.Name)
+		sp.ns.nameBans.Store(true)
 		sp.s.names.setBan(mk, h, held)
 	}
 	return held.ban, nil
@@ -320,6 +333,6 @@ func (sp *memSpace) Inspect(_ context.Context, k Key) (KeyState, error) {
 	default:
 		return KeyState{}, errEmptyKey
 	}
-	st.Key = k
+	st.Key, st.Limits = k, sp.planUsage(k)
 	return st, nil
 }

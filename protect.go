@@ -42,6 +42,12 @@ type Protector struct {
 	agg     aggregator
 	keyFunc func(*http.Request) (string, bool)
 
+	// Plans (consumer.go): ConsumerFunc, Config.Plan, and the cache of
+	// hashed consumer keys.
+	consumerFunc func(*http.Request) (string, *Plan, bool)
+	plan         *Plan
+	consumerKeys consumerKeys
+
 	dryRun        bool
 	banStatus     int
 	unknownStatus int
@@ -89,6 +95,8 @@ func New(cfg Config) (*Protector, error) {
 		safe:          safe,
 		agg:           aggregator{v4Bits: c.IPv4Prefix, v6Bits: c.IPv6Prefix},
 		keyFunc:       c.KeyFunc,
+		consumerFunc:  c.ConsumerFunc,
+		plan:          c.Plan,
 		dryRun:        c.DryRun,
 		banStatus:     c.BanStatus,
 		unknownStatus: c.UnknownStatus,
@@ -99,7 +107,6 @@ func New(cfg Config) (*Protector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: RedisURL: %w", ErrConfig, err)
 		}
-		o.PoolTimeout = c.StoreTimeout // see deadlineCtx
 		rs := NewRedisStore(redis.NewClient(o), RedisOptions{Logger: c.Logger})
 		rs.ownsConn = true
 		p.store, p.ownStore = rs, true
@@ -184,10 +191,12 @@ func (p *Protector) Verify(ctx context.Context, r *http.Request) (Decision, erro
 }
 
 // Check decides r as Verify does, through the same pipeline and the same
-// store operation, but counts nothing and writes nothing: it reports the
-// client's state as it is. It is Banned while a ban holds, Limited while
-// the stream is already past MaxRequests, and otherwise Allowed, with
-// Count the stream's count so far.
+// store operation, but counts nothing and writes nothing. It is Banned
+// while a ban holds, Limited when the client has nothing left (the stream
+// has reached MaxRequests: Remaining is 0, so its next request would be
+// refused; under a plan, one more request would not fit), and otherwise
+// Allowed, with Count the stream's count so far. It never predicts a ban:
+// a client one request short of BanLimit is Limited, or Allowed.
 func (p *Protector) Check(ctx context.Context, r *http.Request) (Decision, error) {
 	return p.request(ctx, r, 0)
 }
@@ -197,6 +206,14 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 	addr, err := p.res.resolve(r)
 	if err != nil {
 		return p.unknown(err), nil
+	}
+	if p.consumerFunc != nil {
+		if id, plan, ok := p.consumerFunc(r); ok && id != "" {
+			if p.safe.contains(addr) {
+				return Decision{Status: Safe, Addr: addr}, nil
+			}
+			return p.consumer(ctx, id, plan, addr, n)
+		}
 	}
 	if p.keyFunc != nil {
 		if id, ok := p.keyFunc(r); ok && id != "" {
@@ -259,6 +276,9 @@ func (p *Protector) unknown(err error) Decision {
 // frame, rather than copying one through every call. The error is non-nil
 // only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
+	if p.plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
+		return p.decidePlan(ctx, d, k, a, p.plan, n, true)
+	}
 	var res Result
 	var err error
 	if p.guarded {
@@ -293,7 +313,9 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 		if res.NewBan {
 			p.logBan(ctx, "protect: ban added", *res.Ban)
 		}
-	case res.Count > p.max:
+	case res.Count > p.max, n == 0 && res.Count >= p.max:
+		// Counted, the stream is past the limit; checked, it has nothing
+		// left (Remaining 0), so its next request would be.
 		d.Status, d.RetryAfter = Limited, p.lim.TTL
 	}
 	if p.dryRun && n > 0 { // a Check refuses nothing it could log

@@ -82,3 +82,18 @@ func TestRedisUnknownHashAtBanKey(t *testing.T) {
 		t.Fatalf("VerifyAddr = %v, err %v; want served under FailOpen with the WRONGTYPE error kept for logs", d.Status, d.Err)
 	}
 }
+
+// Listing bans skips a key that holds no ban record of any release, and
+// still lists the others.
+func TestRedisListingSkipsStrayKeys(t *testing.T) {
+	m := miniredis.RunT(t)
+	in := newInstance(t, m.Addr(), "protect:", Config{}, RedisOptions{RangeRefresh: -1})
+	in.store.client.HSet(t.Context(), "protect:{192.0.2.10}:b", "x", "y")
+	if _, err := in.p.Ban(t.Context(), "192.0.2.11", BanOptions{Reason: "real"}); err != nil {
+		t.Fatal(err)
+	}
+	bans, err := in.p.Bans(t.Context(), BanFilter{})
+	if err != nil || len(bans) != 1 || bans[0].Key.String() != "192.0.2.11" {
+		t.Fatalf("Bans = %+v, %v; want only the ban on 192.0.2.11", bans, err)
+	}
+}

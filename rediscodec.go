@@ -156,3 +156,46 @@ func str(v any) string {
 	}
 	return ""
 }
+
+// decodePlan reads the plan script's reply into r: a ban, as the take
+// script reports one, or Redis' time in µs, the stream's count, and each
+// limit's outcome (fits, a, b) in the plan's order.
+func decodePlan(v any, k Key, p *Plan, cost int64, r *PlanResult) error {
+	a, ok := v.([]any)
+	if !ok || len(a) == 0 {
+		return fmt.Errorf("unexpected reply %v", v)
+	}
+	kind, err := toInt(a[0])
+	if err != nil {
+		return err
+	}
+	if kind == 0 {
+		res, err := decodeTake(a[1:], k)
+		if err != nil {
+			return err
+		}
+		r.Result, r.Decider = res, -1
+		return nil
+	}
+	if len(a) != 3+3*len(p.limits) {
+		return fmt.Errorf("unexpected reply of %d values for %d limits", len(a), len(p.limits))
+	}
+	now, err1 := toInt(a[1])
+	count, err2 := toInt(a[2])
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	var raw [MaxPlanLimits]planRaw
+	for i := range p.limits {
+		fits, err1 := toInt(a[3+3*i])
+		x, err2 := toInt(a[4+3*i])
+		y, err3 := toInt(a[5+3*i])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		raw[i] = planRaw{fits: fits == 1, a: x, b: y}
+	}
+	r.Count = count
+	r.fill(p, now, cost, &raw)
+	return nil
+}

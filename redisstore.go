@@ -415,6 +415,11 @@ func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 				switch {
 				case errors.Is(err, redis.Nil):
 					continue // expired between SCAN and GET
+				case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+					// Not a ban record of any release: one stray key must
+					// not hide every ban.
+					s.log.Warn("protect: skipping a key that holds no ban record", "key", page[i], "error", err)
+					continue
 				case err != nil:
 					return err
 				}
@@ -502,6 +507,9 @@ func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
 		}
 	}
 	st := KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
+	if st.Limits, err = sp.planUsage(ctx, k); err != nil {
+		return KeyState{}, err
+	}
 	if n[1] > 0 {
 		st.CountTTL = time.Duration(n[1]) * time.Millisecond
 	}

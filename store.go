@@ -74,6 +74,28 @@ type Space interface {
 	// never negative.
 	Take(ctx context.Context, k Key, addr netip.Addr, n int64) (Result, error)
 
+	// TakePlan decides a request of key k from client address addr under
+	// plan, at a cost of cost, in one atomic step whatever the number of
+	// limits:
+	//
+	//   - k, or a range ban containing addr, is banned: Result.Banned,
+	//     Decider -1, nothing counted or charged;
+	//   - with stream, k's stream counter then counts cost exactly as
+	//     Take does, refused or not, and crossing BanLimit writes the
+	//     same escalating ban: Result.NewBan, the plan not charged;
+	//   - every limit of plan is checked against cost by the store's
+	//     clock; if any refuses, none is charged; if all admit, each is
+	//     charged cost (PlanResult.Charged). Cost 0 checks a request of
+	//     cost 1 and writes nothing, the stream included.
+	//
+	// State is kept per key and limit name, so a key moved to another plan
+	// keeps the state of the limits the two plans share by name (a quota
+	// also by period). Every piece of it is forgotten once it no longer
+	// matters: a rate's when its bucket is full, a quota's when its window
+	// ends. A store shared over a network makes one round trip. The
+	// limits' states are reported, in the plan's order, in PlanResult.
+	TakePlan(ctx context.Context, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error)
+
 	// AddBan writes b, replacing any ban on the same key, and returns it
 	// as stored: Created is set by the store's clock, and Expires from
 	// length unless the ban is permanent (length 0). b.Range selects a
@@ -197,4 +219,7 @@ type KeyState struct {
 	CountTTL time.Duration // time until the counter is forgotten without requests
 	Ban      *Ban          // the active ban on the key itself (key or range), or nil
 	Offenses int           // bans recorded within the offense window
+	// Limits are the plan limits the store holds state for, in no given
+	// order: a quota's usage in its current window, a rate's backlog.
+	Limits []LimitUsage
 }

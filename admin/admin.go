@@ -181,11 +181,22 @@ type Inspection struct {
 	RangeBans []BanRecord `json:"range_bans"`
 	// Offenses counts automatic bans within the offense window.
 	Offenses int `json:"offenses"`
+	// Limits are the plan limits the store holds for the key (a consumer,
+	// or an address under Config.Plan), sorted by name; [] when none.
+	Limits []LimitRecord `json:"limits"`
 }
 
-// Inspect reports a target's key, counter, bans and offenses, changing
-// nothing.
+// Inspect reports a target's key, counter, bans, offenses and stored plan
+// limits, changing nothing.
 func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) {
+	return a.InspectPlans(ctx, target, nil)
+}
+
+// InspectPlans is Inspect that also says, for each stored limit, what is
+// left of it under each of plans (by name) that has a limit of that name
+// and kind. Given exactly one plan, it also lists that plan's limits the
+// store holds nothing for: they are whole.
+func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[string]*protect.Plan) (Inspection, error) {
 	k, _, err := a.p.Target(target)
 	if err != nil {
 		return Inspection{}, err
@@ -200,7 +211,7 @@ func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) 
 		Target: target, Key: k.String(), Count: st.Count,
 		CountSecondsLeft: int64((st.CountTTL + time.Second - 1) / time.Second),
 		Limit:            cfg.MaxRequests, BanLimit: cfg.BanLimit, Offenses: st.Offenses,
-		RangeBans: []BanRecord{},
+		RangeBans: []BanRecord{}, Limits: limitRecords(st.Limits, plans),
 	}
 	if st.Ban != nil {
 		r := Record(*st.Ban, now)
@@ -226,17 +237,21 @@ const (
 	StepUnknown = "unknown" // the client address cannot be determined
 	StepSafe    = "safe"    // in SafeNetworks
 	StepBanned  = "banned"  // on the block list
-	StepLimited = "limited" // already past MaxRequests
+	StepLimited = "limited" // nothing left: the next request would be limited
 	StepAllowed = "allowed"
+	// StepExhausted: a quota of the client's plan is used up (Config.Plan,
+	// Config.ConsumerFunc).
+	StepExhausted = "exhausted"
 )
 
 var steps = map[protect.Status]string{
 	protect.Unknown: StepUnknown, protect.Safe: StepSafe, protect.Banned: StepBanned,
 	protect.Limited: StepLimited, protect.Allowed: StepAllowed,
+	protect.Exhausted: StepExhausted,
 }
 
 // Explanation says who the client of a request is and which step of the
-// pipeline decides it now.
+// pipeline decides it now, as Protector.Check does.
 type Explanation struct {
 	Peer   string `json:"peer"`
 	Client string `json:"client"` // "" when unknown

@@ -27,7 +27,7 @@ func TestMemoryStore(t *testing.T) {
 		clk := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 		s := protect.NewMemoryStore(protect.MemoryOptions{Clock: clk.Now, SweepInterval: -1})
 		t.Cleanup(func() { s.Close() })
-		return storetest.Env{Store: s, Wait: clk.Advance}
+		return storetest.Env{Store: s, Wait: clk.Advance, Now: clk.Now}
 	})
 }
 
@@ -40,7 +40,7 @@ func TestMiniredis(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		s := protect.NewRedisStore(c, protect.RedisOptions{Clock: clk.Now, RangeRefresh: -1, Logger: discard})
 		t.Cleanup(func() { s.Close() })
-		return storetest.Env{Store: s, Wait: func(d time.Duration) {
+		return storetest.Env{Store: s, Now: clk.Now, Wait: func(d time.Duration) {
 			clk.Advance(d)
 			m.SetTime(clk.Now())
 			m.FastForward(d)

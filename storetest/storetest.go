@@ -40,6 +40,12 @@ type Env struct {
 	// of it [1s with Wait set, 40ms with real time]. Keep it well above the
 	// store's clock resolution and its round trip.
 	Unit time.Duration
+	// Now tells the time as the store sees it, when Wait moves a clock the
+	// test controls [nil: real time]. With it the plan tests check every
+	// time to the microsecond and wait for a calendar window to end; on
+	// real time they allow for the time that passes, and leave out the
+	// month's end.
+	Now func() time.Time
 }
 
 // Run runs the suite on stores made by newStore, one per test, on real
@@ -87,6 +93,17 @@ var tests = []struct {
 	{"Namespaces", testNamespaces},
 	{"ConcurrentExactness", testConcurrentExactness},
 	{"ListsEveryBan", testListsEveryBan},
+	{"PlanBucket", testPlanBucket},
+	{"PlanRefusedCostsNothing", testPlanRefusedCostsNothing},
+	{"PlanKeysApart", testPlanKeysApart},
+	{"PlanQuota", testPlanQuota},
+	{"PlanAllOrNothing", testPlanAllOrNothing},
+	{"PlanCost", testPlanCost},
+	{"PlanBans", testPlanBans},
+	{"PlanStreamBans", testPlanStreamBans},
+	{"PlanChangeKeepsState", testPlanChangeKeepsState},
+	{"PlanInspect", testPlanInspect},
+	{"PlanConcurrentExactness", testPlanConcurrentExactness},
 }
 
 // limits are the suite's limits in units of u.

@@ -317,11 +317,9 @@ func TestExplain(t *testing.T) {
 				t.Fatal(err)
 			}
 			sv := newService(t, s, cfg)
+			sv.verify(t, "1.2.3.4") // one request left
 			for range 2 {
-				sv.verify(t, "1.2.3.4") // at its limit, not past it
-			}
-			for range 3 {
-				sv.verify(t, "5.6.7.8") // past its limit
+				sv.verify(t, "5.6.7.8") // at its limit: nothing left
 			}
 			for range 5 {
 				sv.verify(t, "6.7.8.9") // past its ban limit: banned

@@ -33,7 +33,7 @@ commands:
   bans      list active bans
   ban       ban addresses, ranges or consumers
   lift      lift bans
-  inspect   show one target's key, counter, bans and offenses
+  inspect   show one target's key, counter, bans, offenses and plan limits
   explain   show who a request's client is and which step would decide it
   version   print the version
 
@@ -77,7 +77,7 @@ var commands = map[string]command{
 	"bans":    {"bans [-json] [-within CIDR] [-source auto|manual] [-limit N]", "protectctl bans -within 198.51.100.0/24 -source auto", bansCmd, true},
 	"ban":     {"ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-json] TARGET...", "protectctl ban -for 2d12h -reason 'credential stuffing' 198.51.100.0/24", banCmd, true},
 	"lift":    {"lift [-all] [-by WHO] [-json] TARGET...", "protectctl lift 2001:db8:1:2::99   # lifts 2001:db8:1:2::/64", liftCmd, true},
-	"inspect": {"inspect [-json] TARGET", "protectctl inspect 203.0.113.7", inspectCmd, true},
+	"inspect": {"inspect [-json] [-plans FILE [-plan NAME]] TARGET", "protectctl inspect -plans plans.json consumer:acme", inspectCmd, true},
 	"explain": {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
 	"version": {"version", "protectctl version", versionCmd, false},
 }
@@ -403,13 +403,19 @@ func liftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 
 func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 	asJSON := fs.Bool("json", false, "write JSON")
+	plansFile := fs.String("plans", os.Getenv("HTTP_PROTECT_PLANS"), "the plans file protectd reads, to say what is left of each limit (default $HTTP_PROTECT_PLANS)")
+	planName := fs.String("plan", "", "with -plans: only this plan, and its limits nothing was charged to")
 	return func(c *cli, args []string) error {
 		if len(args) != 1 {
 			return usagef("inspect takes exactly one TARGET")
 		}
+		plans, err := readPlans(*plansFile, *planName)
+		if err != nil {
+			return err
+		}
 		ctx, cancel := c.ctx()
 		defer cancel()
-		in, err := c.admin.Inspect(ctx, args[0])
+		in, err := c.admin.InspectPlans(ctx, args[0], plans)
 		if err != nil {
 			return err
 		}
@@ -424,8 +430,67 @@ func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		for _, r := range in.RangeBans {
 			fmt.Fprintf(tw, "range ban\t%s: %s\n", r.Key, describe(&r))
 		}
+		for _, l := range in.Limits {
+			fmt.Fprintf(tw, "limit\t%s\n", describeLimit(l))
+		}
 		return tw.Flush()
 	}
+}
+
+// readPlans reads the plans file, keeping only plan name when given.
+func readPlans(file, name string) (map[string]*protect.Plan, error) {
+	if file == "" {
+		if name != "" {
+			return nil, usagef("-plan %q needs -plans FILE", name)
+		}
+		return nil, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usagef("-plans: %v", err)
+	}
+	plans, err := protect.ParsePlans(data)
+	if err != nil {
+		return nil, usagef("-plans %s: %v", file, err)
+	}
+	if name == "" {
+		return plans, nil
+	}
+	p, ok := plans[name]
+	if !ok {
+		return nil, usagef("-plan %q: not in %s", name, file)
+	}
+	return map[string]*protect.Plan{name: p}, nil
+}
+
+// describeLimit says a stored limit in one line: "burst (rate): backlog
+// 1.2s; left: pro 18 of 20".
+func describeLimit(l admin.LimitRecord) string {
+	reset := time.Duration(l.ResetMS) * time.Millisecond
+	var b strings.Builder
+	switch {
+	case !l.Stored:
+		fmt.Fprintf(&b, "%s (%s): nothing used", l.Name, kindOf(l))
+	case l.Kind == "rate":
+		fmt.Fprintf(&b, "%s (rate): backlog %s", l.Name, humanDuration(reset))
+	default:
+		fmt.Fprintf(&b, "%s (%s quota, %s): %d used, resets in %s", l.Name, l.Period, l.Window, l.Used, humanDuration(reset))
+	}
+	for i, left := range l.Left {
+		sep := ", "
+		if i == 0 {
+			sep = "; left: "
+		}
+		fmt.Fprintf(&b, "%s%s %d of %d", sep, left.Plan, left.Left, left.Limit)
+	}
+	return b.String()
+}
+
+func kindOf(l admin.LimitRecord) string {
+	if l.Kind == "quota" {
+		return l.Period + " quota"
+	}
+	return "rate"
 }
 
 // describe says a ban in one line.

@@ -1,0 +1,291 @@
+package protect
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"math"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Consumers under plans: VerifyConsumer and Config.ConsumerFunc hold an
+// authenticated consumer to its plan, and Config.Plan holds every address
+// (or KeyFunc key) of a protector to one. Both go through Space.TakePlan,
+// on every store alike.
+
+var errNoConsumer = fmt.Errorf("%w: empty consumer", ErrUnknownClient)
+
+// VerifyConsumer decides one request of an authenticated consumer under
+// its plan, in this order: an empty consumer is Unknown; a ban on
+// consumer:NAME (or on a range holding the client address, through
+// ConsumerFunc) is Banned; a rate of the plan that refuses makes it
+// Limited (code rate_limited, Retry-After when one request fits), a quota
+// that refuses Exhausted (code quota_exceeded, Retry-After when its
+// window ends); otherwise it is Allowed. It is charged to every limit of
+// the plan only when every limit admits it: a refused request costs
+// nothing, so a client that waits its Retry-After is served at once.
+// Decision.Policy names the limit that decided.
+//
+// Consumers are limited, never banned automatically: a paying customer
+// that hammers is refused, and an operator may still ban consumer:NAME.
+// The consumer is stored under ConsumerKey(consumer), so a secret is
+// hashed. A nil plan is Unknown: a consumer whose plan cannot be found is
+// never unlimited. The error result is non-nil only when ctx ended, as
+// for Verify.
+func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *Plan) (d Decision, err error) {
+	// VerifyConsumerN's body, not a call of it: a Decision is a few hundred
+	// bytes, and each layer would copy it once more.
+	if consumer == "" || plan == nil || len(plan.limits) == 0 {
+		return p.badConsumer(consumer, plan, netip.Addr{}, 1)
+	}
+	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, 1, false)
+	return d, err
+}
+
+// VerifyConsumerN is VerifyConsumer for a request that costs cost units
+// of every limit of the plan (a batch of cost calls, say). A cost that
+// does not fit is refused and charges nothing; one above what a limit can
+// ever hold (a Rate's Burst, a Quota's Limit) is refused without a
+// Retry-After, and Decision.Err wraps ErrCostTooHigh. Cost 0 decides
+// whether a request of cost 1 would be served, and writes nothing. A
+// negative cost is a programming error: the Decision is Unavailable and
+// the error says so.
+func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *Plan, cost int64) (d Decision, err error) {
+	if consumer == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
+		return p.badConsumer(consumer, plan, netip.Addr{}, cost)
+	}
+	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, cost, false)
+	return d, err
+}
+
+// consumer holds consumer id, from client address a, to plan: what
+// ConsumerFunc resolved for a request.
+func (p *Protector) consumer(ctx context.Context, id string, plan *Plan, a netip.Addr, cost int64) (d Decision, err error) {
+	if id == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
+		return p.badConsumer(id, plan, a, cost)
+	}
+	err = p.decidePlan(ctx, &d, p.consumerKeys.key(id), a, plan, cost, false)
+	return d, err
+}
+
+// badConsumer decides what VerifyConsumerN cannot hold to a plan: no
+// consumer, no plan (a Plan not made by NewPlan is none), a negative
+// cost. It is out of line, so that the hot path's frame holds one
+// Decision.
+//
+//go:noinline
+func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64) (Decision, error) {
+	if id == "" {
+		d := p.unknown(errNoConsumer)
+		d.Addr = a
+		return d, nil
+	}
+	k := p.consumerKeys.key(id)
+	if plan == nil || len(plan.limits) == 0 {
+		d := p.unknown(fmt.Errorf("%w: consumer %s has no plan", ErrUnknownClient, k))
+		d.Addr, d.Key = a, k
+		return d, nil
+	}
+	err := fmt.Errorf("protect: consumer %s: cost %d: must not be negative", k, cost)
+	return Decision{Status: Unavailable, Addr: a, Key: k, DryRun: p.dryRun, Err: err}, err
+}
+
+// decidePlan decides key k under plan, charging cost, through the store
+// and the failure policy, and writes the answer into d, which must be
+// zero. With stream (Config.Plan) the stream counter counts beside the
+// plan, for BanLimit. The error is non-nil only when ctx ended.
+//
+// Each store call has a function of its own, so that each PlanResult (a
+// few hundred bytes) is made once and then passed by pointer: on the hot
+// path the copies would cost more than the decision.
+func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
+	if p.guarded {
+		return p.decidePlanGuarded(ctx, d, k, a, plan, cost, stream)
+	}
+	res, err := p.space.TakePlan(ctx, k, a, plan, cost, stream) // in process: no deadline, no breaker
+	if err != nil {
+		return p.decidePlanLocal(ctx, d, k, a, plan, cost, stream, err)
+	}
+	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
+	return nil
+}
+
+func (p *Protector) decidePlanGuarded(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
+	res, err := p.guardedTakePlan(ctx, k, a, plan, cost, stream)
+	if err != nil {
+		return p.decidePlanLocal(ctx, d, k, a, plan, cost, stream, err)
+	}
+	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
+	return nil
+}
+
+// decidePlanLocal follows the failure policy after the store failed with
+// err.
+func (p *Protector) decidePlanLocal(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, err error) error {
+	d.Addr, d.Key, d.DryRun, d.Err = a, k, p.dryRun, err
+	if ctx.Err() != nil {
+		d.Status = Unavailable
+		return ctx.Err()
+	}
+	switch {
+	case p.onError == FailClosed:
+		d.Status, d.RetryAfter = Unavailable, breakerCooldown
+		p.logDryRun(d)
+		return nil
+	case p.onError == FailOpen || p.local == nil: // no local store: an in-process one never fails
+		return nil
+	}
+	res, lerr := p.local.TakePlan(ctx, k, a, plan, cost, stream)
+	if lerr != nil {
+		return nil // the arguments were checked: this cannot happen
+	}
+	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
+	d.Err = err
+	return nil
+}
+
+// planDecision writes the store's answer res into d.
+func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, res *PlanResult) {
+	d.Addr, d.Key, d.DryRun, d.plan = a, k, p.dryRun, plan
+	if stream {
+		d.Count = res.Count
+	}
+	if res.Banned {
+		p.planBanned(ctx, d, res)
+	} else {
+		p.fillPlan(d, plan, res, cost)
+	}
+	if p.dryRun && cost > 0 { // a Check refuses nothing it could log
+		p.logDryRun(d)
+	}
+}
+
+// planBanned writes a ban's answer into d, out of the hot path.
+//
+//go:noinline
+func (p *Protector) planBanned(ctx context.Context, d *Decision, res *PlanResult) {
+	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
+	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
+	if res.NewBan {
+		p.logBan(ctx, "protect: ban added", *res.Ban)
+	}
+}
+
+// fillPlan writes a plan's answer into d: the deciding limit's numbers,
+// and each limit's r and t for the RateLimit field.
+func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int64) {
+	for j := range plan.limits {
+		st := &res.Limits[j]
+		t := st.Reset
+		if st.RetryAfter > 0 {
+			t = st.RetryAfter
+		}
+		d.planLeft[j] = st.Remaining
+		d.planReset[j] = uint32(min(seconds(t), math.MaxUint32))
+	}
+	i := res.Decider
+	if i < 0 || i >= len(plan.limits) { // a store of someone else's that got it wrong
+		i = 0
+	}
+	l, st := &plan.limits[i], &res.Limits[i]
+	d.Policy, d.Limit, d.Remaining, d.Window = l.name, l.limit, st.Remaining, l.window
+	if !st.Refused() {
+		return
+	}
+	d.Status = Limited
+	if l.quota != 0 {
+		d.Status = Exhausted
+	}
+	if st.RetryAfter > 0 {
+		d.RetryAfter = st.RetryAfter
+		return
+	}
+	capacity := l.burst
+	if l.quota != 0 {
+		capacity = l.limit
+	}
+	d.Err = fmt.Errorf("%w: %s: cost %d, but limit %q of plan %q holds %d", ErrCostTooHigh, d.Key, cost, l.name, plan.name, capacity)
+}
+
+// guardedTakePlan calls the store's TakePlan through the deadline and
+// the circuit breaker, as guardedTake does for Take.
+func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
+	now := p.clock()
+	if !p.brk.allow(now) {
+		return PlanResult{}, ErrStoreUnavailable
+	}
+	var res PlanResult
+	var err error
+	if p.deadlineOnly {
+		// The deadline is compared with the real time by the socket, so it
+		// comes from the real clock, never from Config.Clock.
+		res, err = p.space.TakePlan(p.deadlines.context(ctx, time.Now().Add(p.timeout)), k, a, plan, cost, stream)
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, p.timeout)
+		res, err = p.space.TakePlan(sctx, k, a, plan, cost, stream)
+		cancel()
+	}
+	if err == nil {
+		if p.brk.success() {
+			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
+		}
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		p.brk.release()
+		return PlanResult{}, ctx.Err()
+	}
+	if p.brk.failure(p.clock()) {
+		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
+			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
+	}
+	return PlanResult{}, err
+}
+
+// consumerKeys caches the keys of consumer identifiers that ConsumerKey
+// hashes (secrets, and identifiers shaped like addresses): hashing costs
+// a SHA-256 and an allocation per request, a hit in the cache neither.
+// Identifiers kept verbatim need no cache.
+//
+// The cache is a fixed array of 4-way sets, read without a lock: a set is
+// picked by a seeded hash of the identifier, and a miss replaces one way
+// of it. So it is bounded (keyCacheSets × 4 identifiers, allocated on the
+// first one), and an attacker with many identifiers costs hashing, never
+// memory.
+type consumerKeys struct {
+	once sync.Once
+	seed maphash.Seed
+	sets []keyCacheSet
+}
+
+const keyCacheSets = 1 << 14
+
+type keyCacheSet struct {
+	ways [4]atomic.Pointer[cachedKey]
+	next atomic.Uint32 // the way the next miss replaces
+}
+
+type cachedKey struct{ id, name string }
+
+func (c *consumerKeys) key(id string) Key {
+	if verbatimKey(id) {
+		return Key{Name: id}
+	}
+	c.once.Do(func() {
+		c.seed = maphash.MakeSeed()
+		c.sets = make([]keyCacheSet, keyCacheSets)
+	})
+	set := &c.sets[maphash.String(c.seed, id)&(keyCacheSets-1)]
+	for i := range set.ways {
+		if e := set.ways[i].Load(); e != nil && e.id == id {
+			return Key{Name: e.name}
+		}
+	}
+	k := ConsumerKey(id)
+	set.ways[set.next.Add(1)%4].Store(&cachedKey{id: id, name: k.Name})
+	return k
+}

@@ -1,0 +1,70 @@
+package protect
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// oldVerbatimKey is verbatimKey as it was before its one-pass rewrite:
+// FuzzVerbatimKey keeps the two equal.
+func oldVerbatimKey(id string) bool {
+	if id == "" || len(id) > maxVerbatimKey || looksLikeAddr(id) {
+		return false
+	}
+	run := 0
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && strings.IndexByte("._:@/-", c) < 0 {
+			return false
+		}
+		if alnum {
+			run++
+			if run >= 20 {
+				return false
+			}
+		} else {
+			run = 0
+		}
+	}
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(id, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzVerbatimKey(f *testing.F) {
+	for _, s := range []string{"cus_alpha", "10.0.0.1", "2001:db8::1", "fe80::1%eth0", "sk_live_x", "AKIAXXXX", "a.b", "dead:beef", "abcdefghijklmnopqrst", "a%b", "ab/cd", "", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if got, want := verbatimKey(id), oldVerbatimKey(id); got != want {
+			t.Fatalf("verbatimKey(%q) = %v, want %v", id, got, want)
+		}
+	})
+}
+
+// The cache of hashed consumer keys gives what ConsumerKey gives, and
+// stays within its sets however many identifiers pass.
+func TestConsumerKeysCache(t *testing.T) {
+	var c consumerKeys
+	for range 2 {
+		for _, id := range []string{"cus_alpha", "10.0.0.1", "sk_live_0123456789abcdefghij", "2001:db8::1"} {
+			if got, want := c.key(id), ConsumerKey(id); got != want {
+				t.Fatalf("key(%q) = %v, want %v", id, got, want)
+			}
+		}
+	}
+	for i := range 5 * keyCacheSets {
+		id := fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)
+		if got, want := c.key(id), ConsumerKey(id); got != want {
+			t.Fatalf("key(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if len(c.sets) != keyCacheSets {
+		t.Fatalf("%d sets, want %d", len(c.sets), keyCacheSets)
+	}
+}

@@ -1,0 +1,374 @@
+package protect
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// The memory store's plan states: per key, the state of each limit it has
+// been charged under, by limit name. All the limits of one key sit in one
+// entry of one shard, so one lock makes a whole plan's decision atomic;
+// the stream counter and the bans, in their own tables, are read and
+// counted under that lock too.
+
+// planTable is the sharded map from keys to plan entries. It is bounded
+// (perShard entries per shard; under pressure an expired entry goes first,
+// else any) and swept.
+type planTable struct {
+	shards   []planShard
+	shift    uint
+	perShard int
+}
+
+type planShard struct {
+	mu sync.Mutex
+	// entries are keyed by the key's 64-bit hash, seeded per store: a Go
+	// map hashes a uint64 much faster than a key holding a string. Each
+	// entry holds its key; two keys of one hash (which nobody can aim
+	// at) take turns in one entry.
+	entries map[uint64]*planEntry
+	_       [40]byte // keep neighbouring shards' locks off one cache line
+}
+
+// planKey is a counting key in a namespace: a name, or an address prefix
+// as words (bits holds the prefix length plus one, so that no prefix key
+// equals a name key).
+type planKey struct {
+	ns     uint64
+	hi, lo uint64
+	bits   uint64
+	name   string
+}
+
+// planEntry is one key's state under its plans.
+type planEntry struct {
+	key   planKey
+	exp   int64 // µs since the Unix epoch: every slot is over by then
+	slots []planSlot
+}
+
+// planSlot is the state of one limit, by name: a rate's TAT (a, in µs)
+// and remainder (b), or a quota's count (a) in the window that ends at b
+// (µs).
+type planSlot struct {
+	name  string
+	quota QuotaPeriod // 0: a rate
+	a, b  int64
+}
+
+// over is when the slot's state no longer matters: the rate's bucket is
+// full, the quota's window has ended.
+func (sl *planSlot) over() int64 {
+	switch {
+	case sl.quota != 0:
+		return sl.b
+	case sl.b > 0: // a TAT part of a microsecond past a
+		return sl.a + 1
+	}
+	return sl.a
+}
+
+func newPlanTable(n, perShard int) planTable {
+	t := planTable{shards: make([]planShard, n), shift: 64, perShard: perShard}
+	for n > 1 {
+		n >>= 1
+		t.shift--
+	}
+	for i := range t.shards {
+		t.shards[i].entries = make(map[uint64]*planEntry)
+	}
+	return t
+}
+
+func (t *planTable) shard(h uint64) *planShard {
+	if t.shift == 64 {
+		return &t.shards[0]
+	}
+	return &t.shards[h>>t.shift]
+}
+
+// micros converts the store's ticks to µs since the Unix epoch: the
+// plans' calendar needs the wall time, which ticks count from the store's
+// epoch.
+func (s *MemoryStore) micros(t int64) int64 {
+	return (s.epoch.UnixNano() + t) / int64(time.Microsecond)
+}
+
+// TakePlan implements Space. Under the lock of k's plan shard it checks
+// the bans and counts the stream (as Take does, in k's counter shard),
+// then decides and charges every limit: a plan's whole step is atomic.
+// The key is hashed once for both tables.
+func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) (res PlanResult, err error) {
+	if err := checkTakePlan(k, plan, cost); err != nil {
+		return res, err
+	}
+	t := sp.s.now()
+	if addr.IsValid() {
+		if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+			res.Result, res.Decider = r, -1
+			return res, nil
+		}
+	}
+	var n int64
+	if stream {
+		n = cost
+	}
+	var (
+		pk planKey
+		h  uint64
+		sh *planShard
+	)
+	if k.Prefix.IsValid() {
+		var mk addrKey
+		mk, h = sp.addrKey(k.Prefix)
+		pk = planKey{ns: sp.ns.id, hi: mk.hi, lo: mk.lo, bits: mk.meta&0xff + 1}
+		sh = sp.s.plans.shard(h)
+		sh.mu.Lock()
+		res.Result = sp.s.addrs.take(mk, h, t, n, &sp.lim, &sp.s.epoch)
+	} else {
+		var mk nameKey
+		mk, h = sp.nameKey(k.Name)
+		pk = planKey{ns: sp.ns.id, name: k.Name}
+		sh = sp.s.plans.shard(h)
+		sh.mu.Lock()
+		// A consumer that nothing in the namespace ever banned has no ban
+		// to find: skip the counter shard's lock.
+		if stream || sp.ns.nameBans.Load() {
+			res.Result = sp.s.names.take(mk, h, t, n, &sp.lim, &sp.s.epoch)
+			if res.NewBan {
+				sp.ns.nameBans.Store(true)
+			}
+		}
+	}
+	if !stream {
+		res.Count = 0 // a consumer's stream is not this call's business
+	}
+	if res.Banned {
+		sh.mu.Unlock()
+		res.Decider = -1
+		return res, nil
+	}
+	now := sp.s.micros(t)
+	var raw [MaxPlanLimits]planRaw
+	all := sp.s.plans.decide(sh, pk, h, plan, now, cost, &raw)
+	sh.mu.Unlock()
+	// What each limit has left, and which decided, is arithmetic on what
+	// decide read and wrote: done outside the lock, which other requests
+	// of the key are waiting for.
+	for i := range plan.limits {
+		res.Limits[i] = plan.limits[i].state(now, cost, raw[i])
+	}
+	res.Charged = all && cost > 0
+	res.pickDecider(len(plan.limits))
+	return res, nil
+}
+
+// decide decides and charges plan for pk (of hash h) at now (µs), under
+// sh's lock: it reports whether every limit admits the request, and each
+// limit's outcome in raw.
+func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) bool {
+	e := sh.entries[h]
+	if e != nil && e.key != pk {
+		e = nil // another key of the same hash: this one starts afresh
+	}
+	c := max(cost, 1)
+	all := true
+	limits := plan.limits
+	for i := range limits {
+		l := &limits[i]
+		var sl *planSlot
+		if e != nil {
+			sl = e.find(l, i)
+		}
+		if l.quota != 0 {
+			r := planRaw{b: 0}
+			if sl != nil && sl.quota == l.quota && sl.b > now {
+				r.a, r.b = sl.a, sl.b
+			} else {
+				r.b = l.quota.windowEnd(now)
+			}
+			r.fits = c <= l.limit-r.a
+			raw[i] = r
+		} else {
+			r := planRaw{a: now}
+			if sl != nil && sl.quota == 0 && sl.a >= now {
+				r.a, r.b = sl.a, sl.b
+			}
+			if q, rr, never := l.inc(c); !never {
+				r.fits, _, _ = l.rateFits(now, r.a, r.b, q, rr)
+			}
+			raw[i] = r
+		}
+		all = all && raw[i].fits
+	}
+	if all && cost > 0 {
+		t.charge(sh, pk, h, e, plan, now, cost, raw)
+	}
+	return all
+}
+
+// charge charges cost to every limit of plan, from the states in raw,
+// and leaves the new states in raw. It is the only place that allocates:
+// a key's first charge, or its first under a plan with new limit names.
+func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) *planEntry {
+	if e == nil {
+		if len(sh.entries) >= t.perShard {
+			sh.evict(now)
+		}
+		e = newPlanEntry(pk, len(plan.limits))
+		sh.entries[h] = e
+	}
+	for i := range plan.limits {
+		l := &plan.limits[i]
+		sl := e.find(l, i)
+		if sl == nil {
+			sl = e.add(plan, l, now)
+		}
+		if l.quota != 0 {
+			raw[i].a += cost
+		} else {
+			q, r, _ := l.inc(cost)
+			_, raw[i].a, raw[i].b = l.rateFits(now, raw[i].a, raw[i].b, q, r)
+		}
+		sl.quota, sl.a, sl.b = l.quota, raw[i].a, raw[i].b
+		e.exp = max(e.exp, sl.over())
+	}
+	return e
+}
+
+// find returns the slot of limit l (the i-th of its plan), or nil.
+func (e *planEntry) find(l *planLimit, i int) *planSlot {
+	if i < len(e.slots) && e.slots[i].name == l.name { // the plan's own order: the usual case
+		return &e.slots[i]
+	}
+	for j := range e.slots {
+		if e.slots[j].name == l.name {
+			return &e.slots[j]
+		}
+	}
+	return nil
+}
+
+// newPlanEntry makes an entry with room for n slots. An entry of one or
+// two slots (most plans) holds them in the same allocation, right after
+// its header: one cache line fewer to fetch per request.
+func newPlanEntry(pk planKey, n int) *planEntry {
+	switch n {
+	case 1:
+		pe := &struct {
+			planEntry
+			buf [1]planSlot
+		}{planEntry: planEntry{key: pk}}
+		pe.slots = pe.buf[:0]
+		return &pe.planEntry
+	case 2:
+		pe := &struct {
+			planEntry
+			buf [2]planSlot
+		}{planEntry: planEntry{key: pk}}
+		pe.slots = pe.buf[:0]
+		return &pe.planEntry
+	}
+	return &planEntry{key: pk, slots: make([]planSlot, 0, n)}
+}
+
+// add gives e a slot for limit l of plan. Slots of other plans' limits
+// stay while they matter, so that a key moved back and forth between
+// plans keeps them; the others go now.
+func (e *planEntry) add(plan *Plan, l *planLimit, now int64) *planSlot {
+	keep := e.slots[:0]
+	for _, sl := range e.slots {
+		if sl.over() > now || plan.has(sl.name) {
+			keep = append(keep, sl)
+		}
+	}
+	e.slots = append(keep, planSlot{name: l.name})
+	return &e.slots[len(e.slots)-1]
+}
+
+func (p *Plan) has(name string) bool {
+	for i := range p.limits {
+		if p.limits[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// evict removes one entry to make room: the first over among the first
+// 16 that map iteration (which starts at random) yields, else the first.
+func (sh *planShard) evict(now int64) {
+	var victim uint64
+	found, seen := false, 0
+	for k, e := range sh.entries {
+		if !found || e.exp <= now {
+			victim, found = k, true
+		}
+		if seen++; e.exp <= now || seen == 16 {
+			break
+		}
+	}
+	if found {
+		delete(sh.entries, victim)
+	}
+}
+
+// sweep drops the entries that are over at now (µs), one shard at a time.
+func (t *planTable) sweep(now int64) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.entries {
+			if e.exp <= now {
+				delete(sh.entries, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// usage reports the states held for pk (of hash h) that still matter at
+// now.
+func (t *planTable) usage(pk planKey, h uint64, now int64) []LimitUsage {
+	sh := t.shard(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[h]
+	if e == nil || e.key != pk {
+		return nil
+	}
+	var out []LimitUsage
+	for _, sl := range e.slots {
+		if sl.over() <= now {
+			continue
+		}
+		u := LimitUsage{Name: sl.name, Period: sl.quota}
+		if sl.quota != 0 {
+			u.Window, u.Used, u.Reset = sl.quota.windowName(sl.b), sl.a, micros(sl.b-now)
+		} else {
+			u.Reset = micros(sl.a - now)
+			if sl.b > 0 {
+				u.Reset += time.Microsecond
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// planUsage is Inspect's part for plans.
+func (sp *memSpace) planUsage(k Key) []LimitUsage {
+	var pk planKey
+	var h uint64
+	if k.Prefix.IsValid() {
+		var mk addrKey
+		mk, h = sp.addrKey(k.Prefix)
+		pk = planKey{ns: sp.ns.id, hi: mk.hi, lo: mk.lo, bits: mk.meta&0xff + 1}
+	} else {
+		_, h = sp.nameKey(k.Name)
+		pk = planKey{ns: sp.ns.id, name: k.Name}
+	}
+	return sp.s.plans.usage(pk, h, sp.s.micros(sp.s.now()))
+}

@@ -1,0 +1,476 @@
+package storetest
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/httpprotect/protect"
+)
+
+// The plan tests: Space.TakePlan's token buckets (GCRA), calendar quotas,
+// all-or-nothing charging, costs, bans and the stream beside a plan. With
+// a fake clock (Env.Now) every time is checked exactly; on real time a
+// time may only be shorter than the exact one by what has passed, at most
+// one Unit.
+
+func newPlan(t *testing.T, name string, limits ...protect.PlanLimit) *protect.Plan {
+	t.Helper()
+	p, err := protect.NewPlan(name, limits...)
+	if err != nil {
+		t.Fatalf("NewPlan(%q) = %v", name, err)
+	}
+	return p
+}
+
+// takePlan calls sp.TakePlan and fails the test on an error.
+func takePlan(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, plan *protect.Plan, cost int64, stream bool) protect.PlanResult {
+	t.Helper()
+	r, err := sp.TakePlan(t.Context(), k, a, plan, cost, stream)
+	if err != nil {
+		t.Fatalf("TakePlan(%s, %s, cost %d) = %v", k, plan.Name(), cost, err)
+	}
+	return r
+}
+
+// near reports whether got is want, or on real time at most one Unit less
+// (time only passes).
+func (env *Env) near(got, want time.Duration) bool {
+	if env.Now != nil {
+		return got == want
+	}
+	return got <= want && got > want-env.Unit
+}
+
+// now is the store's time: the fake clock's, or the real one.
+func (env *Env) now() time.Time {
+	if env.Now != nil {
+		return env.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// windowEnd is the end of the calendar window holding now, by the time
+// package (the stores compute it their own way).
+func windowEnd(p protect.QuotaPeriod, now time.Time) time.Time {
+	y, m, d := now.Date()
+	switch p {
+	case protect.Hourly:
+		return now.Truncate(time.Hour).Add(time.Hour)
+	case protect.Daily:
+		return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// A full bucket of 5 serves exactly 5; the 6th waits for one token; half a
+// token is not enough; a long pause refills the bucket to its capacity
+// and no further.
+func testPlanBucket(t *testing.T, env *Env) {
+	u := env.Unit
+	plan := newPlan(t, "bucket", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 5})
+	sp := env.space(t, "", limits(u))
+	k := protect.Key{Name: "cus_bucket"}
+	burst := func(when string) {
+		t.Helper()
+		for i := int64(1); i <= 5; i++ {
+			r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+			if r.Refused() || !r.Charged || r.Decider != 0 || r.Limits[0].Remaining != 5-i {
+				t.Fatalf("%s: request %d = %+v; want served with %d left", when, i, r, 5-i)
+			}
+			if i == 5 && !env.near(r.Limits[0].Reset, 50*u) {
+				t.Fatalf("%s: Reset after the 5th = %v, want %v (5 tokens of %v)", when, r.Limits[0].Reset, 50*u, 10*u)
+			}
+		}
+		r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+		if !r.Refused() || r.Charged || r.Decider != 0 || !r.Limits[0].Refused() || r.Limits[0].Remaining != 0 || !env.near(r.Limits[0].RetryAfter, 10*u) {
+			t.Fatalf("%s: request 6 = %+v; want refused, retry after %v", when, r, 10*u)
+		}
+	}
+	burst("full bucket")
+	env.Wait(5 * u)
+	if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); !r.Refused() || !env.near(r.Limits[0].RetryAfter, 5*u) {
+		t.Fatalf("half a token later = %+v; want refused, retry after %v", r, 5*u)
+	}
+	env.Wait(5 * u)
+	if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); r.Refused() || r.Limits[0].Remaining != 0 {
+		t.Fatalf("a whole token later = %+v; want served, nothing left", r)
+	}
+	long := 60 * u
+	if env.Now != nil {
+		long = 1000 * u
+	}
+	env.Wait(long)
+	burst("after a long pause")
+}
+
+// A refused request costs nothing: a client retrying every Unit while
+// refused is served as soon as its token is back, not later.
+func testPlanRefusedCostsNothing(t *testing.T, env *Env) {
+	u := env.Unit
+	plan := newPlan(t, "retry", protect.Rate{Name: "slow", Limit: 1, Period: 25 * u, Burst: 1})
+	sp := env.space(t, "", limits(u))
+	k := protect.Key{Name: "cus_retry"}
+	before := time.Now()
+	if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); r.Refused() {
+		t.Fatalf("first request = %+v, want served", r)
+	}
+	after := time.Now()
+	for i := 1; ; i++ {
+		env.Wait(u)
+		start := time.Now()
+		r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+		end := time.Now()
+		if env.Now != nil {
+			switch {
+			case i < 25 && (!r.Refused() || r.Limits[0].RetryAfter != time.Duration(25-i)*u):
+				t.Fatalf("retry %d = %+v; want refused, retry after %v", i, r, time.Duration(25-i)*u)
+			case i == 25 && r.Refused():
+				t.Fatalf("retry 25, when the token is back = %+v; want served", r)
+			case i == 25:
+				return
+			}
+			continue
+		}
+		// Real time: a refusal must come before the token is back, a
+		// service after it, as two clocks measure it.
+		if r.Refused() && start.Sub(after) >= 25*u+u/2 {
+			t.Fatalf("retry %d, %v after the first request: refused %+v; refusals must not delay the token", i, start.Sub(after), r)
+		}
+		if !r.Refused() {
+			if end.Sub(before) < 25*u {
+				t.Fatalf("retry %d served %v after the first request, before the token is back (%v)", i, end.Sub(before), 25*u)
+			}
+			return
+		}
+	}
+}
+
+// Every key has buckets of its own: names, addresses, and namespaces.
+func testPlanKeysApart(t *testing.T, env *Env) {
+	u := env.Unit
+	plan := newPlan(t, "apart", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 2})
+	sp := env.space(t, "", limits(u))
+	acme := protect.Key{Name: "acme"}
+	for range 2 {
+		takePlan(t, sp, acme, netip.Addr{}, plan, 1, false)
+	}
+	if r := takePlan(t, sp, acme, netip.Addr{}, plan, 1, false); !r.Refused() {
+		t.Fatalf("acme's third = %+v, want refused", r)
+	}
+	host, a := host("192.0.2.10")
+	other := env.space(t, "other:", limits(u))
+	for _, c := range []struct {
+		name string
+		sp   protect.Space
+		k    protect.Key
+		a    netip.Addr
+	}{
+		{"globex", sp, protect.Key{Name: "globex"}, netip.Addr{}},
+		{"an address", sp, host, a},
+		{"acme in another namespace", other, acme, netip.Addr{}},
+	} {
+		if r := takePlan(t, c.sp, c.k, c.a, plan, 1, false); r.Refused() || r.Limits[0].Remaining != 1 {
+			t.Fatalf("%s = %+v; want served from a full bucket, 1 left", c.name, r)
+		}
+	}
+}
+
+// A quota refuses once its window's count is used, with a retry at the
+// window's end (hourly, daily, monthly, in UTC), and starts over then. Its
+// refusals charge nothing, not even the plan's rates.
+func testPlanQuota(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	for _, period := range []protect.QuotaPeriod{protect.Hourly, protect.Daily, protect.Monthly} {
+		t.Run(period.String(), func(t *testing.T) {
+			plan := newPlan(t, "quota", protect.Rate{Name: "rate", Limit: 1000, Period: 1000 * u}, protect.Quota{Limit: 3, Period: period})
+			k := protect.Key{Name: "cus_" + period.String()}
+			for i := int64(1); i <= 3; i++ {
+				r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+				if r.Refused() || r.Decider != 1 || r.Limits[1].Remaining != 3-i || r.Limits[0].Remaining != 1000-i {
+					t.Fatalf("request %d = %+v; want served, the quota deciding with %d left, the rate with %d", i, r, 3-i, 1000-i)
+				}
+			}
+			for i := 4; i <= 6; i++ {
+				now := env.now()
+				want := windowEnd(period, now).Sub(now)
+				r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+				if !r.Refused() || r.Decider != 1 || !r.Limits[1].Refused() || r.Limits[0].Refused() || r.Charged ||
+					!env.near(r.Limits[1].RetryAfter, want) || !env.near(r.Limits[1].Reset, want) {
+					t.Fatalf("request %d = %+v; want refused by the quota, retry after %v", i, r, want)
+				}
+				if env.Now != nil && r.Limits[0].Remaining != 997 {
+					t.Fatalf("request %d: the rate has %d left, want 997: a quota refusal charged it", i, r.Limits[0].Remaining)
+				}
+			}
+			if env.Now == nil {
+				return // the window's end is too far off on real time
+			}
+			now := env.now()
+			env.Wait(windowEnd(period, now).Sub(now) - time.Microsecond)
+			if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); !r.Refused() || r.Limits[1].RetryAfter != time.Microsecond {
+				t.Fatalf("a microsecond before the window's end = %+v; want refused, retry after 1µs", r)
+			}
+			env.Wait(time.Microsecond)
+			now = env.now()
+			r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+			if r.Refused() || r.Limits[1].Remaining != 2 || r.Limits[1].Reset != windowEnd(period, now).Sub(now) {
+				t.Fatalf("at the window's end (%v) = %+v; want served, 2 left in the new window", now, r)
+			}
+		})
+	}
+}
+
+// A request is charged to every limit or to none: a rate's refusal does
+// not charge the quota, and when several limits refuse the one with the
+// longest wait decides.
+func testPlanAllOrNothing(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	plan := newPlan(t, "both", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 2}, protect.Quota{Name: "daily", Limit: 100, Period: protect.Daily})
+	k := protect.Key{Name: "cus_both"}
+	for range 2 {
+		takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+	}
+	for i := range 5 {
+		r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
+		if !r.Refused() || r.Decider != 0 || r.Limits[1].Refused() || r.Limits[1].Remaining != 98 || r.Charged {
+			t.Fatalf("refusal %d = %+v; want refused by the rate, the quota still at 98", i+1, r)
+		}
+	}
+	tight := newPlan(t, "tight", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 1}, protect.Quota{Name: "daily", Limit: 1, Period: protect.Daily})
+	k2 := protect.Key{Name: "cus_tight"}
+	takePlan(t, sp, k2, netip.Addr{}, tight, 1, false)
+	now := env.now()
+	want := windowEnd(protect.Daily, now).Sub(now)
+	r := takePlan(t, sp, k2, netip.Addr{}, tight, 1, false)
+	if !r.Limits[0].Refused() || !r.Limits[1].Refused() || (want > 100*u && r.Decider != 1) || !env.near(r.Limits[1].RetryAfter, want) {
+		t.Fatalf("both refusing = %+v; want the quota (retry after %v) deciding over the rate (%v)", r, want, 100*u)
+	}
+}
+
+// A request of cost n takes n; one that does not fit takes nothing; one
+// above the limit's capacity never fits; cost 0 decides for 1 and writes
+// nothing.
+func testPlanCost(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	rate := newPlan(t, "rate", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 10})
+	k := protect.Key{Name: "cus_cost"}
+	for _, c := range []struct {
+		cost     int64
+		refused  bool
+		left     int64
+		retry    time.Duration // -1: never
+		withWait time.Duration // a wait before
+	}{
+		{4, false, 6, 0, 0},
+		{7, true, 6, 10 * u, 0},
+		{6, false, 0, 0, 0},
+		{11, true, 0, -1, 0},
+		{0, true, 0, 10 * u, 0},
+		{0, false, 1, 0, 10 * u},
+		{0, false, 1, 0, 0},
+		{1, false, 0, 0, 0},
+	} {
+		env.Wait(c.withWait)
+		r := takePlan(t, sp, k, netip.Addr{}, rate, c.cost, false)
+		st := r.Limits[0]
+		okRetry := (c.retry < 0 && st.RetryAfter < 0) || (c.retry >= 0 && env.near(st.RetryAfter, c.retry))
+		if r.Refused() != c.refused || st.Remaining != c.left || !okRetry || r.Charged != (!c.refused && c.cost > 0) {
+			t.Fatalf("cost %d = %+v; want refused %v, %d left, retry after %v", c.cost, r, c.refused, c.left, c.retry)
+		}
+	}
+	quota := newPlan(t, "quota", protect.Quota{Name: "daily", Limit: 5, Period: protect.Daily})
+	for _, c := range []struct {
+		cost    int64
+		refused bool
+		left    int64
+	}{{3, false, 2}, {3, true, 2}, {0, false, 2}, {2, false, 0}, {0, true, 0}, {6, true, 0}} {
+		r := takePlan(t, sp, k, netip.Addr{}, quota, c.cost, false)
+		if r.Refused() != c.refused || r.Limits[0].Remaining != c.left {
+			t.Fatalf("quota, cost %d = %+v; want refused %v, %d left", c.cost, r, c.refused, c.left)
+		}
+		if c.cost == 6 && r.Limits[0].RetryAfter >= 0 {
+			t.Fatalf("quota, cost 6 of 5 = %+v; want a negative RetryAfter (never)", r)
+		}
+	}
+}
+
+// A ban on the key, or on a range holding the address, refuses before the
+// plan is looked at, and charges nothing.
+func testPlanBans(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	plan := newPlan(t, "bans", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 3})
+	k := protect.Key{Name: "cus_banned"}
+	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual, Reason: "fraud"}, 30*u)
+	for _, cost := range []int64{1, 1, 0} {
+		if r := takePlan(t, sp, k, netip.Addr{}, plan, cost, false); !r.Banned || r.Decider != -1 || r.Charged || r.Ban.Reason != "fraud" || !r.Refused() {
+			t.Fatalf("TakePlan(banned consumer, cost %d) = %+v; want banned, nothing charged", cost, r)
+		}
+	}
+	if _, ok, err := sp.Lift(t.Context(), k); !ok || err != nil {
+		t.Fatalf("Lift(%s) = %v, %v", k, ok, err)
+	}
+	if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); r.Refused() || r.Limits[0].Remaining != 2 {
+		t.Fatalf("after the lift = %+v; want served from a full bucket (2 left)", r)
+	}
+	rng := protect.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
+	addBan(t, sp, protect.Ban{Key: rng, Range: true, Source: protect.SourceManual, Reason: "scanner"}, 30*u)
+	inside, ia := host("198.51.100.7")
+	if r := takePlan(t, sp, inside, ia, plan, 1, true); !r.Banned || r.Ban.Key != rng || r.Count != 0 {
+		t.Fatalf("TakePlan(inside a banned range) = %+v; want banned by the range, nothing counted", r)
+	}
+	if r := takePlan(t, sp, protect.Key{Name: "cus_in_range"}, ia, plan, 1, false); !r.Banned {
+		t.Fatalf("TakePlan(a consumer from a banned range) = %+v; want banned", r)
+	}
+	outside, oa := host("198.51.101.7")
+	if r := takePlan(t, sp, outside, oa, plan, 1, true); r.Banned || r.Refused() {
+		t.Fatalf("TakePlan(outside the range) = %+v; want served", r)
+	}
+}
+
+// With a stream, the stream counter counts every request, refused by the
+// plan or not, and crossing BanLimit bans with Take's escalation: this is
+// the test that keeps the escalation repeated in lua/plan.lua equal to
+// BanLength. A banned request charges nothing; cost 0 counts nothing.
+func testPlanStreamBans(t *testing.T, env *Env) {
+	u := env.Unit
+	lim := limits(u)
+	lim.BanDuration, lim.MaxBanDuration = 5*u, 12*u
+	sp := env.space(t, "", lim)
+	plan := newPlan(t, "stream", protect.Rate{Name: "burst", Limit: 1, Period: 2 * u, Burst: 2})
+	k, a := host("203.0.113.50")
+	for offense := 1; offense <= 3; offense++ {
+		for i := int64(1); i <= 5; i++ {
+			r := takePlan(t, sp, k, a, plan, 1, true)
+			if r.Banned || r.Count != i || r.Refused() != (i > 2) || r.Charged != (i <= 2) {
+				t.Fatalf("ban %d, request %d = %+v; want count %d, refused %v", offense, i, r, i, i > 2)
+			}
+		}
+		if r := takePlan(t, sp, k, a, plan, 0, true); r.Banned || r.Count != 5 {
+			t.Fatalf("ban %d, cost 0 = %+v; want count 5, nothing counted", offense, r)
+		}
+		r := takePlan(t, sp, k, a, plan, 1, true)
+		want := protect.BanLength(&lim, offense)
+		if !r.Banned || !r.NewBan || r.Count != 6 || r.Decider != -1 || r.Charged || r.Ban.Offense != offense || r.BanLeft != want ||
+			r.Ban.Source != protect.SourceAuto || r.Ban.Reason != "stream passed the ban limit of 5 requests" {
+			t.Fatalf("ban %d: request 6 = %+v (ban %+v); want a new ban of %v (BanLength), offense %d", offense, r, r.Ban, want, offense)
+		}
+		if r := takePlan(t, sp, k, a, plan, 1, true); !r.Banned || r.NewBan || r.Count != 0 {
+			t.Fatalf("ban %d: request 7 = %+v; want banned, nothing counted", offense, r)
+		}
+		env.Wait(want + u)
+	}
+	if st, _ := sp.Inspect(t.Context(), k); st.Offenses != 3 {
+		t.Fatalf("Inspect.Offenses = %d, want 3", st.Offenses)
+	}
+	if r := takePlan(t, sp, k, a, plan, 2, true); r.Count != 2 || r.Refused() {
+		t.Fatalf("cost 2 = %+v; want count 2, served", r)
+	}
+	if r := takePlan(t, sp, k, a, plan, 3, true); r.Count != 5 || !r.Refused() || r.Limits[0].RetryAfter >= 0 {
+		t.Fatalf("cost 3, above the burst = %+v; want count 5 (the stream counts it), refused for good", r)
+	}
+}
+
+// A key moved to another plan keeps the state of every limit the two
+// share by name: a quota's count, a rate's bucket.
+func testPlanChangeKeepsState(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	free := newPlan(t, "free", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 5}, protect.Quota{Name: "monthly", Limit: 10, Period: protect.Monthly})
+	pro := newPlan(t, "pro", protect.Rate{Name: "burst", Limit: 10, Period: 100 * u, Burst: 50},
+		protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly}, protect.Quota{Name: "daily", Limit: 100, Period: protect.Daily})
+	k := protect.Key{Name: "cus_upgrade"}
+	for range 4 {
+		takePlan(t, sp, k, netip.Addr{}, free, 1, false)
+	}
+	r := takePlan(t, sp, k, netip.Addr{}, pro, 1, false)
+	// The bucket's TAT is 400 units ahead; pro's emission interval is 10
+	// units and its depth 500: (500 − 410) / 10 = 9 left.
+	if r.Refused() || r.Limits[0].Remaining != 9 || r.Limits[1].Remaining != 995 || r.Limits[2].Remaining != 99 {
+		t.Fatalf("under pro = %+v; want burst 9 left, monthly 995 (5 used), daily 99", r)
+	}
+	if r := takePlan(t, sp, k, netip.Addr{}, free, 0, false); r.Limits[1].Remaining != 5 {
+		t.Fatalf("back under free = %+v; want monthly 5 left (5 used)", r)
+	}
+}
+
+// Inspect reports the limits held for a key: a rate's backlog, a quota's
+// window and count; a state is forgotten once it no longer matters.
+func testPlanInspect(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	plan := newPlan(t, "inspect", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 3}, protect.Quota{Name: "monthly", Limit: 100, Period: protect.Monthly})
+	k := protect.Key{Name: "cus_inspect"}
+	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Limits) != 0 {
+		t.Fatalf("Inspect before any request = %+v, %v; want no limits", st, err)
+	}
+	takePlan(t, sp, k, netip.Addr{}, plan, 2, false)
+	now := env.now()
+	st, err := sp.Inspect(t.Context(), k)
+	if err != nil || len(st.Limits) != 2 {
+		t.Fatalf("Inspect = %+v, %v; want two limits", st, err)
+	}
+	slices.SortFunc(st.Limits, func(a, b protect.LimitUsage) int { return int(a.Period) - int(b.Period) })
+	burst, monthly := st.Limits[0], st.Limits[1]
+	if burst.Name != "burst" || burst.Period != 0 || burst.Window != "" || burst.Used != 0 || !env.near(burst.Reset, 20*u) {
+		t.Fatalf("Inspect: rate = %+v; want burst with a backlog of %v", burst, 20*u)
+	}
+	wantReset := windowEnd(protect.Monthly, now).Sub(now)
+	if monthly.Name != "monthly" || monthly.Period != protect.Monthly || monthly.Window != now.Format("2006-01") || monthly.Used != 2 ||
+		!(monthly.Reset <= wantReset+time.Millisecond && monthly.Reset > wantReset-time.Second) { // a key's expiry is in whole ms, rounded up
+		t.Fatalf("Inspect: quota = %+v; want monthly, window %s, 2 used, reset in %v", monthly, now.Format("2006-01"), wantReset)
+	}
+	if left, ok := plan.Left(burst); !ok || left != 1 {
+		t.Fatalf("plan.Left(burst) = %d, %v; want 1", left, ok)
+	}
+	if left, ok := plan.Left(monthly); !ok || left != 98 {
+		t.Fatalf("plan.Left(monthly) = %d, %v; want 98", left, ok)
+	}
+	env.Wait(21 * u) // the bucket is full again: its state goes
+	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Limits) != 1 || st.Limits[0].Name != "monthly" {
+		t.Fatalf("Inspect once the bucket is full = %+v, %v; want only the quota", st, err)
+	}
+}
+
+// 300 concurrent requests against a burst of 100: exactly 100 served, each
+// leaving a different number of tokens, 200 refused, no error.
+func testPlanConcurrentExactness(t *testing.T, env *Env) {
+	u := env.Unit
+	sp := env.space(t, "", limits(u))
+	plan := newPlan(t, "hot", protect.Rate{Name: "burst", Limit: 100, Period: 100_000 * u})
+	k := protect.Key{Name: "cus_hot"}
+	var mu sync.Mutex
+	left := map[int64]int{}
+	refused, errs := 0, 0
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Go(func() {
+			r, err := sp.TakePlan(t.Context(), k, netip.Addr{}, plan, 1, false)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs++
+			case r.Refused():
+				refused++
+			default:
+				left[r.Limits[0].Remaining]++
+			}
+		})
+	}
+	wg.Wait()
+	if errs != 0 || refused != 200 || len(left) != 100 {
+		t.Fatalf("300 concurrent requests: %d errors, %d refused, %d served; want 0, 200, 100", errs, refused, len(left))
+	}
+	for n := int64(0); n < 100; n++ {
+		if left[n] != 1 {
+			t.Fatalf("%d left handed out %d times, want once", n, left[n])
+		}
+	}
+}
