@@ -146,6 +146,18 @@ type Config struct {
 	// the same atomic store step, so a client that keeps sending through
 	// the refusals still passes BanLimit and is banned.
 	Plan *Plan
+	// CountStatus, when set, makes Middleware count failures instead of
+	// requests [nil: every request counts]: it checks the client before
+	// the handler without counting, and counts the request only if the
+	// response status satisfies CountStatus. A login guard counts 401s, a
+	// scanner trap 404s. MaxRequests is then the number of failures a
+	// client may make without a pause of TTL (under Plan or a
+	// ConsumerFunc plan, the plan holds the failures instead): from the
+	// next attempt on it is refused with 429, and each refused attempt
+	// counts, so that a client that keeps trying passes BanLimit and is
+	// banned, the ban escalating as always, with the reason "failures
+	// passed the ban limit of N". See Middleware and Protector.Penalize.
+	CountStatus func(status int) bool
 	// Logger receives ban, lift and store state events [slog.Default()].
 	Logger *slog.Logger
 	// Clock tells the time for the circuit breaker and the default memory

@@ -102,6 +102,11 @@ func New(cfg Config) (*Protector, error) {
 		unknownStatus: c.UnknownStatus,
 		log:           c.Logger,
 	}
+	if c.CountStatus != nil {
+		// This protector counts nothing but failures; its bans say so,
+		// in protectctl's list and in the log.
+		p.lim.BanReason = failuresReason(c.BanLimit)
+	}
 	if p.store == nil && c.RedisURL != "" {
 		o, err := redisOptions(c.RedisURL)
 		if err != nil {
