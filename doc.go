@@ -34,6 +34,24 @@
 // starts it over. Choose TTL shorter than a normal user's pauses, and
 // MaxRequests above what a normal user sends without such a pause.
 //
+// # Plans
+//
+// A paying customer is held to a Plan, not to the stream counter:
+// NewPlan combines Rates (token buckets computed as GCRA: Limit per
+// Period, bursts of Burst) and Quotas (per calendar hour, day or month,
+// UTC). Protector.VerifyConsumer allows a request only if every limit of
+// the plan does, and only then charges it, in one atomic store step.
+// A rate refuses with Limited, a quota with Exhausted, so that a client can
+// tell "slow down" from "come back next month". Config.Plan holds every
+// address to a plan instead of MaxRequests.
+//
+// # Counting failures
+//
+// With Config.CountStatus, Middleware counts only the responses whose
+// status it selects (401s on a login form, 404s for a scanner trap): a
+// client is limited and banned for its failures, not its requests.
+// Handlers that decide failure themselves call Protector.Penalize.
+//
 // # Who the client is
 //
 // The connecting peer is the client unless it is one of TrustedProxies:

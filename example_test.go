@@ -106,3 +106,59 @@ func ExampleProtector_Ban() {
 	// 198.51.101.7 allowed 0s
 	// lifted 198.51.100.0/24 scanner
 }
+
+// A plan holds a consumer to every limit at once: here 1 request a second
+// with bursts of 3, and 5 a day. A refused request is charged nothing.
+func ExampleProtector_VerifyConsumer() {
+	plan, err := protect.NewPlan("starter",
+		protect.Rate{Name: "burst", Limit: 1, Period: time.Second, Burst: 3},
+		protect.Quota{Name: "daily", Limit: 5, Period: protect.Daily})
+	if err != nil {
+		panic(err)
+	}
+	p, _ := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+
+	for range 4 {
+		d, _ := p.VerifyConsumer(context.Background(), "acme", plan)
+		fmt.Println(d.Status, d.Policy, d.Remaining)
+	}
+	// Output:
+	// allowed burst 2
+	// allowed burst 1
+	// allowed burst 0
+	// limited burst 0
+}
+
+// Check decides without counting; Penalize counts what the handler
+// decided was a failure. An attempt refused because the client has no
+// failure left counts too (as Middleware with CountStatus counts it), so
+// that a client that keeps trying reaches BanLimit.
+func ExampleProtector_Penalize() {
+	p, _ := protect.New(protect.Config{MaxRequests: 2, BanLimit: 4, Logger: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+	ctx := context.Background()
+	r := httptest.NewRequest("POST", "/login", nil)
+	r.RemoteAddr = "203.0.113.7:4711"
+
+	for _, failed := range []bool{false, true, true, true, true, true} {
+		if d, _ := p.Check(ctx, r); d.Refused() {
+			d, _ = p.Penalize(ctx, r, 1)
+			fmt.Println("refused", d.Count, d.Status)
+			continue
+		}
+		if failed { // a wrong password, say
+			d, _ := p.Penalize(ctx, r, 1)
+			fmt.Println("failure", d.Count, d.Status)
+			continue
+		}
+		fmt.Println("served")
+	}
+	// Output:
+	// served
+	// failure 1 allowed
+	// failure 2 allowed
+	// refused 3 limited
+	// refused 4 limited
+	// refused 5 banned
+}
