@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"log/slog"
 	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Consumers under plans: VerifyConsumer and Config.ConsumerFunc hold an
@@ -214,36 +212,9 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // guardedTakePlan calls the store's TakePlan through the deadline and
 // the circuit breaker, as guardedTake does for Take.
 func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
-	now := p.clock()
-	if !p.brk.allow(now) {
-		return PlanResult{}, ErrStoreUnavailable
-	}
-	var res PlanResult
-	var err error
-	if p.deadlineOnly {
-		// The deadline is compared with the real time by the socket, so it
-		// comes from the real clock, never from Config.Clock.
-		res, err = p.space.TakePlan(p.deadlines.context(ctx, time.Now().Add(p.timeout)), k, a, plan, cost, stream)
-	} else {
-		sctx, cancel := context.WithTimeout(ctx, p.timeout)
-		res, err = p.space.TakePlan(sctx, k, a, plan, cost, stream)
-		cancel()
-	}
-	if err == nil {
-		if p.brk.success() {
-			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
-		}
-		return res, nil
-	}
-	if ctx.Err() != nil {
-		p.brk.release()
-		return PlanResult{}, ctx.Err()
-	}
-	if p.brk.failure(p.clock()) {
-		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
-			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
-	}
-	return PlanResult{}, err
+	return guarded(p, ctx, func(ctx context.Context) (PlanResult, error) {
+		return p.space.TakePlan(ctx, k, a, plan, cost, stream)
+	})
 }
 
 // consumerKeys caches the keys of consumer identifiers that ConsumerKey

@@ -332,19 +332,27 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 // guardedTake calls a store outside this process: with a deadline, and
 // through the circuit breaker.
 func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	now := p.clock()
-	if !p.brk.allow(now) {
-		return Result{}, ErrStoreUnavailable
+	return guarded(p, ctx, func(ctx context.Context) (Result, error) {
+		return p.space.Take(ctx, k, a, n)
+	})
+}
+
+// guarded runs one store call with StoreTimeout and through the circuit
+// breaker, logging a change of the breaker's state once.
+func guarded[R any](p *Protector, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
+	var zero R
+	if !p.brk.allow(p.clock()) {
+		return zero, ErrStoreUnavailable
 	}
-	var res Result
+	var res R
 	var err error
 	if p.deadlineOnly {
 		// The deadline is compared with the real time by the socket, so it
 		// comes from the real clock, never from Config.Clock.
-		res, err = p.space.Take(p.deadlines.context(ctx, time.Now().Add(p.timeout)), k, a, n)
+		res, err = call(p.deadlines.context(ctx, time.Now().Add(p.timeout)))
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, p.timeout)
-		res, err = p.space.Take(sctx, k, a, n)
+		res, err = call(sctx)
 		cancel()
 	}
 	if err == nil {
@@ -356,13 +364,13 @@ func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int6
 	if ctx.Err() != nil {
 		// The caller gave up; that says nothing about the store.
 		p.brk.release()
-		return Result{}, ctx.Err()
+		return zero, ctx.Err()
 	}
 	if p.brk.failure(p.clock()) {
 		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
 			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
 	}
-	return Result{}, err
+	return zero, err
 }
 
 // storeContext bounds an administrative store call by StoreTimeout.
