@@ -213,6 +213,8 @@ func (d Decision) WriteHeaders(h http.Header) {
 		h["Ratelimit-Policy"] = d.plan.policy
 		if d.Status != Banned {
 			h["Ratelimit"] = []string{d.planRateLimit()}
+		} else {
+			delete(h, "Ratelimit") // an earlier decision's field would say what is left
 		}
 	} else if d.hdr != nil {
 		h["Ratelimit-Policy"] = d.hdr.policy
@@ -223,6 +225,8 @@ func (d Decision) WriteHeaders(h http.Header) {
 			h["Ratelimit"] = []string{rateLimitValue(d.Remaining, seconds(d.Window))}
 		case d.RetryAfter > 0:
 			h["Ratelimit"] = []string{rateLimitValue(0, seconds(d.RetryAfter))}
+		default: // a permanent ban: nothing is left, and nothing resets
+			delete(h, "Ratelimit")
 		}
 	}
 	if !d.Refused() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -844,5 +846,104 @@ func TestFailuresOfAConsumer(t *testing.T) {
 	}
 	if bans, err := p.Bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
 		t.Fatalf("bans %+v %v; consumers are never banned automatically", bans, err)
+	}
+}
+
+// A failure that bans the client while the handler writes its status
+// leaves no RateLimit field from the check before it: the client has
+// nothing left, not what the check saw.
+func TestFailureThatBansDropsTheCheckFields(t *testing.T) {
+	plan, err := NewPlan("login", Rate{Name: "failures", Limit: 3, Period: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, clk := newTestProtector(t, Config{Plan: plan, BanLimit: 4, TTL: time.Hour, CountStatus: is401})
+	h := p.Middleware(loginApp)
+	const peer = "192.0.2.61:1"
+	for range 4 { // three 401s, then one 429: the stream counts 4
+		login(h, peer, "wrong")
+	}
+	clk.Advance(20 * time.Second) // one failure fits again
+	got := login(h, peer, "wrong")
+	bans, _ := p.Bans(t.Context(), BanFilter{})
+	if len(bans) != 1 || got.code != http.StatusUnauthorized || got.rateLimit != "" || got.retryAfter != "3600" {
+		t.Fatalf("the failure that crosses BanLimit = %v with %d bans; want 401, no RateLimit, Retry-After 3600, one ban", got, len(bans))
+	}
+}
+
+// A handler that panics is counted as the 500 net/http answers with: a
+// probe that crashes a handler does not escape the trap.
+func TestFailureOfAPanickingHandler(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 3, CountStatus: func(s int) bool { return s >= 500 }})
+	var ran atomic.Int32
+	srv := httptest.NewUnstartedServer(p.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		ran.Add(1)
+		panic("boom")
+	})))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for range 5 {
+		if resp, err := http.Get(srv.URL); err == nil {
+			resp.Body.Close()
+		}
+	}
+	// Three panics counted; the 4th and 5th attempts are refused before
+	// the handler, and counted.
+	if st := inspectCount(t, p, "127.0.0.1"); st.Count != 5 || ran.Load() != 3 {
+		t.Fatalf("after 5 requests to a panicking handler: count %d, handler ran %d times; want 5 and 3", st.Count, ran.Load())
+	}
+}
+
+// A ban on an address holds for every request from it, whatever is
+// counted: a banned scanner that sends an API key is still banned, and so
+// is an address an operator banned.
+func TestAddressBanHoldsForConsumers(t *testing.T) {
+	plan, err := NewPlan("trial", Rate{Limit: 100, Period: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHeader := func(r *http.Request) (string, bool) {
+		return r.Header.Get("X-Api-Key"), r.Header.Get("X-Api-Key") != ""
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"ConsumerFunc", Config{ConsumerFunc: func(r *http.Request) (string, *Plan, bool) {
+			id, ok := byHeader(r)
+			return id, plan, ok
+		}}},
+		{"KeyFunc", Config{KeyFunc: byHeader}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.MaxRequests, cfg.BanLimit, cfg.CountStatus = 3, 5, is404
+			p, _ := newTestProtector(t, cfg)
+			h := p.Middleware(http.NotFoundHandler())
+			for range 9 { // anonymous probes, until banned
+				h.ServeHTTP(httptest.NewRecorder(), request("192.0.2.5:1"))
+			}
+			r := request("192.0.2.5:1")
+			r.Header.Set("X-Api-Key", "free-trial-123")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusForbidden {
+				t.Fatalf("the banned scanner with an API key: %d, want 403", w.Code)
+			}
+			if _, err := p.Ban(t.Context(), "192.0.2.6", BanOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r = request("192.0.2.6:1")
+			r.Header.Set("X-Api-Key", "free-trial-123")
+			if d, _ := p.Verify(t.Context(), r); d.Status != Banned || d.Key.String() != "192.0.2.6" {
+				t.Fatalf("an operator-banned address with an API key: %v %s, want banned on 192.0.2.6", d.Status, d.Key)
+			}
+			r = request("192.0.2.7:1")
+			r.Header.Set("X-Api-Key", "free-trial-123")
+			if d, _ := p.Verify(t.Context(), r); d.Status != Allowed || d.Key.String() != "free-trial-123" {
+				t.Fatalf("another address with the same key: %v %s, want allowed, counted as the consumer", d.Status, d.Key)
+			}
+		})
 	}
 }

@@ -83,6 +83,15 @@ func (p *Protector) failureMiddleware(next http.Handler, counts func(int) bool) 
 			return
 		}
 		sw, st := newStatusWriter(w, outcome{p: p, counts: counts, r: r})
+		defer func() {
+			if v := recover(); v != nil {
+				// net/http answers a panicking handler's request with 500
+				// (or drops the connection): count it as that, or a probe
+				// that crashes a handler escapes the trap.
+				st.fail()
+				panic(v)
+			}
+		}()
 		next.ServeHTTP(sw, r)
 		st.done()
 	})

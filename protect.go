@@ -217,6 +217,9 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 			if p.safe.contains(addr) {
 				return Decision{Status: Safe, Addr: addr}, nil
 			}
+			if d, banned := p.addressBanned(ctx, addr); banned {
+				return d, nil
+			}
 			return p.consumer(ctx, id, plan, addr, n)
 		}
 	}
@@ -225,12 +228,45 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 			if p.safe.contains(addr) {
 				return Decision{Status: Safe, Addr: addr}, nil
 			}
+			if d, banned := p.addressBanned(ctx, addr); banned {
+				return d, nil
+			}
 			var d Decision
 			err := p.decide(ctx, &d, ConsumerKey(id), addr, n)
 			return d, err
 		}
 	}
 	return p.address(ctx, addr, n)
+}
+
+// addressBanned checks the ban on the counting key of addr, for a request
+// that counts a consumer instead. A ban on an address holds for every
+// request from it, whatever is counted: otherwise a banned scanner that
+// gets hold of any API key (a free trial, say) would walk past its ban.
+// Range bans are checked with the consumer's key, in the same step. On
+// Redis this is one more round trip, answered locally once this instance
+// has seen the ban; a store error here is left to the consumer's own
+// decision, which applies the failure policy.
+func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (Decision, bool) {
+	k := p.agg.key(addr)
+	var res Result
+	var err error
+	if p.guarded {
+		res, err = p.guardedTake(ctx, k, addr, 0)
+	} else {
+		res, err = p.space.Take(ctx, k, addr, 0)
+	}
+	if err != nil || !res.Banned {
+		return Decision{}, false
+	}
+	d := Decision{Addr: addr, Key: k, Limit: p.max, Window: p.lim.TTL, DryRun: p.dryRun, hdr: p.hdr}
+	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
+	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
+	if p.dryRun {
+		p.logDryRun(&d)
+		return Decision{}, false // a dry run only logs: the consumer is decided as usual
+	}
+	return d, true
 }
 
 // VerifyAddr decides a request from an address you resolved yourself. The

@@ -138,6 +138,14 @@ func (w *statusWriter) done() {
 	}
 }
 
+// fail settles a response whose handler panicked before writing a
+// status: 500, as net/http answers it.
+func (w *statusWriter) fail() {
+	if w.status == 0 && !w.hijacked {
+		w.settle(http.StatusInternalServerError)
+	}
+}
+
 func (w *statusWriter) flush() { w.FlushError() }
 
 func (w *statusWriter) hijack() (net.Conn, *bufio.ReadWriter, error) {
