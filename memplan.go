@@ -297,22 +297,43 @@ func (p *Plan) has(name string) bool {
 	return false
 }
 
-// evict removes one entry to make room: the first over among the first
-// 16 that map iteration (which starts at random) yields, else the first.
+// evict removes one entry to make room, the least valuable of the first
+// 16 that map iteration (which starts at random) yields: one that is
+// over costs nothing; otherwise the one whose running quotas have counted
+// least, then the one over soonest. A flood of fresh keys thus evicts its
+// own kind before it evicts a customer's month of usage, which would hand
+// the customer that usage again.
 func (sh *planShard) evict(now int64) {
 	var victim uint64
+	var best, bestExp int64
 	found, seen := false, 0
 	for k, e := range sh.entries {
-		if !found || e.exp <= now {
+		if e.exp <= now {
 			victim, found = k, true
+			break
 		}
-		if seen++; e.exp <= now || seen == 16 {
+		v := e.quotaUsed(now)
+		if !found || v < best || v == best && e.exp < bestExp {
+			victim, best, bestExp, found = k, v, e.exp, true
+		}
+		if seen++; seen == 16 {
 			break
 		}
 	}
 	if found {
 		delete(sh.entries, victim)
 	}
+}
+
+// quotaUsed is what e's quotas have counted in their running windows.
+func (e *planEntry) quotaUsed(now int64) int64 {
+	var n int64
+	for i := range e.slots {
+		if sl := &e.slots[i]; sl.quota != 0 && sl.b > now {
+			n += sl.a
+		}
+	}
+	return n
 }
 
 // sweep drops the entries that are over at now (µs), one shard at a time.

@@ -629,3 +629,27 @@ func FuzzPlanReply(f *testing.F) {
 		decodePlan([]any{rs, qv}, Key{Name: "cus"}, plan, 1, &r)
 	})
 }
+
+// Under pressure the memory store evicts the plan state that is worth
+// least: a flood of fresh consumers does not evict a customer's month of
+// usage (which would hand it that usage again).
+func TestPlanEvictionKeepsUsage(t *testing.T) {
+	clk := newFakeClock()
+	s := NewMemoryStore(MemoryOptions{MaxKeys: 64, Shards: 1, Clock: clk.Now, SweepInterval: -1})
+	t.Cleanup(func() { s.Close() })
+	p, err := New(Config{Store: s, Clock: clk.Now, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	plan := mustPlan(t, "pro", Quota{Name: "monthly", Limit: 1000, Period: Monthly})
+	for range 50 {
+		consume(t, p, "acme", plan)
+	}
+	for i := range 1000 {
+		consume(t, p, fmt.Sprintf("flood-%d", i), plan)
+	}
+	if d := consume(t, p, "acme", plan); d.Status != Allowed || d.Remaining != 949 {
+		t.Fatalf("acme after a flood of 1000 consumers in a store of 64: %v, %d left; want allowed, 949 left", d.Status, d.Remaining)
+	}
+}
