@@ -124,18 +124,9 @@ func (p *Protector) decidePlanGuarded(ctx context.Context, d *Decision, k Key, a
 // decidePlanLocal follows the failure policy after the store failed with
 // err.
 func (p *Protector) decidePlanLocal(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, err error) error {
-	d.Addr, d.Key, d.DryRun, d.Err = a, k, p.dryRun, err
-	if ctx.Err() != nil {
-		d.Status = Unavailable
-		return ctx.Err()
-	}
-	switch {
-	case p.onError == FailClosed:
-		d.Status, d.RetryAfter = Unavailable, breakerCooldown
-		p.logDryRun(d)
-		return nil
-	case p.onError == FailOpen || p.local == nil: // no local store: an in-process one never fails
-		return nil
+	d.Addr, d.Key, d.DryRun = a, k, p.dryRun
+	if local, err := p.storeFailed(ctx, d, err); !local {
+		return err
 	}
 	res, lerr := p.local.TakePlan(ctx, k, a, plan, cost, stream)
 	if lerr != nil {
@@ -153,23 +144,12 @@ func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a neti
 		d.Count = res.Count
 	}
 	if res.Banned {
-		p.planBanned(ctx, d, res)
+		p.banned(ctx, d, &res.Result)
 	} else {
 		p.fillPlan(d, plan, res, cost)
 	}
 	if p.dryRun && cost > 0 { // a Check refuses nothing it could log
 		p.logDryRun(d)
-	}
-}
-
-// planBanned writes a ban's answer into d, out of the hot path.
-//
-//go:noinline
-func (p *Protector) planBanned(ctx context.Context, d *Decision, res *PlanResult) {
-	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
-	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
-	if res.NewBan {
-		p.logBan(ctx, "protect: ban added", *res.Ban)
 	}
 }
 

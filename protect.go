@@ -247,21 +247,10 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 // Redis this is one more round trip, answered locally once this instance
 // has seen the ban; a store error here is left to the consumer's own
 // decision, which applies the failure policy.
-func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (Decision, bool) {
-	k := p.agg.key(addr)
-	var res Result
-	var err error
-	if p.guarded {
-		res, err = p.guardedTake(ctx, k, addr, 0)
-	} else {
-		res, err = p.space.Take(ctx, k, addr, 0)
-	}
-	if err != nil || !res.Banned {
+func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decision, banned bool) {
+	if p.decide(ctx, &d, p.agg.key(addr), addr, 0) != nil || d.Status != Banned {
 		return Decision{}, false
 	}
-	d := Decision{Addr: addr, Key: k, Limit: p.max, Window: p.lim.TTL, DryRun: p.dryRun, hdr: p.hdr}
-	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
-	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 	if p.dryRun {
 		p.logDryRun(&d)
 		return Decision{}, false // a dry run only logs: the consumer is decided as usual
@@ -329,31 +318,18 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	}
 	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.max, p.lim.TTL, p.dryRun, p.hdr
 	if err != nil {
-		if ctx.Err() != nil {
-			d.Status, d.Err, d.hdr = Unavailable, err, nil
-			return ctx.Err()
+		if local, err := p.storeFailed(ctx, d, err); !local {
+			return err
 		}
-		d.Err = err
-		switch p.onError {
-		case FailOpen:
-			d.hdr = nil
-			return nil
-		case FailClosed:
-			d.Status, d.RetryAfter, d.hdr = Unavailable, breakerCooldown, nil
-			p.logDryRun(d)
-			return nil
-		}
+		d.hdr = p.hdr
 		res, _ = p.local.Take(ctx, k, a, n)
 	}
 	d.Count = res.Count
 	d.Remaining = max(p.max-res.Count, 0)
 	switch {
 	case res.Banned:
-		d.Status, d.code, d.Remaining, d.Ban = Banned, p.banStatus, 0, res.Ban
-		d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
-		if res.NewBan {
-			p.logBan(ctx, "protect: ban added", *res.Ban)
-		}
+		d.Remaining = 0
+		p.banned(ctx, d, &res)
 	case res.Count > p.max, n == 0 && res.Count >= p.max:
 		// Counted, the stream is past the limit; checked, it has nothing
 		// left (Remaining 0), so its next request would be.
@@ -363,6 +339,37 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 		p.logDryRun(d)
 	}
 	return nil
+}
+
+// storeFailed applies the failure policy to the store error err, writing
+// it into d: it reports whether the FailLocal store decides instead, and
+// the error to return (ctx's, once ctx has ended). One function for the
+// stream and for plans, so that the two never answer an outage apart.
+func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (local bool, _ error) {
+	d.Err, d.hdr = err, nil
+	switch {
+	case ctx.Err() != nil:
+		d.Status = Unavailable
+		return false, ctx.Err()
+	case p.onError == FailClosed:
+		d.Status, d.RetryAfter = Unavailable, breakerCooldown
+		p.logDryRun(d)
+		return false, nil
+	case p.onError == FailOpen || p.local == nil: // no local store: an in-process one never fails
+		return false, nil
+	}
+	return true, nil
+}
+
+// banned writes the answer of the ban in res into d, out of the hot path.
+//
+//go:noinline
+func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
+	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
+	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
+	if res.NewBan {
+		p.logBan(ctx, "protect: ban added", *res.Ban)
+	}
 }
 
 // guardedTake calls a store outside this process: with a deadline, and
