@@ -56,6 +56,9 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k Key, addr netip.Addr, plan
 	if err := checkTakePlan(k, plan, cost); err != nil {
 		return PlanResult{}, err
 	}
+	if err := checkRedisKey(k); err != nil {
+		return PlanResult{}, err
+	}
 	s := sp.s
 	t := s.now()
 	if err := s.ready(ctx, sp.ns); err != nil {
@@ -73,11 +76,11 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k Key, addr netip.Addr, plan
 	}
 	v, err := planScript.Run(ctx, s.client, []string{redisBase(sp.ns.name, k)}, plan.redisArgsFor(cost, limits)...).Result()
 	if err != nil {
-		return PlanResult{}, fmt.Errorf("redis plan %s: %w", k, err)
+		return PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 	}
 	var res PlanResult
 	if err := decodePlan(v, k, plan, cost, &res); err != nil {
-		return PlanResult{}, fmt.Errorf("redis plan %s: %w", k, err)
+		return PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 	}
 	if !stream {
 		res.Count = 0
@@ -99,7 +102,7 @@ func (sp *redisSpace) planUsage(ctx context.Context, k Key) ([]LimitUsage, error
 	if cc, ok := s.client.(*redis.ClusterClient); ok {
 		m, err := cc.MasterForKey(ctx, base)
 		if err != nil {
-			return nil, fmt.Errorf("redis inspect %s: %w", k, err)
+			return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 		}
 		node = m
 	}
@@ -118,7 +121,7 @@ func (sp *redisSpace) planUsage(ctx context.Context, k Key) ([]LimitUsage, error
 		err = scan(ctx, node)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redis inspect %s: %w", k, err)
+		return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
 	if len(keys) == 0 {
 		return nil, nil
@@ -133,7 +136,7 @@ func (sp *redisSpace) planUsage(ctx context.Context, k Key) ([]LimitUsage, error
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("redis inspect %s: %w", k, err)
+		return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
 	var out []LimitUsage
 	for i, key := range keys {
