@@ -64,7 +64,10 @@ func TestConsumerKeysCache(t *testing.T) {
 			t.Fatalf("key(%q) = %v, want %v", id, got, want)
 		}
 	}
-	if len(c.sets) != keyCacheSets {
-		t.Fatalf("%d sets, want %d", len(c.sets), keyCacheSets)
+	// A repeated hashed id is a hit: no SHA-256, no allocation.
+	const id = "10.200.0.1"
+	c.key(id)
+	if allocs := testing.AllocsPerRun(100, func() { c.key(id) }); allocs != 0 {
+		t.Fatalf("key(%q) again: %v allocations, want 0 (a cache hit)", id, allocs)
 	}
 }

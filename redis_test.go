@@ -242,6 +242,42 @@ func TestRedisRoundTrips(t *testing.T) {
 	}
 }
 
+// A request that counts a consumer (KeyFunc) checks its address's ban
+// first: two round trips, and none once this instance has seen that ban.
+func TestRedisConsumerRoundTrips(t *testing.T) {
+	for _, target := range redisTargets {
+		t.Run(target.name, func(t *testing.T) {
+			addr := target.addr(t)
+			in := newInstance(t, addr, testNamespace(t, addr), Config{
+				KeyFunc: func(r *http.Request) (string, bool) { return "acme", true },
+			}, RedisOptions{RangeRefresh: -1})
+			ctx := t.Context()
+			r := request("198.51.100.1:5555")
+			in.p.Verify(ctx, r) // loads the script and the range bans once
+			in.hook.take()
+			for i := 1; i <= 3; i++ {
+				d, _ := in.p.Verify(ctx, r)
+				if n, names := in.hook.take(); n != 2 || names[0] != "evalsha" || names[1] != "evalsha" || d.Key.String() != "acme" {
+					t.Fatalf("request %d: %d round trips %v, counted as %s; want 2 evalsha, counted as acme", i, n, names, d.Key)
+				}
+			}
+			if _, err := in.p.Ban(ctx, "198.51.100.1", BanOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			in.p.Verify(ctx, r) // sees the ban
+			in.hook.take()
+			for range 10 {
+				if d, _ := in.p.Verify(ctx, r); d.Status != Banned || d.Key.String() != "198.51.100.1" {
+					t.Fatalf("a banned address with a consumer = %v on %s, want banned on the address", d.Status, d.Key)
+				}
+			}
+			if n, names := in.hook.take(); n != 0 {
+				t.Fatalf("a cached address ban cost %d round trips %v", n, names)
+			}
+		})
+	}
+}
+
 // A lift or a new range ban reaches every instance: a lifted key within
 // BanCacheTTL, a range within one refresh.
 func TestRedisBansReachEveryInstance(t *testing.T) {
