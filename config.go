@@ -307,6 +307,17 @@ func ConfigFromEnv() (Config, error) {
 	return configFromLookup(os.LookupEnv)
 }
 
+// ConfigFromLookup is ConfigFromEnv reading the variables through lookup
+// (os.LookupEnv's signature) instead of the process environment, so that a
+// program can take its environment as an argument (tests then need no
+// global state). A nil lookup reads nothing: the zero Config.
+func ConfigFromLookup(lookup func(name string) (value string, ok bool)) (Config, error) {
+	if lookup == nil {
+		return Config{}, nil
+	}
+	return configFromLookup(lookup)
+}
+
 func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	var c Config
 	var errs []error

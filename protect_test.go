@@ -374,6 +374,12 @@ func TestConfigFromEnv(t *testing.T) {
 			t.Errorf("%s=%s: error %v; want one quoting it", name, v, err)
 		}
 	}
+	if c, err := ConfigFromLookup(lookup); err != nil || c.MaxRequests != 50 {
+		t.Fatalf("ConfigFromLookup = %+v, %v", c.MaxRequests, err)
+	}
+	if c, err := ConfigFromLookup(nil); err != nil || c.MaxRequests != 0 {
+		t.Fatalf("ConfigFromLookup(nil) = %+v, %v", c.MaxRequests, err)
+	}
 	t.Setenv("HTTP_PROTECT_MAX_REQUESTS", "7")
 	if c, err := ConfigFromEnv(); err != nil || c.MaxRequests != 7 {
 		t.Fatalf("ConfigFromEnv = %+v, %v", c.MaxRequests, err)
