@@ -105,16 +105,16 @@ const ConsumerPrefix = "consumer:"
 // address becomes its counting key ("2001:db8:1:2::99" →
 // "2001:db8:1:2::/64"); a CIDR is a range, or a counting key when it is
 // exactly one ("2001:db8:1:2::/64"); "consumer:NAME" is the consumer key
-// Verify uses for NAME (or NAME itself when it is already a hashed key).
-// Anything else is an error wrapping ErrBadTarget: a typo must not ban or
+// Verify uses for NAME (or NAME itself, in lowercase, when it is already a
+// hashed key). Anything else is an error wrapping ErrBadTarget: a typo must not ban or
 // lift something nobody meant. isRange reports a range ban target.
 func (p *Protector) Target(s string) (k Key, isRange bool, err error) {
 	if name, ok := strings.CutPrefix(s, ConsumerPrefix); ok {
 		if name == "" {
 			return Key{}, false, fmt.Errorf("%w: %q names no consumer", ErrBadTarget, s)
 		}
-		if isHashedKey(name) {
-			return Key{Name: name}, false, nil
+		if h, ok := hashedKey(name); ok {
+			return Key{Name: h}, false, nil
 		}
 		return ConsumerKey(name), false, nil
 	}

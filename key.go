@@ -66,8 +66,8 @@ func ParseKey(s string) (Key, error) {
 		}
 		return Key{Prefix: p}, nil
 	}
-	if isHashedKey(s) {
-		return Key{Name: s}, nil
+	if h, ok := hashedKey(s); ok {
+		return Key{Name: h}, nil
 	}
 	k := ConsumerKey(s)
 	if k.Name != s {
@@ -92,13 +92,18 @@ func looksLikeAddr(s string) bool {
 	return true
 }
 
-// isHashedKey reports whether s has the form ConsumerKey gives a hashed key.
-func isHashedKey(s string) bool {
+// hashedKey reports whether s has the form ConsumerKey gives a hashed key,
+// "~" and 32 hex digits, and returns it as ConsumerKey writes it: in
+// lowercase. Hex typed in capitals would otherwise name a key that nothing
+// counts, and a ban on it would hold nobody.
+func hashedKey(s string) (string, bool) {
 	if len(s) != 33 || s[0] != '~' {
-		return false
+		return "", false
 	}
-	_, err := hex.DecodeString(s[1:])
-	return err == nil
+	if _, err := hex.DecodeString(s[1:]); err != nil {
+		return "", false
+	}
+	return strings.ToLower(s), true
 }
 
 // maxVerbatimKey is the longest consumer key stored as it is.

@@ -1,0 +1,39 @@
+package protect
+
+import (
+	"strings"
+	"testing"
+)
+
+// A hashed consumer key typed in capitals (as an operator may copy it from
+// a log viewer that upper-cases hex) names the key Verify counts, not a
+// key that nothing counts: Target and ParseKey fold it to the lowercase
+// form ConsumerKey makes.
+func TestHashedKeyCase(t *testing.T) {
+	const id = "sk_live_0123456789abcdefghijklmnop" // hashed: a secret's shape
+	want := ConsumerKey(id)
+	if !strings.HasPrefix(want.Name, "~") {
+		t.Fatalf("ConsumerKey(%q) = %q; want a hashed key", id, want.Name)
+	}
+	upper := "~" + strings.ToUpper(want.Name[1:])
+	mixed := want.Name[:10] + strings.ToUpper(want.Name[10:])
+	p, _ := newTestProtector(t, Config{})
+	for _, s := range []string{want.Name, upper, mixed} {
+		k, isRange, err := p.Target(ConsumerPrefix + s)
+		if err != nil || isRange || k != want {
+			t.Errorf("Target(consumer:%s) = %v %v %v; want %v", s, k, isRange, err, want)
+		}
+		k, err = ParseKey(s)
+		if err != nil || k != want {
+			t.Errorf("ParseKey(%s) = %v %v; want %v", s, k, err, want)
+		}
+	}
+
+	// The ban an operator writes that way refuses the consumer.
+	if _, err := p.Ban(t.Context(), ConsumerPrefix+upper, BanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.VerifyKey(t.Context(), id); d.Status != Banned {
+		t.Fatalf("VerifyKey after a ban on consumer:%s: %v; want Banned", upper, d.Status)
+	}
+}
