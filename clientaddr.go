@@ -96,6 +96,20 @@ func (rv *resolver) resolve(r *http.Request) (netip.Addr, error) {
 	}
 }
 
+// FromTrustedProxy reports whether r's connecting peer is one whose
+// headers Verify believes: a peer in TrustedProxies, a unix socket with
+// TrustUnixSocket, or any peer under ProxyCount when TrustedProxies is
+// empty. A program that reads other headers its proxy writes (protectd's
+// X-Protect-Consumer) should believe them only when this is true, for the
+// reason Verify ignores an untrusted peer's X-Forwarded-For: a client that
+// connects directly can write any header.
+func (p *Protector) FromTrustedProxy(r *http.Request) bool {
+	if peer, ok := parsePeer(r.RemoteAddr); ok {
+		return p.res.peerTrusted(peer)
+	}
+	return p.res.trustUnix && isUnixPeer(r)
+}
+
 // peerTrusted reports whether headers from this peer are believed. In
 // proxy-count mode with no TrustedProxies, every peer is taken to be the
 // last of the counted proxies: only safe when the service cannot be reached

@@ -244,3 +244,35 @@ func FuzzNetEntry(f *testing.F) {
 		}
 	})
 }
+
+func TestFromTrustedProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		remote string
+		want   bool
+	}{
+		{"trusted peer", Config{TrustedProxies: []string{"10.0.0.0/8"}}, "10.0.0.1:5555", true},
+		{"mapped trusted peer", Config{TrustedProxies: []string{"10.0.0.0/8"}}, "[::ffff:10.0.0.1]:5555", true},
+		{"untrusted peer", Config{TrustedProxies: []string{"10.0.0.0/8"}}, "9.9.9.9:1234", false},
+		{"no proxies", Config{}, "10.0.0.1:5555", false},
+		{"proxy count, no list", Config{ProxyCount: 1}, "9.9.9.9:1234", true},
+		{"proxy count and a list", Config{ProxyCount: 1, TrustedProxies: []string{"10.0.0.0/8"}}, "9.9.9.9:1234", false},
+		{"unix socket trusted", Config{TrustUnixSocket: true}, "@", true},
+		{"unix socket not trusted", Config{}, "@", false},
+		{"garbage peer", Config{TrustedProxies: []string{"10.0.0.0/8"}}, "nonsense", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tc.remote
+			if got := p.FromTrustedProxy(r); got != tc.want {
+				t.Fatalf("FromTrustedProxy(%q) = %v, want %v", tc.remote, got, tc.want)
+			}
+		})
+	}
+}
