@@ -246,7 +246,7 @@ func (c *cli) writeBans(bans []protect.Ban, asJSON bool) error {
 			expires = r.Expires.Format(time.RFC3339)
 			left = humanDuration(time.Duration(*r.SecondsLeft) * time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Key, r.Source, dash(r.Reason), dash(r.By),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", cell(r.Key), cell(r.Source), dash(r.Reason), dash(r.By),
 			r.Created.Format(time.RFC3339), expires, left, r.Offense)
 	}
 	return tw.Flush()
@@ -265,11 +265,12 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd%s", d/day, (d % day).String())
 }
 
+// dash is a table cell for s, "-" when empty.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return cell(s)
 }
 
 func bansCmd(fs *flag.FlagSet) func(*cli, []string) error {
@@ -423,12 +424,12 @@ func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 			return c.writeJSON(in)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "target\t%s\nkey\t%s\nsafe\t%v\n", in.Target, in.Key, in.Safe)
+		fmt.Fprintf(tw, "target\t%s\nkey\t%s\nsafe\t%v\n", cell(in.Target), cell(in.Key), in.Safe)
 		fmt.Fprintf(tw, "count\t%d of %d (ban past %d), forgotten in %ds\n", in.Count, in.Limit, in.BanLimit, in.CountSecondsLeft)
 		fmt.Fprintf(tw, "offenses\t%d\n", in.Offenses)
 		fmt.Fprintf(tw, "ban\t%s\n", describe(in.Ban))
 		for _, r := range in.RangeBans {
-			fmt.Fprintf(tw, "range ban\t%s: %s\n", r.Key, describe(&r))
+			fmt.Fprintf(tw, "range ban\t%s: %s\n", cell(r.Key), describe(&r))
 		}
 		for _, l := range in.Limits {
 			fmt.Fprintf(tw, "limit\t%s\n", describeLimit(l))
@@ -470,18 +471,18 @@ func describeLimit(l admin.LimitRecord) string {
 	var b strings.Builder
 	switch {
 	case !l.Stored:
-		fmt.Fprintf(&b, "%s (%s): nothing used", l.Name, kindOf(l))
+		fmt.Fprintf(&b, "%s (%s): nothing used", cell(l.Name), kindOf(l))
 	case l.Kind == "rate":
-		fmt.Fprintf(&b, "%s (rate): backlog %s", l.Name, humanDuration(reset))
+		fmt.Fprintf(&b, "%s (rate): backlog %s", cell(l.Name), humanDuration(reset))
 	default:
-		fmt.Fprintf(&b, "%s (%s quota, %s): %d used, resets in %s", l.Name, l.Period, l.Window, l.Used, humanDuration(reset))
+		fmt.Fprintf(&b, "%s (%s quota, %s): %d used, resets in %s", cell(l.Name), l.Period, cell(l.Window), l.Used, humanDuration(reset))
 	}
 	for i, left := range l.Left {
 		sep := ", "
 		if i == 0 {
 			sep = "; left: "
 		}
-		fmt.Fprintf(&b, "%s%s %d of %d", sep, left.Plan, left.Left, left.Limit)
+		fmt.Fprintf(&b, "%s%s %d of %d", sep, cell(left.Plan), left.Left, left.Limit)
 	}
 	return b.String()
 }
@@ -502,7 +503,7 @@ func describe(r *admin.BanRecord) string {
 	if !r.Permanent {
 		left = humanDuration(time.Duration(*r.SecondsLeft)*time.Second) + " left"
 	}
-	return fmt.Sprintf("%s, %s (%s, by %s, offense %d)", dash(r.Reason), left, r.Source, dash(r.By), r.Offense)
+	return fmt.Sprintf("%s, %s (%s, by %s, offense %d)", dash(r.Reason), left, cell(r.Source), dash(r.By), r.Offense)
 }
 
 // headerFlag collects -H 'Name: value' lines in order.
@@ -541,18 +542,18 @@ func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
 			return c.writeJSON(ex)
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "peer\t%s\n", ex.Peer)
+		fmt.Fprintf(tw, "peer\t%s\n", cell(ex.Peer))
 		if ex.Client == "" {
-			fmt.Fprintf(tw, "client\tunknown: %s\n", ex.Reason)
+			fmt.Fprintf(tw, "client\tunknown: %s\n", cell(ex.Reason))
 		} else {
-			fmt.Fprintf(tw, "client\t%s\n", ex.Client)
+			fmt.Fprintf(tw, "client\t%s\n", cell(ex.Client))
 		}
 		if ex.Key != "" {
-			fmt.Fprintf(tw, "key\t%s\ncount\t%d of %d (ban past %d)\n", ex.Key, ex.Count, ex.Limit, ex.BanLimit)
+			fmt.Fprintf(tw, "key\t%s\ncount\t%d of %d (ban past %d)\n", cell(ex.Key), ex.Count, ex.Limit, ex.BanLimit)
 		}
 		fmt.Fprintf(tw, "step\t%s → %d\n", ex.Step, ex.Status)
 		if ex.Ban != nil {
-			fmt.Fprintf(tw, "ban\t%s: %s\n", ex.Ban.Key, describe(ex.Ban))
+			fmt.Fprintf(tw, "ban\t%s: %s\n", cell(ex.Ban.Key), describe(ex.Ban))
 		}
 		return tw.Flush()
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/httpprotect/protect"
+)
+
+func TestCell(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"credential stuffing", "credential stuffing"},
+		{"", ""},
+		{"Zürich — 東京", "Zürich — 東京"},
+		{"a\nb", `a\nb`},
+		{"a\r\n203.0.113.9\tauto", `a\r\n203.0.113.9\tauto`},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"\x1b]0;owned\x07", `\x1b]0;owned\x07`},
+		{"del\x7f", `del\x7f`},
+		{"c1 \u009b31m", `c1 \u009b31m`},
+		{"bidi \u202egnp.exe", `bidi \u202egnp.exe`},
+		{"isolate \u2066x\u2069", `isolate \u2066x\u2069`},
+		{"line\u2028sep", `line\u2028sep`},
+		{"bad \xff\xfe utf8", `bad \xff\xfe utf8`},
+		{"truncated \xe6\x9d", `truncated \xe6\x9d`},
+		{`C:\ban`, `C:\\ban`},
+		{"real \ufffd stays", "real \ufffd stays"},
+	}
+	for _, tt := range tests {
+		if got := cell(tt.in); got != tt.want {
+			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzCell: whatever goes in, what comes out is valid UTF-8 a terminal
+// only shows, and it changes nothing that was printable already.
+func FuzzCell(f *testing.F) {
+	for _, s := range []string{"scanner", "a\nb", "\x1b[2J", "\u202e", "\xff", `\x1b`, "\u0085"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := cell(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("cell(%q) = %q: invalid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if hostile(r) {
+				t.Fatalf("cell(%q) = %q: holds %U", s, got, r)
+			}
+		}
+		if printable(s) && got != s {
+			t.Fatalf("cell(%q) = %q: changed printable text", s, got)
+		}
+	})
+}
+
+// A reason or author with newlines, escape sequences and bidirectional
+// overrides cannot forge a row, a colour or a title in bans, inspect,
+// explain or lift: each table keeps its rows, and no byte a terminal acts
+// on reaches stdout. -json keeps the text.
+func TestHostileReasons(t *testing.T) {
+	const (
+		reason = "spam\n203.0.113.99  auto  fake row\r\x1b[32mgreen\x1b[0m\u202eevil\u009b2J"
+		by     = "eve\x1b]0;owned\x07\t\xff"
+	)
+	t.Setenv("HTTP_PROTECT_TRUSTED_PROXIES", "10.0.0.0/8")
+	for name, mk := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			cfg, err := protect.ConfigFromEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sv := newService(t, s, cfg)
+			for _, target := range []string{"203.0.113.7", "198.51.100.0/24"} {
+				if _, err := sv.p.Ban(t.Context(), target, protect.BanOptions{Reason: reason, By: by}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tests := []struct {
+				args []string
+				rows int
+			}{
+				{[]string{"bans"}, 3},
+				{[]string{"inspect", "198.51.100.7"}, 7},
+				{[]string{"inspect", "203.0.113.7"}, 6},
+				{[]string{"explain", "-remote", "10.0.0.1:1", "-H", "X-Forwarded-For: 198.51.100.7"}, 6},
+				{[]string{"explain", "-remote", "10.0.0.1:1", "-H", "X-Forwarded-For: \x1b[31m"}, 3},
+				{[]string{"lift", "203.0.113.7", "198.51.100.0/24"}, 3},
+			}
+			for _, tt := range tests {
+				code, out, errs := ctl(t, s, tt.args...)
+				if code != 0 {
+					t.Fatalf("%q: exit %d: %s", tt.args, code, errs)
+				}
+				if rows := strings.Count(out, "\n"); rows != tt.rows {
+					t.Errorf("%q: %d rows, want %d:\n%s", tt.args, rows, tt.rows, out)
+				}
+				for _, r := range strings.TrimSuffix(out, "\n") {
+					if r != '\n' && hostile(r) || r == utf8.RuneError {
+						t.Errorf("%q: stdout holds %U:\n%q", tt.args, r, out)
+						break
+					}
+				}
+				if strings.Contains(tt.args[0], "bans") && !strings.Contains(out, `spam\n203.0.113.99`) {
+					t.Errorf("%q: reason not shown escaped:\n%s", tt.args, out)
+				}
+			}
+			if _, err := sv.p.Ban(t.Context(), "203.0.113.8", protect.BanOptions{Reason: reason, By: by}); err != nil {
+				t.Fatal(err)
+			}
+			var recs []struct{ Reason, By string }
+			ctlJSON(t, s, &recs, "bans")
+			if len(recs) != 1 || recs[0].Reason != reason || recs[0].By != strings.ToValidUTF8(by, "\ufffd") {
+				t.Fatalf("bans -json: %q, want the exact text", recs)
+			}
+		})
+	}
+}
