@@ -346,46 +346,6 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
-	env := map[string]string{
-		"HTTP_PROTECT_TTL":             "15",
-		"HTTP_PROTECT_MAX_REQUESTS":    "50",
-		"HTTP_PROTECT_BAN_LIMIT":       "-1",
-		"HTTP_PROTECT_BAN_DURATION":    "2d12h",
-		"HTTP_PROTECT_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.15",
-		"HTTP_PROTECT_ON_STORE_ERROR":  "closed",
-		"HTTP_PROTECT_STORE_TIMEOUT":   "50ms",
-		"HTTP_PROTECT_DRY_RUN":         "true",
-		"HTTP_PROTECT_NAMESPACE":       "api:",
-	}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	c, err := configFromLookup(lookup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.TTL != 15*time.Second || c.MaxRequests != 50 || c.BanLimit != -1 || c.BanDuration != 60*time.Hour ||
-		len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || c.OnStoreError != FailClosed ||
-		c.StoreTimeout != 50*time.Millisecond || !c.DryRun || c.Namespace != "api:" {
-		t.Fatalf("config = %+v", c)
-	}
-	for name, v := range map[string]string{"MAX_REQUESTS": "abc", "TTL": "soon", "DRY_RUN": "maybe", "ON_STORE_ERROR": "sometimes", "IPV6_PREFIX": "6x4"} {
-		lookup := func(k string) (string, bool) { return v, k == "HTTP_PROTECT_"+name }
-		if _, err := configFromLookup(lookup); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), fmt.Sprintf("HTTP_PROTECT_%s=%q", name, v)) {
-			t.Errorf("%s=%s: error %v; want one quoting it", name, v, err)
-		}
-	}
-	if c, err := ConfigFromLookup(lookup); err != nil || c.MaxRequests != 50 {
-		t.Fatalf("ConfigFromLookup = %+v, %v", c.MaxRequests, err)
-	}
-	if c, err := ConfigFromLookup(nil); err != nil || c.MaxRequests != 0 {
-		t.Fatalf("ConfigFromLookup(nil) = %+v, %v", c.MaxRequests, err)
-	}
-	t.Setenv("HTTP_PROTECT_MAX_REQUESTS", "7")
-	if c, err := ConfigFromEnv(); err != nil || c.MaxRequests != 7 {
-		t.Fatalf("ConfigFromEnv = %+v, %v", c.MaxRequests, err)
-	}
-}
-
 func TestParseDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{"2d12h": 60 * time.Hour, "7d": 7 * 24 * time.Hour, "90s": 90 * time.Second, "1d30m": 24*time.Hour + 30*time.Minute} {
 		if got, err := ParseDuration(in); err != nil || got != want {

@@ -182,7 +182,10 @@ func (c *cli) fail(err error) int {
 // open connects to the store with the services' settings and checks that
 // it answers, within a few seconds.
 func (c *cli) open() error {
-	cfg, err := protect.ConfigFromEnv()
+	// protectctl runs in the services' environment, which also holds the
+	// names protectd reads itself: declare them, so that only a typo is
+	// refused.
+	cfg, err := protect.ConfigFromEnv("LISTEN", "PLANS")
 	if err != nil {
 		return err
 	}
