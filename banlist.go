@@ -122,6 +122,7 @@ func (p *Protector) Target(s string) (k Key, isRange bool, err error) {
 	if err != nil {
 		return Key{}, false, fmt.Errorf("%w: %w (want an address, a CIDR or consumer:NAME)", ErrBadTarget, err)
 	}
+	pfx = hostEntry(pfx) // 2002:c000:204::1 is the client 192.0.2.4, as Verify sees it
 	a := pfx.Addr()
 	if pfx.IsSingleIP() {
 		if a.IsUnspecified() {

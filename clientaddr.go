@@ -209,8 +209,9 @@ func isUnixPeer(r *http.Request) bool {
 // normalize is the one place an address becomes comparable: IPv4-mapped
 // IPv6 becomes IPv4 and zones go. A mapped address left as it is would
 // miss every IPv4 entry of every list (netip.Prefix.Contains does not match
-// ::ffff:1.2.3.4 against 1.2.3.0/24) and get a counter of its own.
-// Unspecified addresses are never a client.
+// ::ffff:1.2.3.4 against 1.2.3.0/24) and get a counter of its own. IPv6
+// addresses that embed an IPv4 host (6to4, NAT64, Teredo) become that
+// host. Unspecified addresses are never a client.
 func normalize(a netip.Addr) (netip.Addr, bool) {
 	if a.Is4() { // already normal: the common case
 		return a, !a.IsUnspecified()
@@ -218,6 +219,9 @@ func normalize(a netip.Addr) (netip.Addr, bool) {
 	a = a.Unmap().WithZone("")
 	if !a.IsValid() || a.IsUnspecified() {
 		return netip.Addr{}, false
+	}
+	if a.Is6() {
+		a = embeddedIPv4(a) // 6to4, NAT64, Teredo: the IPv4 host (tunnel.go)
 	}
 	return a, true
 }

@@ -153,10 +153,14 @@ func checkResolved(t *testing.T, a netip.Addr) {
 	if !a.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() {
 		t.Fatalf("resolved %v (%#v): must be valid, unmapped, zone-free and specified", a, a)
 	}
+	if a.Is6() && embeddedIPv4(a) != a {
+		t.Fatalf("resolved %v: embeds the IPv4 host %v, which it must be counted as", a, embeddedIPv4(a))
+	}
 }
 
 func FuzzParseNode(f *testing.F) {
-	for _, s := range []string{"1.2.3.4", "1.2.3.4:80", "[2001:db8::1]:443", "2001:db8::1", "::ffff:1.2.3.4", "fe80::1%eth0", "[", "[]:", "0.0.0.0", "[::ffff:0.0.0.0]:1"} {
+	for _, s := range []string{"1.2.3.4", "1.2.3.4:80", "[2001:db8::1]:443", "2001:db8::1", "::ffff:1.2.3.4", "fe80::1%eth0", "[", "[]:", "0.0.0.0", "[::ffff:0.0.0.0]:1",
+		"2002:c000:204::1", "[64:ff9b::1.2.3.4]:80", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2002::"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

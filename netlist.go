@@ -32,7 +32,7 @@ func parseNetList(setting string, entries []string) (netList, error) {
 		if err != nil {
 			return netList{}, fmt.Errorf("%s: %w", setting, err)
 		}
-		b.AddPrefix(p)
+		b.AddPrefix(hostEntry(p))
 	}
 	set, err := b.IPSet()
 	if err != nil {

@@ -1,0 +1,70 @@
+package protect
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestEmbeddedIPv4(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"2002:c000:204::1", "192.0.2.4"},
+		{"2002:c000:204:ffff:ffff:ffff:ffff:ffff", "192.0.2.4"},
+		{"2002:cb00:7100::", "203.0.113.0"},
+		{"2002:7f00:1::1", "2002:7f00:1::1"},       // loopback
+		{"2002:a9fe:1::1", "2002:a9fe:1::1"},       // link-local
+		{"2002:c0a8:101::1", "2002:c0a8:101::1"},   // private
+		{"2002:e000:1::1", "2002:e000:1::1"},       // multicast
+		{"2002:ffff:ffff::1", "2002:ffff:ffff::1"}, // broadcast
+		{"2002:1:2::1", "2002:1:2::1"},             // 0.0.0.0/8
+		{"64:ff9b::c633:6407", "198.51.100.7"},
+		{"64:ff9b::1:c633:6407", "64:ff9b::1:c633:6407"}, // not the /96
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45"},
+		{"2001:1::3fff:fdd2", "2001:1::3fff:fdd2"}, // not 2001::/32
+		{"2001:db8::1", "2001:db8::1"},
+		{"2003::1", "2003::1"},
+	}
+	for _, tt := range tests {
+		if got := embeddedIPv4(netip.MustParseAddr(tt.in)); got != netip.MustParseAddr(tt.want) {
+			t.Errorf("embeddedIPv4(%s) = %v; want %s", tt.in, got, tt.want)
+		}
+	}
+	a := netip.MustParseAddr("2002:c000:204::1")
+	if n := testing.AllocsPerRun(100, func() { normalize(a) }); n != 0 {
+		t.Fatalf("normalize allocates %v times", n)
+	}
+}
+
+// A host with one IPv4 address owns a 6to4 /48: rotating through its
+// /64s is still one client, and the lists and ban targets that name one of
+// its addresses name that client.
+func TestSixToFourIsOneClient(t *testing.T) {
+	ctx := t.Context()
+	p, _ := newTestProtector(t, Config{MaxRequests: 3, SafeNetworks: []string{"2002:cb00:7109::1"}})
+	var statuses []Status
+	for i := range 5 {
+		a := netip.AddrFrom16([16]byte{0x20, 0x02, 192, 0, 2, 4, 0, byte(i + 1), 15: 1})
+		d, _ := p.VerifyAddr(ctx, a)
+		if d.Key.String() != "192.0.2.4" || d.Addr != netip.MustParseAddr("192.0.2.4") {
+			t.Fatalf("%v: key %v addr %v; want 192.0.2.4", a, d.Key, d.Addr)
+		}
+		statuses = append(statuses, d.Status)
+	}
+	if statuses[2] != Allowed || statuses[3] != Limited || statuses[4] != Limited {
+		t.Fatalf("five /64s of one 6to4 host: %v; want the 4th limited", statuses)
+	}
+
+	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("203.0.113.9")); d.Status != Safe {
+		t.Fatalf("the IPv4 host of a safe 6to4 address: %v; want Safe", d.Status)
+	}
+
+	k, isRange, err := p.Target("2002:c633:6401:7::1")
+	if err != nil || isRange || k.String() != "198.51.100.1" {
+		t.Fatalf("Target(6to4 address) = %v %v %v; want 198.51.100.1", k, isRange, err)
+	}
+	if _, err := p.Ban(ctx, "2002:c633:6401:7::1", BanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("198.51.100.1")); d.Status != Banned {
+		t.Fatalf("the IPv4 host after a ban on its 6to4 address: %v; want Banned", d.Status)
+	}
+}
