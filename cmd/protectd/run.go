@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+)
+
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const usage = `usage: protectd [-check]
+
+protectd answers forward-auth requests (/verify) from nginx, Traefik,
+Caddy or Envoy with protect's decision. It is configured by the
+environment:
+
+  HTTP_PROTECT_LISTEN      address to listen on [127.0.0.1:8089]
+  HTTP_PROTECT_PLANS       plans file (JSON), or the JSON itself
+  HTTP_PROTECT_TRUSTED_PROXIES   your proxy's addresses (required behind one)
+  HTTP_PROTECT_REDIS_URL   a shared Redis [none: memory store]
+  HTTP_PROTECT_*           every other setting of protect.ConfigFromEnv
+
+example:
+  HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 HTTP_PROTECT_MAX_REQUESTS=100 protectd
+
+flags:
+`
+
+// run is protectd: main only calls it, and tests drive it in-process. It
+// serves until ctx ends, then shuts down gracefully.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("protectd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	check := fs.Bool("check", false, "check the settings and the plans file, print them, and exit")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "protectd: unexpected argument %q (settings come from the environment; see protectd -h)\n", fs.Arg(0))
+		return exitUsage
+	}
+	s, err := loadSettings(env)
+	if err != nil {
+		fmt.Fprintf(stderr, "protectd: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	v, err := newVerifier(s, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "protectd: %v\n", err)
+		return exitUsage
+	}
+	defer v.p.Close()
+	store := "memory"
+	if s.cfg.RedisURL != "" {
+		store = "redis"
+	}
+	if *check {
+		c := v.p.Config()
+		fmt.Fprintf(stdout, "listen %s, %s store, %d plans, max_requests %d, ttl %v, ban_limit %d, trusted_proxies %q\n",
+			s.listen, store, len(s.plans), c.MaxRequests, c.TTL, c.BanLimit, c.TrustedProxies)
+		return exitOK
+	}
+	ln, err := net.Listen("tcp", s.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)
+		return exitFailure
+	}
+	srv := newServer(newHandler(v), log)
+	log.Info("listening", "addr", ln.Addr().String(), "store", store, "plans", len(s.plans))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		log.Error("serve", "err", err.Error())
+		return exitFailure
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err.Error())
+		return exitFailure
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serve", "err", err.Error())
+		return exitFailure
+	}
+	return exitOK
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunBadSettings: every bad setting exits 2 with the setting quoted,
+// before anything listens.
+func TestRunBadSettings(t *testing.T) {
+	dir := t.TempDir()
+	badFile := filepath.Join(dir, "plans.json")
+	if err := os.WriteFile(badFile, []byte(`{"pro": {"rates": [{"limit": 0, "period": "1s"}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  string
+		want string
+	}{
+		{"HTTP_PROTECT_MAX_REQUESTS=lots", `HTTP_PROTECT_MAX_REQUESTS="lots"`},
+		{"HTTP_PROTECT_TRUSTED_PROXIES=10.0.0.0/33", `10.0.0.0/33`},
+		{"HTTP_PROTECT_LISTEN=8089", `HTTP_PROTECT_LISTEN="8089"`},
+		{"HTTP_PROTECT_LISTEN=127.0.0.1:http", `HTTP_PROTECT_LISTEN="127.0.0.1:http"`},
+		{"HTTP_PROTECT_PLANS=" + filepath.Join(dir, "missing.json"), `HTTP_PROTECT_PLANS="` + filepath.Join(dir, "missing.json") + `"`},
+		{"HTTP_PROTECT_PLANS=" + badFile, `plan "pro"`},
+		{`HTTP_PROTECT_PLANS={"pro": {"rates": [], "tiers": []}}`, `unknown field "tiers"`},
+		{"HTTP_PROTECT_REDIS_URL=http://example.com", `RedisURL`},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), nil, []string{tc.env}, &stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+				t.Fatalf("exit %d, stderr %q; want 2 and a message quoting %s", code, stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		code         int
+		stdout, errs string
+	}{
+		{[]string{"-h"}, exitOK, "HTTP_PROTECT_LISTEN", ""},
+		{[]string{"serve"}, exitUsage, "", `unexpected argument "serve"`},
+		{[]string{"-nope"}, exitUsage, "", "-nope"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, nil, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.errs) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", tc.args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+func TestRunCheck(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	env := []string{trusted, plans, "HTTP_PROTECT_MAX_REQUESTS=100", "HTTP_PROTECT_LISTEN=127.0.0.1:1"}
+	if code := run(context.Background(), []string{"-check"}, env, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if want := `listen 127.0.0.1:1, memory store, 1 plans, max_requests 100`; !strings.HasPrefix(stdout.String(), want) {
+		t.Fatalf("stdout %q, want %q…", stdout.String(), want)
+	}
+}
+
+// TestRunListenBusy: an address that cannot be listened on exits 1 and
+// says which.
+func TestRunListenBusy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var stderr bytes.Buffer
+	code := run(context.Background(), nil, []string{envListen + "=" + ln.Addr().String()}, io.Discard, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), ln.Addr().String()) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestRunServesAndShutsDown: the daemon answers on its port and exits 0
+// when its context ends, closing the port.
+func TestRunServesAndShutsDown(t *testing.T) {
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_SAFE_NETWORKS=127.0.0.1")
+	for _, path := range []string{"/healthz", "/verify"} {
+		res, err := http.Get("http://" + d.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, res.StatusCode)
+		}
+	}
+	if code := d.stop(); code != exitOK {
+		t.Fatalf("exit %d: %s", code, d.log)
+	}
+	if len(d.log.lines(t, "shutting down")) != 1 {
+		t.Fatalf("no shutdown line: %s", d.log)
+	}
+	if _, err := http.Get("http://" + d.addr + "/healthz"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}
+
+// TestServerTimeouts: no phase of a request may take forever (slowloris).
+func TestServerTimeouts(t *testing.T) {
+	srv := newServer(http.NotFoundHandler(), nil)
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
+		t.Fatalf("server limits unset: %+v", srv)
+	}
+}

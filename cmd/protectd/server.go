@@ -1,0 +1,60 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+const verifyPath = "/verify"
+
+// Server limits. A proxy asks with a few headers and no body, so every
+// phase of a request is short: a peer that sends its headers a byte at a
+// time (slowloris) is cut off after readHeaderTimeout.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 10 * time.Second
+	// idleTimeout keeps the proxy's pooled connections (nginx keepalive)
+	// open between requests.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes holds a client's request headers as a proxy forwards
+	// them (nginx's own limit is 4 buffers of 8k by default).
+	maxHeaderBytes = 64 << 10
+	// shutdownTimeout is how long a shutdown waits for requests in flight.
+	shutdownTimeout = 10 * time.Second
+)
+
+// newHandler routes protectd's paths. /verify and every path below it
+// go to v without ServeMux's path cleaning: Envoy appends the original
+// path, which may hold "//" or "..", and a redirect would reach the
+// client as the answer.
+func newHandler(v *verifier) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("ok\n"))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == verifyPath || strings.HasPrefix(p, verifyPath+"/") {
+			v.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// newServer is an http.Server with every timeout set.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}

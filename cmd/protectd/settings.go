@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/httpprotect/protect"
+)
+
+// protectd's own settings, beside protect's HTTP_PROTECT_* names.
+const (
+	envListen     = "HTTP_PROTECT_LISTEN"
+	envPlans      = "HTTP_PROTECT_PLANS"
+	defaultListen = "127.0.0.1:8089"
+)
+
+// settings is everything protectd is configured with.
+type settings struct {
+	cfg    protect.Config
+	listen string
+	// plans by name, as X-Protect-Plan names them; empty without
+	// HTTP_PROTECT_PLANS.
+	plans map[string]*protect.Plan
+}
+
+// loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
+// a later entry wins). Every error quotes the setting and its value.
+func loadSettings(env []string) (settings, error) {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	cfg, err := protect.ConfigFromLookup(lookup)
+	if err != nil {
+		return settings{}, err
+	}
+	s := settings{cfg: cfg, listen: defaultListen, plans: map[string]*protect.Plan{}}
+	if v := strings.TrimSpace(vars[envListen]); v != "" {
+		if err := checkListen(v); err != nil {
+			return settings{}, fmt.Errorf("%s=%q: %w", envListen, v, err)
+		}
+		s.listen = v
+	}
+	if v := strings.TrimSpace(vars[envPlans]); v != "" {
+		data := []byte(v)
+		if !strings.HasPrefix(v, "{") {
+			if data, err = os.ReadFile(v); err != nil {
+				return settings{}, fmt.Errorf("%s=%q: %w", envPlans, v, err)
+			}
+		}
+		if s.plans, err = protect.ParsePlans(data); err != nil {
+			return settings{}, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err)
+		}
+	}
+	return s, nil
+}
+
+// checkListen accepts host:port with a numeric port; an empty host
+// listens on every interface, which the caller asked for.
+func checkListen(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("want host:port, such as %s", defaultListen)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q: want a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// shorten cuts a long inline plans value for an error message.
+func shorten(v string) string {
+	const max = 60
+	if len(v) > max {
+		return v[:max] + "…"
+	}
+	return v
+}
