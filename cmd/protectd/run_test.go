@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +33,7 @@ func TestRunBadSettings(t *testing.T) {
 		{"HTTP_PROTECT_PLANS=" + badFile, `plan "pro"`},
 		{`HTTP_PROTECT_PLANS={"pro": {"rates": [], "tiers": []}}`, `unknown field "tiers"`},
 		{"HTTP_PROTECT_REDIS_URL=http://example.com", `RedisURL`},
+		{"HTTP_PROTECT_LISTN=127.0.0.1:1", `HTTP_PROTECT_LISTN`},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -90,9 +92,11 @@ func TestRunListenBusy(t *testing.T) {
 // TestRunServesAndShutsDown: the daemon answers on its port and exits 0
 // when its context ends, closing the port.
 func TestRunServesAndShutsDown(t *testing.T) {
-	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_SAFE_NETWORKS=127.0.0.1")
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1")
 	for _, path := range []string{"/healthz", "/verify"} {
-		res, err := http.Get("http://" + d.addr + path)
+		req, _ := http.NewRequest("GET", "http://"+d.addr+path, nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.7")
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +118,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 
 // TestServerTimeouts: no phase of a request may take forever (slowloris).
 func TestServerTimeouts(t *testing.T) {
-	srv := newServer(http.NotFoundHandler(), nil)
+	srv := newServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Fatalf("server limits unset: %+v", srv)
 	}

@@ -12,8 +12,10 @@ import (
 
 // protectd's own settings, beside protect's HTTP_PROTECT_* names.
 const (
-	envListen     = "HTTP_PROTECT_LISTEN"
-	envPlans      = "HTTP_PROTECT_PLANS"
+	ownListen     = "LISTEN"
+	ownPlans      = "PLANS"
+	envListen     = protect.DefaultEnvPrefix + ownListen
+	envPlans      = protect.DefaultEnvPrefix + ownPlans
 	defaultListen = "127.0.0.1:8089"
 )
 
@@ -27,18 +29,19 @@ type settings struct {
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
-// a later entry wins). Every error quotes the setting and its value.
+// a later entry wins). It is as strict as protect.ConfigFromEnv: an
+// HTTP_PROTECT_ name that is neither protect's nor protectd's is an
+// error. Every error quotes the setting and its value.
 func loadSettings(env []string) (settings, error) {
-	vars := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
-		}
-	}
-	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	cfg, err := protect.ConfigFromLookup(lookup)
+	cfg, err := protect.ConfigFromEnviron(env, protect.DefaultEnvPrefix, ownListen, ownPlans)
 	if err != nil {
 		return settings{}, err
+	}
+	vars := make(map[string]string, 2)
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans) {
+			vars[k] = v
+		}
 	}
 	s := settings{cfg: cfg, listen: defaultListen, plans: map[string]*protect.Plan{}}
 	if v := strings.TrimSpace(vars[envListen]); v != "" {
