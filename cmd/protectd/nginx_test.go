@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end tests run the nginx configs of examples/proxies/nginx,
+// as shipped, with only their addresses changed: client → nginx →
+// protectd (in-process, through run) → an upstream httptest server.
+
+const nginxExamples = "../../examples/proxies/nginx"
+
+// needNginx returns the nginx binary, or skips (fails under CI, which
+// installs it).
+func needNginx(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("nginx")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but nginx is not installed (.ci/run installs it)")
+		}
+		t.Skip("nginx is not installed: skipping the end-to-end tests behind nginx (apt-get install nginx)")
+	}
+	return path
+}
+
+// freePort returns a loopback address nothing listens on (yet).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startNginx runs nginx with the site config site (a file of
+// examples/proxies/nginx) in front of protectd and app, and returns the
+// address it listens on. It is stopped by its PID in t.Cleanup.
+func startNginx(t *testing.T, bin, site, protectd, app string) string {
+	t.Helper()
+	dir := t.TempDir()
+	listen := freePort(t)
+	conf, err := os.ReadFile(filepath.Join(nginxExamples, site))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := strings.NewReplacer(
+		"server 127.0.0.1:8089;", "server "+protectd+";",
+		"server 127.0.0.1:3000;", "server "+app+";",
+		"listen 127.0.0.1:8080;", "listen "+listen+";",
+	).Replace(string(conf))
+	if replaced == string(conf) || strings.Count(replaced, listen) != 1 {
+		t.Fatalf("%s: the addresses to replace are not where the test expects them", site)
+	}
+	include, err := os.ReadFile(filepath.Join(nginxExamples, "protect.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := fmt.Sprintf(`worker_processes 1;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    include site.conf;
+}
+`, dir)
+	for name, data := range map[string]string{"nginx.conf": main, "site.conf": replaced, "protect.conf": string(include)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errorLog := filepath.Join(dir, "error.log")
+	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", errorLog,
+		"-g", fmt.Sprintf("daemon off; pid %s; error_log %s warn;", filepath.Join(dir, "nginx.pid"), errorLog))
+	out := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGQUIT) // graceful; the PID is ours
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(errorLog)
+			t.Fatalf("nginx exited: %s\n%s", out, log)
+		default:
+		}
+		if c, err := net.Dial("tcp", listen); err == nil {
+			c.Close()
+			return listen
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("nginx did not listen on %s: %s", listen, out)
+	return ""
+}
+
+// clientFrom is an HTTP client whose connections come from local, a
+// loopback address other than nginx's own: protectd trusts 127.0.0.1
+// (nginx), so the client must not be it.
+func clientFrom(local string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 4},
+		Timeout:   10 * time.Second,
+	}
+}
+
+// upstream is the app: it counts what reaches it and what nginx told it.
+type upstream struct {
+	addr   string
+	served atomic.Int64
+	keys   atomic.Value // the last X-Protect-Key
+}
+
+func startUpstream(t *testing.T) *upstream {
+	t.Helper()
+	u := &upstream{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.served.Add(1)
+		u.keys.Store(r.Header.Get(hdrKey))
+		io.WriteString(w, "hello\n")
+	}))
+	t.Cleanup(srv.Close)
+	u.addr = strings.TrimPrefix(srv.URL, "http://")
+	return u
+}
+
+// answer is one response as the client saw it.
+type answer struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+func get(t *testing.T, c *http.Client, url string, header ...string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), "GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, res.Header, string(b)}
+}
+
+// problemCode is the "code" of a problem+json body, and checks the
+// body's status against the response's.
+func problemCode(t *testing.T, a answer) string {
+	t.Helper()
+	if ct := a.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("%d: Content-Type %q, body %q", a.code, ct, a.body)
+	}
+	var p struct {
+		Status int    `json:"status"`
+		Code   string `json:"code"`
+	}
+	if err := json.Unmarshal([]byte(a.body), &p); err != nil || p.Status != a.code {
+		t.Fatalf("%d: body %q (%v)", a.code, a.body, err)
+	}
+	return p.Code
+}
+
+// TestNginx: 300 requests of one client through nginx give exactly 100
+// served, 150 refused with 429 and 50 banned with 403, with Retry-After
+// and the RateLimit fields, however the client forges X-Forwarded-For or
+// names a consumer; with protectd stopped, the fail-closed site answers
+// 503 with Retry-After and the fail-open site serves.
+func TestNginx(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=100",
+		"HTTP_PROTECT_BAN_LIMIT=250", "HTTP_PROTECT_TTL=1h", plans)
+	closed := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr)
+	open := "http://" + startNginx(t, bin, "site-fail-open.conf", d.addr, app.addr)
+
+	c := clientFrom("127.0.0.2")
+	counts := map[int]int{}
+	for i := range 300 {
+		// Every request forges another client address and names a
+		// consumer under a real plan: neither may reach protectd.
+		a := get(t, c, closed+"/hello", "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i%250+1),
+			hdrConsumer, fmt.Sprintf("acme-%d", i), hdrPlan, "pro", hdrRefusalStatus, "401")
+		counts[a.code]++
+		if got := a.header.Get("RateLimit-Policy"); got != `"protect";q=100;w=3600` {
+			t.Fatalf("request %d (%d): RateLimit-Policy %q", i+1, a.code, got)
+		}
+		switch {
+		case i < 100:
+			if a.code != 200 || a.body != "hello\n" || a.header.Get("RateLimit") != fmt.Sprintf(`"protect";r=%d;t=3600`, 99-i) {
+				t.Fatalf("request %d: %d %v %q", i+1, a.code, a.header, a.body)
+			}
+		case i < 250:
+			if a.code != 429 || a.header.Get("Retry-After") != "3600" || a.header.Get("RateLimit") != `"protect";r=0;t=3600` ||
+				a.header.Get("Cache-Control") != "no-store" || problemCode(t, a) != "rate_limited" {
+				t.Fatalf("request %d: %d %v %q", i+1, a.code, a.header, a.body)
+			}
+		default:
+			if a.code != 403 || a.header.Get("Retry-After") != "3600" || problemCode(t, a) != "banned" {
+				t.Fatalf("request %d: %d %v %q", i+1, a.code, a.header, a.body)
+			}
+		}
+	}
+	if counts[200] != 100 || counts[429] != 150 || counts[403] != 50 || app.served.Load() != 100 {
+		t.Fatalf("through nginx: %v, app served %d; want 100 × 200, 150 × 429, 50 × 403, app 100", counts, app.served.Load())
+	}
+	if k := app.keys.Load(); k != "127.0.0.2" {
+		t.Fatalf("the app was told key %q, want 127.0.0.2", k)
+	}
+	if n := len(d.log.lines(t, "refused")); n != 200 {
+		t.Fatalf("%d refusal log lines, want 200", n)
+	}
+
+	// The fail-open site asks the same protectd: another client is served.
+	c3 := clientFrom("127.0.0.3")
+	if a := get(t, c3, open+"/"); a.code != 200 || a.header.Get("RateLimit") != `"protect";r=99;t=3600` {
+		t.Fatalf("fail-open site with protectd up: %d %v", a.code, a.header)
+	}
+
+	// protectd stops.
+	if code := d.stop(); code != exitOK {
+		t.Fatalf("protectd exited %d", code)
+	}
+	before := app.served.Load()
+	a := get(t, c3, closed+"/")
+	if a.code != 503 || a.header.Get("Retry-After") != "5" || problemCode(t, a) != "unavailable" || app.served.Load() != before {
+		t.Fatalf("fail-closed with protectd down: %d %v %q", a.code, a.header, a.body)
+	}
+	// Even the banned client is served by the fail-open site: that is
+	// what failing open means.
+	for _, cl := range []*http.Client{c3, c} {
+		if a := get(t, cl, open+"/"); a.code != 200 || a.body != "hello\n" || a.header.Get("RateLimit") != "" {
+			t.Fatalf("fail-open with protectd down: %d %v %q", a.code, a.header, a.body)
+		}
+	}
+	if app.served.Load() != before+2 {
+		t.Fatalf("app served %d, want %d", app.served.Load(), before+2)
+	}
+}
