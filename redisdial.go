@@ -1,11 +1,11 @@
 package protect
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
+	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,11 +27,12 @@ func DialRedis(rawURL string, opt RedisOptions) (*RedisStore, error) {
 }
 
 // redisOptions parses a Redis URL into the client options the limiter
-// needs. Its error quotes the URL with any password masked.
+// needs. Its error names only the URL's scheme, host and port; see
+// redisURLError.
 func redisOptions(rawURL string) (*redis.Options, error) {
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %w", redactURL(rawURL), cmp.Or(errors.Unwrap(err), err))
+		return nil, redisURLError(rawURL)
 	}
 	o.ContextTimeoutEnabled = true
 	if o.MaxRetries == 0 {
@@ -43,14 +44,73 @@ func redisOptions(rawURL string) (*redis.Options, error) {
 	return o, nil
 }
 
-var urlSecret = regexp.MustCompile(`//[^/@]*@`)
+// ErrRedisURL is wrapped by the error of a Redis URL that does not parse.
+var ErrRedisURL = errors.New("not a Redis URL")
 
-// redactURL hides the credentials of a URL quoted in an error.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
+// redisURLError says why rawURL is not a Redis URL, naming only its
+// scheme, host and port. It never quotes the URL nor the parser's error:
+// both carry the password when the URL is malformed, and malformed URLs
+// are the ones that end up in logs. A password holding '/', '?', '#' or
+// '@' that is not percent-encoded ends the URL's authority early, so the
+// parsers read part of the password as a port ("invalid port
+// \":hunter2\""), a database or a path. The host is taken after the last
+// '@', where no password can be, and the port is named only when it is a
+// port number.
+func redisURLError(rawURL string) error {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok || (scheme != "redis" && scheme != "rediss" && scheme != "unix") {
+		return fmt.Errorf("redis URL: %w: want redis://[user:password@]host:port/db, rediss://… or unix://…", ErrRedisURL)
 	}
-	return urlSecret.ReplaceAllString(raw, "//xxxxx@")
+	where := "scheme " + scheme
+	reason := "want " + scheme + "://[user:password@]host:port/db, with / ? # @ in a password percent-encoded"
+	if scheme != "unix" {
+		hostport := rest[strings.LastIndexByte(rest, '@')+1:]
+		if i := strings.IndexAny(hostport, "/?#"); i >= 0 {
+			hostport = hostport[:i]
+		}
+		host, port := splitURLHost(hostport)
+		if host != "" {
+			where += ", host " + host
+		}
+		switch {
+		case port == "":
+		case portNumber(port):
+			where += ", port " + port
+		default:
+			reason = "the port is not a number from 1 to 65535; percent-encode / ? # @ in a password"
+		}
+	}
+	return fmt.Errorf("redis URL (%s): %w: %s", where, ErrRedisURL, reason)
+}
+
+// splitURLHost splits a URL's host:port; a host that is not a plain
+// name or address is dropped, as it may be part of a password.
+func splitURLHost(hostport string) (host, port string) {
+	if strings.HasPrefix(hostport, "[") {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 {
+			return "", ""
+		}
+		host, port = hostport[:end+1], strings.TrimPrefix(hostport[end+1:], ":")
+		if _, err := netip.ParseAddr(host[1 : len(host)-1]); err != nil {
+			host = ""
+		}
+		return host, port
+	}
+	host, port, _ = strings.Cut(hostport, ":")
+	for i := 0; i < len(host); i++ {
+		b := host[i]
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '-' || b == '_') {
+			return "", port
+		}
+	}
+	return host, port
+}
+
+// portNumber says whether s is a TCP port number, 1 to 65535.
+func portNumber(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && n > 0 && len(s) <= 5
 }
 
 // contextTimeouts reports whether a go-redis client honours deadlines.
