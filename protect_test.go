@@ -321,7 +321,8 @@ func TestConfigErrors(t *testing.T) {
 		{"header name", Config{ProxyHeader: "X Forwarded"}, `"X Forwarded"`},
 		{"ban status", Config{BanStatus: 200}, "BanStatus 200"},
 		{"namespace with a hash tag", Config{Namespace: "app{1}:"}, `"app{1}:"`},
-		{"redis URL", Config{RedisURL: "redis://:hunter2@host:port"}, `"redis://xxxxx@host:port"`},
+		// The password never: scheme, host and port only.
+		{"redis URL", Config{RedisURL: "redis://:hunter2@host:port"}, "RedisURL: redis URL (scheme redis, host host)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
