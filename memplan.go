@@ -106,7 +106,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	}
 	t := sp.s.now()
 	if addr.IsValid() {
-		if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+		if r, banned := sp.bns.ranges.Load().banned(addr, t); banned {
 			res.Result, res.Decider = r, -1
 			return res, nil
 		}
@@ -121,24 +121,24 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 		sh *planShard
 	)
 	if k.Prefix.IsValid() {
-		var mk addrKey
-		mk, h = sp.addrKey(k.Prefix)
+		var mk, bk addrKey
+		mk, bk, h = sp.addrKey(k.Prefix)
 		pk = planKey{ns: sp.ns.id, hi: mk.hi, lo: mk.lo, bits: mk.meta&0xff + 1}
 		sh = sp.s.plans.shard(h)
 		sh.mu.Lock()
-		res.Result = sp.s.addrs.take(mk, h, t, n, &sp.lim, &sp.s.epoch)
+		res.Result = sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
 	} else {
-		var mk nameKey
-		mk, h = sp.nameKey(k.Name)
+		var mk, bk nameKey
+		mk, bk, h = sp.nameKey(k.Name)
 		pk = planKey{ns: sp.ns.id, name: k.Name}
 		sh = sp.s.plans.shard(h)
 		sh.mu.Lock()
 		// A consumer that nothing in the namespace ever banned has no ban
 		// to find: skip the counter shard's lock.
-		if stream || sp.ns.nameBans.Load() {
-			res.Result = sp.s.names.take(mk, h, t, n, &sp.lim, &sp.s.epoch)
+		if stream || sp.bns.nameBans.Load() {
+			res.Result = sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
 			if res.NewBan {
-				sp.ns.nameBans.Store(true)
+				sp.bns.nameBans.Store(true)
 			}
 		}
 	}
@@ -385,10 +385,10 @@ func (sp *memSpace) planUsage(k Key) []LimitUsage {
 	var h uint64
 	if k.Prefix.IsValid() {
 		var mk addrKey
-		mk, h = sp.addrKey(k.Prefix)
+		mk, _, h = sp.addrKey(k.Prefix)
 		pk = planKey{ns: sp.ns.id, hi: mk.hi, lo: mk.lo, bits: mk.meta&0xff + 1}
 	} else {
-		_, h = sp.nameKey(k.Name)
+		_, _, h = sp.nameKey(k.Name)
 		pk = planKey{ns: sp.ns.id, name: k.Name}
 	}
 	return sp.s.plans.usage(pk, h, sp.s.micros(sp.s.now()))

@@ -55,11 +55,12 @@ type MemoryStore struct {
 }
 
 // A memNamespace is one namespace of the store, shared by every Space
-// bound to it.
+// bound to it: as a Namespace its id marks counters and plan states, as a
+// BanNamespace it marks bans and offenses and holds the range bans.
 type memNamespace struct {
 	id     uint64
 	ranges atomic.Pointer[rangeSet] // nil when no range is banned
-	// nameBans is set once a consumer key of the namespace has been
+	// nameBans is set once a consumer key of the ban namespace has been
 	// banned, and never cleared: until then a plan's decision for a
 	// consumer need not look for a ban (memplan.go).
 	nameBans atomic.Bool
@@ -138,12 +139,18 @@ func (s *MemoryStore) Space(scope Scope) (Space, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ns, ok := s.spaces[scope.Namespace]
+	return &memSpace{s: s, ns: s.namespace(scope.Namespace), bns: s.namespace(scope.banNamespace()), lim: scope.Limits}, nil
+}
+
+// namespace returns the namespace called name, made on first use. s.mu
+// must be held.
+func (s *MemoryStore) namespace(name string) *memNamespace {
+	ns, ok := s.spaces[name]
 	if !ok {
 		ns = &memNamespace{id: uint64(len(s.spaces) + 1)}
-		s.spaces[scope.Namespace] = ns
+		s.spaces[name] = ns
 	}
-	return &memSpace{s: s, ns: ns, lim: scope.Limits}, nil
+	return ns
 }
 
 // now returns the store's time in ticks: nanoseconds since the store was
@@ -163,17 +170,24 @@ func (s *MemoryStore) timeAt(t int64) time.Time {
 
 // hashAddr mixes an address key with a per-store seed (multiply-xorshift):
 // neighbouring addresses spread over shards and slots, and nobody outside
-// can aim a set of addresses at one shard.
+// can aim a set of addresses at one shard. The namespace changes only the
+// low half (nsSalt), which picks a slot, never a shard: a key's counter
+// and its ban in another namespace share one shard's lock.
 func (s *MemoryStore) hashAddr(k addrKey) uint64 {
-	h := (k.hi ^ bits.RotateLeft64(k.lo, 29) ^ k.meta) * s.hseed
+	h := (k.hi ^ bits.RotateLeft64(k.lo, 29) ^ k.meta&0xff) * s.hseed
 	h ^= h >> 32
 	h *= 0x9e3779b97f4a7c15
-	return h ^ h>>29
+	return h ^ h>>29 ^ nsSalt(k.meta>>8)
 }
 
 func (s *MemoryStore) hashName(k nameKey) uint64 {
-	return maphash.String(s.seed, k.name) ^ k.ns*0x9e3779b97f4a7c15
+	return maphash.String(s.seed, k.name) ^ nsSalt(k.ns)
 }
+
+// nsSalt spreads the keys of namespace id over the low 32 bits of a hash:
+// the bits that place a counter in its table and a plan entry in its map,
+// below the ones that pick a shard.
+func nsSalt(id uint64) uint64 { return id * 0x9e3779b97f4a7c15 & (1<<32 - 1) }
 
 // sweepEvery sweeps the store every interval until Close.
 func (s *MemoryStore) sweepEvery(interval time.Duration) {
@@ -206,7 +220,8 @@ func (s *MemoryStore) sweep() {
 // memSpace is a MemoryStore bound to one Scope.
 type memSpace struct {
 	s   *MemoryStore
-	ns  *memNamespace
+	ns  *memNamespace // counters and plan states
+	bns *memNamespace // bans and offenses; ns itself when the two are one
 	lim Limits
 }
 
@@ -214,32 +229,38 @@ type memSpace struct {
 // cannot hang, so its calls need no deadline and no circuit breaker.
 func (*memSpace) inProcess() bool { return true }
 
-func (sp *memSpace) addrKey(p netip.Prefix) (addrKey, uint64) {
+// addrKey returns p's counter key, its ban key (the same but for the
+// namespace) and the counter's hash, whose shard both share.
+func (sp *memSpace) addrKey(p netip.Prefix) (mk, bk addrKey, h uint64) {
 	w := wordsOf(p)
-	k := addrKey{hi: w.hi, lo: w.lo, meta: sp.ns.id<<8 | w.bits}
-	return k, sp.s.hashAddr(k)
+	mk = addrKey{hi: w.hi, lo: w.lo, meta: sp.ns.id<<8 | w.bits}
+	bk = mk
+	bk.meta = sp.bns.id<<8 | w.bits
+	return mk, bk, sp.s.hashAddr(mk)
 }
 
-func (sp *memSpace) nameKey(name string) (nameKey, uint64) {
-	k := nameKey{ns: sp.ns.id, name: name}
-	return k, sp.s.hashName(k)
+// nameKey is addrKey for a name.
+func (sp *memSpace) nameKey(name string) (mk, bk nameKey, h uint64) {
+	mk = nameKey{ns: sp.ns.id, name: name}
+	bk = nameKey{ns: sp.bns.id, name: name}
+	return mk, bk, sp.s.hashName(mk)
 }
 
 // Take implements Space.
 func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Result, error) {
 	t := sp.s.now()
-	if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+	if r, banned := sp.bns.ranges.Load().banned(addr, t); banned {
 		return r, nil
 	}
 	switch {
 	case k.Prefix.IsValid():
-		mk, h := sp.addrKey(k.Prefix)
-		return sp.s.addrs.take(mk, h, t, n, &sp.lim, &sp.s.epoch), nil
+		mk, bk, h := sp.addrKey(k.Prefix)
+		return sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch), nil
 	case k.Name != "":
-		mk, h := sp.nameKey(k.Name)
-		r := sp.s.names.take(mk, h, t, n, &sp.lim, &sp.s.epoch)
+		mk, bk, h := sp.nameKey(k.Name)
+		r := sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
 		if r.NewBan {
-			sp.ns.nameBans.Store(true)
+			sp.bns.nameBans.Store(true)
 		}
 		return r, nil
 	}
@@ -262,15 +283,15 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 	switch {
 	case b.Range:
 		sp.s.mu.Lock()
-		sp.ns.ranges.Store(sp.ns.ranges.Load().with(*held))
+		sp.bns.ranges.Store(sp.bns.ranges.Load().with(*held))
 		sp.s.mu.Unlock()
 	case b.Key.Prefix.IsValid():
-		mk, h := sp.addrKey(b.Key.Prefix)
-		sp.s.addrs.setBan(mk, h, held)
+		mk, bk, h := sp.addrKey(b.Key.Prefix)
+		sp.s.addrs.setBan(mk, bk, h, held)
 	default:
-		mk, h := sp.nameKey(b.Key.Name)
-		sp.ns.nameBans.Store(true)
-		sp.s.names.setBan(mk, h, held)
+		mk, bk, h := sp.nameKey(b.Key.Name)
+		sp.bns.nameBans.Store(true)
+		sp.s.names.setBan(mk, bk, h, held)
 	}
 	return held.ban, nil
 }
@@ -279,8 +300,8 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
 	t := sp.s.now()
 	if k.Name != "" {
-		mk, h := sp.nameKey(k.Name)
-		b, ok := sp.s.names.lift(mk, h, t)
+		_, bk, h := sp.nameKey(k.Name)
+		b, ok := sp.s.names.lift(bk, h, t)
 		return b, ok, nil
 	}
 	if !k.Prefix.IsValid() {
@@ -289,15 +310,15 @@ func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
 	var lifted Ban
 	found := false
 	sp.s.mu.Lock()
-	if r := sp.ns.ranges.Load(); r != nil {
+	if r := sp.bns.ranges.Load(); r != nil {
 		if b, ok := r.find(k, t); ok {
 			lifted, found = b.ban, true
 		}
-		sp.ns.ranges.Store(newRangeSet(r.without(k)))
+		sp.bns.ranges.Store(newRangeSet(r.without(k)))
 	}
 	sp.s.mu.Unlock()
-	mk, h := sp.addrKey(k.Prefix)
-	if b, ok := sp.s.addrs.lift(mk, h, t); ok {
+	_, bk, h := sp.addrKey(k.Prefix)
+	if b, ok := sp.s.addrs.lift(bk, h, t); ok {
 		lifted, found = b, true
 	}
 	return lifted, found, nil
@@ -306,11 +327,11 @@ func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
 // Bans implements Space.
 func (sp *memSpace) Bans(_ context.Context, f BanFilter) ([]Ban, error) {
 	t := sp.s.now()
-	out := sp.ns.ranges.Load().list(t, f, nil)
+	out := sp.bns.ranges.Load().list(t, f, nil)
 	if f.RangesOnly {
 		return out, nil
 	}
-	id := sp.ns.id
+	id := sp.bns.id
 	out = sp.s.addrs.bans(id, func(k addrKey) uint64 { return k.meta >> 8 }, t, f, out)
 	return sp.s.names.bans(id, func(k nameKey) uint64 { return k.ns }, t, f, out), nil
 }
@@ -321,12 +342,12 @@ func (sp *memSpace) Inspect(_ context.Context, k Key) (KeyState, error) {
 	var st KeyState
 	switch {
 	case k.Name != "":
-		mk, h := sp.nameKey(k.Name)
-		st = sp.s.names.inspect(mk, h, t, &sp.lim)
+		mk, bk, h := sp.nameKey(k.Name)
+		st = sp.s.names.inspect(mk, bk, h, t, &sp.lim)
 	case k.Prefix.IsValid():
-		mk, h := sp.addrKey(k.Prefix)
-		st = sp.s.addrs.inspect(mk, h, t, &sp.lim)
-		if b, ok := sp.ns.ranges.Load().find(k, t); ok && st.Ban == nil {
+		mk, bk, h := sp.addrKey(k.Prefix)
+		st = sp.s.addrs.inspect(mk, bk, h, t, &sp.lim)
+		if b, ok := sp.bns.ranges.Load().find(k, t); ok && st.Ban == nil {
 			bb := b.ban
 			st.Ban = &bb
 		}

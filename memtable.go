@@ -10,6 +10,11 @@ import (
 // offense histories. The top bits of a key's hash pick its shard; the
 // counter table inside uses the bottom ones. One lock per shard, held for
 // one key's whole decision: that is what makes a Take atomic.
+//
+// A key's counter (in its Namespace) and its ban and offenses (in its
+// BanNamespace) are two table keys that differ in their namespace alone.
+// The namespace never reaches a hash's top bits (MemoryStore.hashAddr), so
+// both sit in one shard, under one lock, wherever the ban namespace is.
 type table[K tableKey] struct {
 	shards   []shard[K]
 	shift    uint
@@ -64,18 +69,20 @@ func (t *table[K]) len() int {
 	return n
 }
 
-// take is Space.Take for one key at ticks tk, under its shard's lock.
-// epoch turns ticks into times for a new ban's record.
-func (t *table[K]) take(mk K, h uint64, tk, n int64, lim *Limits, epoch *time.Time) Result {
+// take is Space.Take for one key at ticks tk, under its shard's lock: mk
+// is its counter, bk its ban and offenses (the same key in the ban
+// namespace; mk itself when the two namespaces are one). epoch turns
+// ticks into times for a new ban's record.
+func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *time.Time) Result {
 	sh := t.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if len(sh.bans) > 0 {
-		if b, ok := sh.bans[mk]; ok {
+		if b, ok := sh.bans[bk]; ok {
 			if b.live(tk) {
 				return b.result(tk)
 			}
-			delete(sh.bans, mk)
+			delete(sh.bans, bk)
 		}
 	}
 	ct := &sh.counters
@@ -105,7 +112,7 @@ func (t *table[K]) take(mk K, h uint64, tk, n int64, lim *Limits, epoch *time.Ti
 	// Past BanLimit: the counter goes, so that a lifted client starts
 	// again from nothing instead of being banned again on its next request.
 	ct.remove(i)
-	offense := sh.offend(mk, tk, lim.OffenseWindow)
+	offense := sh.offend(bk, tk, lim.OffenseWindow)
 	length := BanLength(lim, offense)
 	created := epoch.Add(time.Duration(tk)).Round(0)
 	b := &heldBan{end: satAdd(tk, int64(length)), ban: Ban{
@@ -116,7 +123,7 @@ func (t *table[K]) take(mk K, h uint64, tk, n int64, lim *Limits, epoch *time.Ti
 		Expires: created.Add(length),
 		Offense: offense,
 	}}
-	sh.bans[mk] = b
+	sh.bans[bk] = b
 	r := b.result(tk)
 	r.Count, r.NewBan = count, true
 	return r
@@ -150,10 +157,11 @@ func satAdd(a, b int64) int64 {
 	return 1<<63 - 1
 }
 
-func (t *table[K]) setBan(mk K, h uint64, b *heldBan) {
+// setBan writes b on bk and deletes the counter mk.
+func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan) {
 	sh := t.shard(h)
 	sh.mu.Lock()
-	sh.bans[mk] = b
+	sh.bans[bk] = b
 	if i, ok := sh.counters.find(mk, h); ok {
 		sh.counters.remove(i)
 	}
@@ -187,7 +195,8 @@ func (t *table[K]) bans(ns uint64, nsOf func(K) uint64, tk int64, f BanFilter, o
 	return out
 }
 
-func (t *table[K]) inspect(mk K, h uint64, tk int64, lim *Limits) KeyState {
+// inspect reports the counter mk, and the ban and offenses of bk.
+func (t *table[K]) inspect(mk, bk K, h uint64, tk int64, lim *Limits) KeyState {
 	sh := t.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -196,11 +205,11 @@ func (t *table[K]) inspect(mk K, h uint64, tk int64, lim *Limits) KeyState {
 		c := sh.counters.slots[i]
 		st.Count, st.CountTTL = c.n, time.Duration(c.exp-tk)
 	}
-	if b, ok := sh.bans[mk]; ok && b.live(tk) {
+	if b, ok := sh.bans[bk]; ok && b.live(tk) {
 		bb := b.ban
 		st.Ban = &bb
 	}
-	if log, ok := sh.offenses[mk]; ok {
+	if log, ok := sh.offenses[bk]; ok {
 		for _, at := range log.times {
 			if at > tk-int64(lim.OffenseWindow) {
 				st.Offenses++

@@ -13,8 +13,8 @@ import (
 // string: "created|expires|offense|source|by|reason", times in Unix
 // milliseconds by Redis' clock, expires 0 for a permanent ban. The
 // reason comes last, so it may hold '|'; by may not (AddBan replaces it).
-// Key bans are strings at <ns>{<key>}:b that expire by themselves (PX);
-// range bans are fields of one hash, <ns>ranges. The scripts write the
+// Key bans are strings at <bns>{<key>}:b that expire by themselves (PX);
+// range bans are fields of one hash, <bns>ranges (bns: the ban namespace). The scripts write the
 // records (take.lua for automatic bans, ban.lua for manual ones) and
 // decodeBan is the one place that reads them.
 
@@ -100,9 +100,9 @@ func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans 
 }
 
 // keyFromRedis recovers a Key from a ban's Redis key name,
-// <ns>{<key>}:b.
-func keyFromRedis(ns, redisKey string) (Key, error) {
-	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(redisKey, ns), "{"), "}:b")
+// <bns>{<key>}:b.
+func keyFromRedis(bns, redisKey string) (Key, error) {
+	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(redisKey, bns), "{"), "}:b")
 	return ParseKey(s)
 }
 
@@ -119,22 +119,29 @@ func redisBase(ns string, k Key) string {
 	return b.String()
 }
 
-// redisKeys returns a key's three Redis keys, <ns>{<key>}:c, :b and :o,
-// cut from one string: one allocation instead of five.
-func redisKeys(ns string, k Key) (counter, ban, offenses string) {
+// redisKeys returns a key's three Redis keys: its counter
+// <ns>{<key>}:c, its ban <bns>{<key>}:b and its offenses <bns>{<key>}:o,
+// cut from one string (one allocation instead of five). The hash tag is
+// the key alone, so the three share a cluster slot whatever the
+// namespaces.
+func redisKeys(ns, bns string, k Key) (counter, ban, offenses string) {
 	var kb [64]byte
 	ks := k.appendTo(kb[:0])
-	n := len(ns) + len(ks) + 4 // ns { ks } :x
 	var b strings.Builder
-	b.Grow(3 * n)
-	for _, suffix := range [...]string{"}:c", "}:b", "}:o"} {
-		b.WriteString(ns)
+	b.Grow(len(ns) + 2*len(bns) + 3*(len(ks)+4))
+	for i, suffix := range [...]string{"}:c", "}:b", "}:o"} {
+		if i == 0 {
+			b.WriteString(ns)
+		} else {
+			b.WriteString(bns)
+		}
 		b.WriteByte('{')
 		b.Write(ks)
 		b.WriteString(suffix)
 	}
 	all := b.String()
-	return all[:n], all[n : 2*n], all[2*n:]
+	n, m := len(ns)+len(ks)+4, len(bns)+len(ks)+4 // ns { ks } :x
+	return all[:n], all[n : n+m], all[n+m:]
 }
 
 func toInt(v any) (int64, error) {

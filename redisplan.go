@@ -61,20 +61,20 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k Key, addr netip.Addr, plan
 	}
 	s := sp.s
 	t := s.now()
-	if err := s.ready(ctx, sp.ns); err != nil {
+	if err := s.ready(ctx, sp.bns); err != nil {
 		return PlanResult{}, err
 	}
-	if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+	if r, banned := sp.bns.ranges.Load().banned(addr, t); banned {
 		return PlanResult{Result: r, Decider: -1}, nil
 	}
-	if r, ok := s.lookupBan(sp.ns, k, t); ok {
+	if r, ok := s.lookupBan(sp.bns, k, t); ok {
 		return PlanResult{Result: r, Decider: -1}, nil
 	}
 	var limits string
 	if stream {
 		limits = sp.args[1][1].(string) // the take script's limits: the same stream
 	}
-	v, err := planScript.Run(ctx, s.client, []string{redisBase(sp.ns.name, k)}, plan.redisArgsFor(cost, limits)...).Result()
+	v, err := planScript.Run(ctx, s.client, sp.scriptKeys(k), plan.redisArgsFor(cost, limits)...).Result()
 	if err != nil {
 		return PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 	}
@@ -86,7 +86,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k Key, addr netip.Addr, plan
 		res.Count = 0
 	}
 	if res.Banned {
-		s.remember(sp.ns, k, res.Result, t)
+		s.remember(sp.bns, k, res.Result, t)
 	}
 	return res, nil
 }
@@ -96,7 +96,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k Key, addr netip.Addr, plan
 // read in one pipelined round trip. It is for operators, not requests.
 func (sp *redisSpace) planUsage(ctx context.Context, k Key) ([]LimitUsage, error) {
 	s := sp.s
-	base := redisBase(sp.ns.name, k)
+	base := redisBase(sp.ns, k)
 	pattern := globEscape(base) + ":[rq]:*"
 	var node redis.Cmdable = s.client
 	if cc, ok := s.client.(*redis.ClusterClient); ok {

@@ -57,11 +57,12 @@ type RedisOptions struct {
 //
 // Each Take is one round trip: one EVALSHA of an embedded Lua script (EVAL
 // only when the server answers NOSCRIPT). A client's keys are
-// <namespace>{<key>}:c (counter), :b (ban) and :o (offenses); the braces
-// are a hash tag, so the three sit in one cluster slot and the script is
+// <Namespace>{<key>}:c (counter), <BanNamespace>{<key>}:b (ban) and
+// <BanNamespace>{<key>}:o (offenses); the braces are a hash tag, so the
+// three sit in one cluster slot whatever the namespaces, and the script is
 // legal on Redis Cluster. Expiry is Redis' own (PX), by Redis' clock.
 //
-// Range bans live in one hash, <namespace>ranges, and are checked against
+// Range bans live in one hash, <BanNamespace>ranges, and are checked against
 // a local copy refreshed every RangeRefresh; bans this instance has seen
 // are answered from a local cache for BanCacheTTL. Both keep a banned
 // flood off Redis, and both are bounded in age so that a lift reaches
@@ -190,14 +191,16 @@ func (s *RedisStore) now() int64 { return int64(s.clock().Sub(s.epoch)) }
 // would move every key's hash tag, and with it the keys of one client
 // out of one cluster slot.
 func (s *RedisStore) Space(scope Scope) (Space, error) {
-	if strings.ContainsAny(scope.Namespace, "{}") {
-		return nil, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", scope.Namespace)
+	for _, ns := range [...]string{scope.Namespace, scope.BanNamespace} {
+		if strings.ContainsAny(ns, "{}") {
+			return nil, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", ns)
+		}
 	}
 	if err := scope.Limits.check(); err != nil {
 		return nil, err
 	}
 	lim := scope.Limits
-	sp := &redisSpace{s: s, ns: s.namespace(scope.Namespace), offenseWindow: lim.OffenseWindow.Milliseconds()}
+	sp := &redisSpace{s: s, ns: scope.Namespace, bns: s.namespace(scope.banNamespace()), offenseWindow: lim.OffenseWindow.Milliseconds()}
 	// The take script's arguments, boxed once here rather than on every
 	// request: n, and the limits in one string.
 	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
@@ -225,9 +228,21 @@ func checkRedisKey(k Key) error {
 // redisSpace is a RedisStore bound to one Scope.
 type redisSpace struct {
 	s             *RedisStore
-	ns            *redisNamespace
-	args          [2][]any // the take script's arguments for n = 0 and n = 1
-	offenseWindow int64    // ms
+	ns            string          // counters and plan states
+	bns           *redisNamespace // bans and offenses, with their local copies
+	args          [2][]any        // the take script's arguments for n = 0 and n = 1
+	offenseWindow int64           // ms
+}
+
+// scriptKeys returns the declared keys of the take and plan scripts: k's
+// base <ns>{<key>}, and its ban base <bns>{<key>} when the ban namespace
+// is another (the scripts use the first for both when it is not, which
+// keeps the usual request's command short).
+func (sp *redisSpace) scriptKeys(k Key) []string {
+	if sp.bns.name == sp.ns {
+		return []string{redisBase(sp.ns, k)}
+	}
+	return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k)}
 }
 
 // deadlineOnly tells the Protector that a deadlineCtx is all a call needs:
@@ -254,19 +269,19 @@ func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64)
 	}
 	s := sp.s
 	t := s.now()
-	if err := s.ready(ctx, sp.ns); err != nil {
+	if err := s.ready(ctx, sp.bns); err != nil {
 		return Result{}, err
 	}
-	if r, banned := sp.ns.ranges.Load().banned(addr, t); banned {
+	if r, banned := sp.bns.ranges.Load().banned(addr, t); banned {
 		return r, nil
 	}
-	if r, ok := s.lookupBan(sp.ns, k, t); ok {
+	if r, ok := s.lookupBan(sp.bns, k, t); ok {
 		return r, nil
 	}
-	base := redisBase(sp.ns.name, k)
-	v, err := s.take.Run(ctx, s.client, []string{base}, sp.takeArgs(n)...).Result()
-	if s.upgraded(ctx, base+":b", err) {
-		v, err = s.take.Run(ctx, s.client, []string{base}, sp.takeArgs(n)...).Result()
+	keys := sp.scriptKeys(k)
+	v, err := s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
+	if s.upgraded(ctx, keys[len(keys)-1]+":b", err) {
+		v, err = s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
@@ -276,7 +291,7 @@ func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64)
 		return Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 	}
 	if r.Banned {
-		s.remember(sp.ns, k, r, t)
+		s.remember(sp.bns, k, r, t)
 	}
 	return r, nil
 }
@@ -300,9 +315,9 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 		kind = "key"
 	)
 	if b.Range {
-		keys, kind = []string{rangesKey(sp.ns.name)}, "range"
+		keys, kind = []string{rangesKey(sp.bns.name)}, "range"
 	} else {
-		c, bk, _ := redisKeys(sp.ns.name, b.Key)
+		c, bk, _ := redisKeys(sp.ns, sp.bns.name, b.Key)
 		keys = []string{c, bk}
 	}
 	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
@@ -314,9 +329,9 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 		return Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
 	if b.Range {
-		s.reloadRanges(ctx, sp.ns) // this instance sees it at once
+		s.reloadRanges(ctx, sp.bns) // this instance sees it at once
 	} else {
-		s.forget(sp.ns, b.Key)
+		s.forget(sp.bns, b.Key)
 	}
 	return stored, nil
 }
@@ -328,20 +343,20 @@ func (sp *redisSpace) Lift(ctx context.Context, k Key) (Ban, bool, error) {
 		return Ban{}, false, err
 	}
 	s := sp.s
-	s.forget(sp.ns, k)
+	s.forget(sp.bns, k)
 	var lifted Ban
 	found := false
 	if k.Prefix.IsValid() {
-		_, bans, err := s.rangeCall(ctx, sp.ns.name, "lift", k.String())
+		_, bans, err := s.rangeCall(ctx, sp.bns.name, "lift", k.String())
 		if err != nil {
 			return Ban{}, false, err
 		}
 		if len(bans) > 0 {
 			lifted, found = bans[0], true
-			s.reloadRanges(ctx, sp.ns)
+			s.reloadRanges(ctx, sp.bns)
 		}
 	}
-	_, bk, _ := redisKeys(sp.ns.name, k)
+	_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 	rec, err := s.client.GetDel(ctx, bk).Result()
 	if s.upgraded(ctx, bk, err) {
 		rec, err = s.client.GetDel(ctx, bk).Result()
@@ -375,11 +390,11 @@ func (s *RedisStore) upgraded(ctx context.Context, banKey string, err error) boo
 }
 
 // Bans implements Space. Range bans are one read of one hash; key bans
-// are found by scanning every master for <ns>{*}:b and read a page of
+// are found by scanning every master for <bns>{*}:b and read a page of
 // SCAN at a time, in one pipelined round trip per page.
 func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 	s := sp.s
-	_, ranges, err := s.rangeCall(ctx, sp.ns.name, "list")
+	_, ranges, err := s.rangeCall(ctx, sp.bns.name, "list")
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +407,7 @@ func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 	if f.RangesOnly {
 		return out, nil
 	}
-	ns := sp.ns.name
+	ns := sp.bns.name
 	var mu sync.Mutex
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		iter := c.Scan(ctx, 0, globEscape(ns)+"{*}:b", 1000).Iterator()
@@ -464,7 +479,7 @@ func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 }
 
 func (sp *redisSpace) decodeKeyBan(redisKey, rec string) (Ban, error) {
-	k, err := keyFromRedis(sp.ns.name, redisKey)
+	k, err := keyFromRedis(sp.bns.name, redisKey)
 	if err != nil {
 		return Ban{}, err
 	}
@@ -489,7 +504,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
 		return KeyState{}, err
 	}
 	s := sp.s
-	c, b, o := redisKeys(sp.ns.name, k)
+	c, b, o := redisKeys(sp.ns, sp.bns.name, k)
 	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
 	if s.upgraded(ctx, b, err) {
 		v, err = s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
@@ -520,7 +535,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
 		}
 		st.Ban = &ban
 	} else if k.Prefix.IsValid() {
-		_, bans, err := s.rangeCall(ctx, sp.ns.name, "get", k.String())
+		_, bans, err := s.rangeCall(ctx, sp.bns.name, "get", k.String())
 		if err != nil {
 			return KeyState{}, err
 		}

@@ -21,9 +21,10 @@ import (
 // through the same code in the Protector.
 type Store interface {
 	// Space returns the part of the store that scope names, bound to
-	// scope's limits. Spaces of one namespace share their data (counters,
-	// bans, offenses), whatever their limits. It fails only on a scope the
-	// store cannot hold (a namespace it cannot write, say).
+	// scope's limits. Spaces of one Namespace share their counters and
+	// plan states; spaces of one BanNamespace share their bans and
+	// offense histories. It fails only on a scope the store cannot hold
+	// (a namespace it cannot write, say).
 	Space(scope Scope) (Space, error)
 
 	// Close releases the store's resources. A store passed in Config is
@@ -35,14 +36,31 @@ type Store interface {
 // Scope is the namespace "" with zero Limits, which forget every count at
 // once: a Protector always fills it in.
 //
-// Fields may be added (a ban namespace of its own is next); a store must
-// treat a field it does not know as absent.
+// Fields may be added; a store must treat a field it does not know as
+// absent.
 type Scope struct {
-	// Namespace prefixes every key the space writes, so that protectors
-	// sharing a store keep their data apart.
+	// Namespace prefixes the counters and plan states the space writes,
+	// so that protectors sharing a store count apart.
 	Namespace string
+	// BanNamespace prefixes the bans and offense histories the space
+	// reads and writes: key bans, range bans, and the records that make
+	// bans escalate. Protectors with one BanNamespace share one ban list,
+	// whatever their Namespaces: a client banned by one is refused by
+	// every other. Empty means Namespace, which is also where an earlier
+	// release kept bans (its default, "protect:", is the default ban
+	// namespace, so the bans it wrote keep holding).
+	BanNamespace string
 	// Limits decide Space.Take.
 	Limits Limits
+}
+
+// banNamespace is where scope's bans live: BanNamespace, or Namespace
+// when that is empty.
+func (sc *Scope) banNamespace() string {
+	if sc.BanNamespace != "" {
+		return sc.BanNamespace
+	}
+	return sc.Namespace
 }
 
 // A Space is a Store bound to one Scope. Every method must be safe for

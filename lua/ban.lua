@@ -1,7 +1,8 @@
 -- ban: write an operator's ban, replacing any ban on the same key or range.
--- A key ban: KEYS[1] counter, KEYS[2] ban record; the counter is deleted,
--- so that the key starts from nothing once the ban is lifted.
--- A range ban: KEYS[1] the namespace's ranges hash; ARGV[6] the range.
+-- A key ban: KEYS[1] counter (in the namespace), KEYS[2] ban record (in
+-- the ban namespace); the counter is deleted, so that the key starts from
+-- nothing once the ban is lifted.
+-- A range ban: KEYS[1] the ban namespace's ranges hash; ARGV[6] the range.
 -- ARGV[1] length ms (0: permanent), ARGV[2] source, ARGV[3] by (no '|'),
 -- ARGV[4] reason, ARGV[5] 'key' or 'range'.
 -- Returns the ban record, "created|expires|offense|source|by|reason".

@@ -1,5 +1,6 @@
 -- inspect: one key's state, read-only.
--- KEYS[1] counter, KEYS[2] ban record, KEYS[3] offense history.
+-- KEYS[1] counter (in the namespace), KEYS[2] ban record, KEYS[3]
+-- offense history (in the ban namespace).
 -- ARGV[1] offense window ms.
 -- Returns {count, counter ms left, offenses, ban record or ''}.
 local t = redis.call('TIME')

@@ -1,11 +1,13 @@
 -- plan: ban check, the stream (when asked), then every limit of a plan,
 -- all or nothing, atomically. plan.go describes the arithmetic; this
 -- script and planLimit.rateFits compute the same, in the same integers.
--- KEYS[1] the key's base, <ns>{<key>}: its ban record is base..':b', its
---   stream counter base..':c', its offense history base..':o', a rate's
---   TAT base..':r:<name>', a quota's count base..':q:<name>:<window>'.
---   All share the base's hash tag, so they sit in the slot of KEYS[1] and
---   the script is legal on Redis Cluster.
+-- KEYS[1] the key's base, <ns>{<key>}: its stream counter is base..':c',
+--   a rate's TAT base..':r:<name>', a quota's count
+--   base..':q:<name>:<window>'.
+-- KEYS[2] the key's ban base, <bns>{<key>} (absent: KEYS[1]): its ban
+--   record is ..':b', its offense history ..':o'. Both bases share the
+--   key's hash tag, so every key sits in the slot of KEYS[1] and the
+--   script is legal on Redis Cluster.
 -- ARGV[1] the cost (0: decide as for 1, write nothing).
 -- ARGV[2] the stream's limits, as take.lua's ARGV[2]; '' for no stream.
 -- ARGV[3...] seven per limit: 'r', name, limit, the bucket's depth (µs),
@@ -23,6 +25,7 @@
 -- script reads everything with one MGET and writes each key with one SET
 -- (PX included): a plan of one rate is TIME, MGET, SET.
 local base = KEYS[1]
+local bans = KEYS[2] or KEYS[1]
 local cost = tonumber(ARGV[1])
 local stream = ARGV[2]
 local n = (#ARGV - 2) / 7
@@ -30,7 +33,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 -- The keys to read: the ban, each limit's state, the stream's counter.
-local keys = {base .. ':b'}
+local keys = {bans .. ':b'}
 local wend = {}
 local y, m, d, secs, day
 for i = 1, n do
@@ -96,7 +99,7 @@ if stream ~= '' then
       -- BanLength in banlist.go; storetest's PlanStreamBans test keeps
       -- the two equal.
       first, factor, cap, window = tonumber(first), tonumber(factor), tonumber(cap), tonumber(window)
-      local offenses = base .. ':o'
+      local offenses = bans .. ':o'
       local ms = math.floor(now / 1000)
       redis.call('DEL', keys[n + 2])
       redis.call('ZREMRANGEBYSCORE', offenses, '-inf', ms - window)

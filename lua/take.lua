@@ -1,9 +1,10 @@
 -- take: ban check, count and threshold ban for one key, atomically.
--- KEYS[1] the key's base, <ns>{<key>}: its counter is base..':c', its ban
---   record base..':b', its offense history base..':o'. The three share
---   the base's hash tag, so they sit in the slot of KEYS[1] and the script
---   is legal on Redis Cluster; one declared key instead of three keeps
---   every request's command short.
+-- KEYS[1] the key's base, <ns>{<key>}: its counter is KEYS[1]..':c'.
+-- KEYS[2] the key's ban base, <bns>{<key>} (absent: KEYS[1], when the
+--   ban namespace is the namespace): its ban record is ..':b', its offense
+--   history ..':o'. Bases share the key's hash tag, so every key sits in
+--   the slot of KEYS[1] and the script is legal on Redis Cluster; declared
+--   bases instead of three keys keep every request's command short.
 -- ARGV[1] n to count (0: decide only, write nothing).
 -- ARGV[2] the limits, "ttl|ban limit|first ban|factor|max ban|offense
 --   window|ban reason", times in ms, ban limit negative for never.
@@ -12,7 +13,8 @@
 -- A ban record is "created|expires|offense|source|by|reason", times in ms
 -- (expires 0: permanent); decodeBan in rediscodec.go reads it.
 -- Every time is Redis' own clock: instances' clocks never matter.
-local counter, banKey, offenses = KEYS[1] .. ':c', KEYS[1] .. ':b', KEYS[1] .. ':o'
+local bans = KEYS[2] or KEYS[1]
+local counter, banKey, offenses = KEYS[1] .. ':c', bans .. ':b', bans .. ':o'
 local rec = redis.call('GET', banKey)
 if rec then
   local left = redis.call('PTTL', banKey)

@@ -91,6 +91,7 @@ var tests = []struct {
 	{"KeyBanResetsCounter", testKeyBanResetsCounter},
 	{"Filters", testFilters},
 	{"Namespaces", testNamespaces},
+	{"BanNamespaces", testBanNamespaces},
 	{"ConcurrentExactness", testConcurrentExactness},
 	{"ListsEveryBan", testListsEveryBan},
 	{"PlanBucket", testPlanBucket},

@@ -1,0 +1,91 @@
+package protect
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Where a space with its own BanNamespace writes on Redis: its counter
+// under Namespace, the ban and offense history under BanNamespace, range
+// bans in the ban namespace's hash; and on a cluster the counter and the
+// ban of one client share a slot. A ban an earlier release wrote under
+// its counter namespace holds for a space that names that namespace as
+// its ban namespace.
+func TestRedisBanNamespaceKeys(t *testing.T) {
+	for _, target := range redisTargets {
+		t.Run(target.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := dial(target.addr(t))
+			t.Cleanup(func() { c.Close() })
+			root := uniqueNamespace(t, c)
+			s := NewRedisStore(c, RedisOptions{RangeRefresh: -1, Logger: discardLogger()})
+			t.Cleanup(func() { s.Close() })
+			lim := Limits{TTL: time.Minute, BanLimit: 2, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: 24 * time.Hour, OffenseWindow: 24 * time.Hour}
+			sp, err := s.Space(Scope{Namespace: root + "api:", BanNamespace: root, Limits: lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := netip.MustParseAddr("192.0.2.1")
+			k := Key{Prefix: netip.PrefixFrom(a, 32)}
+			for range 2 {
+				if _, err := sp.Take(ctx, k, a, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			counter := root + "api:{192.0.2.1}:c"
+			if n, _ := c.Get(ctx, counter).Int(); n != 2 {
+				t.Fatalf("GET %s = %d, want 2", counter, n)
+			}
+			if r, err := sp.Take(ctx, k, a, 1); err != nil || !r.NewBan {
+				t.Fatalf("Take #3 = %+v, %v; want a new ban", r, err)
+			}
+			if _, err := sp.AddBan(ctx, Ban{Key: Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}, Range: true, Source: SourceManual}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			got, err := allKeys(ctx, c, root+"*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			want := []string{root + "ranges", root + "{192.0.2.1}:b", root + "{192.0.2.1}:o"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("keys = %q, want %q (the counter deleted by the ban, the ban and offenses under the ban namespace)", got, want)
+			}
+			if cc, ok := c.(*redis.ClusterClient); ok {
+				slots := map[int64]bool{}
+				for _, key := range []string{counter, root + "{192.0.2.1}:b", root + "{192.0.2.1}:o"} {
+					slots[cc.ClusterKeySlot(ctx, key).Val()] = true
+				}
+				if len(slots) != 1 {
+					t.Fatalf("a client's counter, ban and offenses sit in %d slots, want 1", len(slots))
+				}
+			}
+
+			// As the earlier release wrote a ban: under the namespace that
+			// counted it, "protect:" by default, which is the default ban
+			// namespace.
+			now := time.Now().UnixMilli()
+			old := root + "{203.0.113.9}:b"
+			c.Set(ctx, old, strconv.FormatInt(now, 10)+"|0|0|manual|ops|old ban", 0)
+			for _, sc := range []Scope{{Namespace: root}, {Namespace: root + "login:", BanNamespace: root}} {
+				sc.Limits = lim
+				sp, err := s.Space(sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				oa := netip.MustParseAddr("203.0.113.9")
+				if r, err := sp.Take(ctx, Key{Prefix: netip.PrefixFrom(oa, 32)}, oa, 1); err != nil || !r.Banned || r.Ban.Reason != "old ban" {
+					t.Fatalf("%+v: Take(203.0.113.9) = %+v, %v; want refused by the earlier release's ban", sc, r, err)
+				}
+			}
+			if _, err := s.Space(Scope{Namespace: root, BanNamespace: "x{y}:", Limits: lim}); err == nil {
+				t.Fatal("Space with a brace in BanNamespace accepted")
+			}
+		})
+	}
+}
