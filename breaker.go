@@ -23,20 +23,41 @@ const (
 // the cooldown a single probe goes through: success closes the circuit,
 // failure opens it for another cooldown. Recovery needs no operator.
 //
+// One breaker belongs to one store (see circuitStore), so that every
+// protector on that store shares it: a dead Redis costs breakerThreshold
+// timeouts in all, not that many per protector.
+//
+// The cooldown is measured on the monotonic clock: elapsed is time since
+// an origin taken with Sub, which time.Now's readings answer from the
+// monotonic clock. A wall clock stepped back (by an operator, by NTP) must
+// not keep the circuit open for as long as the step.
+//
 // The closed path is one atomic load.
 type breaker struct {
 	fails     atomic.Int64
-	openUntil atomic.Int64 // unix nanoseconds; 0 when closed
+	openUntil atomic.Int64 // elapsed nanoseconds; 0 when closed
 	probing   atomic.Bool
+	elapsed   func() time.Duration
 }
 
-// allow reports whether to call the store at now.
-func (b *breaker) allow(now time.Time) bool {
+// newBreaker returns a closed breaker that measures time by clock, as
+// elapsed time since now: monotonic for time.Now, the fake's own time for
+// a test's clock.
+func newBreaker(clock func() time.Time) *breaker {
+	origin := clock()
+	return &breaker{elapsed: func() time.Duration { return clock().Sub(origin) }}
+}
+
+// deadline is the end of a cooldown that starts now, never 0 (closed).
+func (b *breaker) deadline() int64 { return max(int64(b.elapsed()+breakerCooldown), 1) }
+
+// allow reports whether to call the store now.
+func (b *breaker) allow() bool {
 	until := b.openUntil.Load()
 	if until == 0 {
 		return true
 	}
-	if now.UnixNano() < until {
+	if int64(b.elapsed()) < until {
 		return false
 	}
 	return b.probing.CompareAndSwap(false, true)
@@ -57,14 +78,14 @@ func (b *breaker) success() (recovered bool) {
 
 // failure records a failed store call; opened reports that it opened a
 // closed circuit.
-func (b *breaker) failure(now time.Time) (opened bool) {
+func (b *breaker) failure() (opened bool) {
 	n := b.fails.Add(1)
 	if b.probing.Load() {
-		b.openUntil.Store(now.Add(breakerCooldown).UnixNano())
+		b.openUntil.Store(b.deadline())
 		b.probing.Store(false)
 		return false
 	}
-	return n >= breakerThreshold && b.openUntil.CompareAndSwap(0, now.Add(breakerCooldown).UnixNano())
+	return n >= breakerThreshold && b.openUntil.CompareAndSwap(0, b.deadline())
 }
 
 // release gives back the probe of a call that ended without a verdict on
@@ -75,3 +96,13 @@ func (b *breaker) release() { b.probing.Store(false) }
 
 // open reports whether the circuit is open.
 func (b *breaker) open() bool { return b.openUntil.Load() != 0 }
+
+// A circuitStore is a store that keeps its own circuit breaker, shared by
+// every protector built on it. A store that is not one (a third party's)
+// gets a breaker per protector.
+type circuitStore interface {
+	circuit() *breaker
+}
+
+// circuit implements circuitStore: one breaker for the store's one pool.
+func (s *RedisStore) circuit() *breaker { return s.brk }

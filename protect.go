@@ -16,11 +16,11 @@ import (
 // is safe for concurrent use. The zero value is not usable: make one with
 // New, and Close it when done.
 type Protector struct {
-	cfg      Config // as New completed it
-	store    Store
-	space    Space // the store, bound to the namespace and the limits
-	ownStore bool
-	guarded  bool // store calls need a deadline and the circuit breaker
+	cfg     Config // as New completed it
+	store   Store
+	space   Space        // the store, bound to the namespace and the limits
+	shared  *sharedStore // the store New made, shared with siblings; nil for Config.Store
+	guarded bool         // store calls need a deadline and the circuit breaker
 	// deadlineOnly: the store needs nothing of a context but its deadline,
 	// Done and Err, which deadlines makes cheaply (see deadlineCtx).
 	deadlineOnly bool
@@ -29,8 +29,7 @@ type Protector struct {
 	localMem     *MemoryStore // the store behind local
 	timeout      time.Duration
 	onError      FailurePolicy
-	brk          breaker
-	clock        func() time.Time
+	brk          *breaker // the store's (circuitStore), or this protector's own
 
 	ns  string
 	lim Limits
@@ -60,7 +59,11 @@ type Protector struct {
 // New checks cfg, fills in its defaults and returns a Protector. A bad
 // setting is an error that names it and quotes the value; New never
 // panics on configuration.
-func New(cfg Config) (*Protector, error) {
+func New(cfg Config) (*Protector, error) { return newProtector(cfg, nil) }
+
+// newProtector is New, on the store of shared when it is not nil (see
+// Sibling).
+func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -79,7 +82,6 @@ func New(cfg Config) (*Protector, error) {
 		store:   c.Store,
 		timeout: c.StoreTimeout,
 		onError: c.OnStoreError,
-		clock:   c.Clock,
 		ns:      c.Namespace,
 		lim: Limits{
 			TTL:            c.TTL,
@@ -107,22 +109,25 @@ func New(cfg Config) (*Protector, error) {
 		// in protectctl's list and in the log.
 		p.lim.BanReason = failuresReason(c.BanLimit)
 	}
-	if p.store == nil && c.RedisURL != "" {
+	switch {
+	case shared != nil:
+		p.store, p.shared = shared.store, shared
+	case p.store == nil && c.RedisURL != "":
 		o, err := redisOptions(c.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: RedisURL: %w", ErrConfig, err)
 		}
 		rs := NewRedisStore(redis.NewClient(o), RedisOptions{Logger: c.Logger})
 		rs.ownsConn = true
-		p.store, p.ownStore = rs, true
-	}
-	if p.store == nil {
-		p.store, p.ownStore = NewMemoryStore(MemoryOptions{Clock: cfg.Clock}), true
+		p.store, p.shared = rs, newSharedStore(rs)
+	case p.store == nil:
+		p.store = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
+		p.shared = newSharedStore(p.store)
 	}
 	scope := Scope{Namespace: p.ns, Limits: p.lim}
 	if p.space, err = p.store.Space(scope); err != nil {
-		if p.ownStore {
-			p.store.Close()
+		if p.shared != nil && shared == nil { // made here; a sibling's is released by Sibling
+			p.shared.release()
 		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -134,6 +139,11 @@ func New(cfg Config) (*Protector, error) {
 	if d, ok := p.space.(interface{ deadlineOnly() bool }); ok {
 		p.deadlineOnly = d.deadlineOnly()
 	}
+	if cs, ok := p.store.(circuitStore); ok {
+		p.brk = cs.circuit()
+	} else {
+		p.brk = newBreaker(c.Clock)
+	}
 	if p.guarded && p.onError == FailLocal {
 		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
 		p.local, _ = p.localMem.Space(scope)
@@ -142,15 +152,15 @@ func New(cfg Config) (*Protector, error) {
 }
 
 // Close releases what the protector owns: the store it made (not one
-// passed in Config.Store) and its local fallback store. It is safe to call
-// more than once.
+// passed in Config.Store), once the last of its siblings is closed too,
+// and its local fallback store. It is safe to call more than once.
 func (p *Protector) Close() error {
 	p.closeOnce.Do(func() {
 		if p.localMem != nil {
 			p.localMem.Close()
 		}
-		if p.ownStore {
-			p.closeErr = p.store.Close()
+		if p.shared != nil {
+			p.closeErr = p.shared.release()
 		}
 	})
 	return p.closeErr
@@ -384,7 +394,7 @@ func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int6
 // breaker, logging a change of the breaker's state once.
 func guarded[R any](p *Protector, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
 	var zero R
-	if !p.brk.allow(p.clock()) {
+	if !p.brk.allow() {
 		return zero, ErrStoreUnavailable
 	}
 	var res R
@@ -409,7 +419,7 @@ func guarded[R any](p *Protector, ctx context.Context, call func(context.Context
 		p.brk.release()
 		return zero, ctx.Err()
 	}
-	if p.brk.failure(p.clock()) {
+	if p.brk.failure() {
 		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
 			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
 	}

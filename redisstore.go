@@ -84,6 +84,7 @@ type RedisStore struct {
 	clock    func() time.Time
 	epoch    time.Time
 	log      *slog.Logger
+	brk      *breaker // shared by every protector on this store
 
 	nsMu       sync.Mutex // guards namespaces
 	namespaces map[string]*redisNamespace
@@ -138,6 +139,7 @@ func NewRedisStore(client redis.UniversalClient, opt RedisOptions) *RedisStore {
 		cache:      make(map[cacheKey]cachedBan),
 		stop:       make(chan struct{}),
 	}
+	s.brk = newBreaker(opt.Clock)
 	if !contextTimeouts(client) {
 		s.log.Warn("protect: redis client ignores context deadlines; set ContextTimeoutEnabled so that StoreTimeout bounds every call")
 	}
