@@ -68,7 +68,8 @@ func (p *Protector) Sibling(cfg Config) (*Protector, error) {
 	case cfg.Store != nil:
 		return nil, configErr("Sibling: Store must be nil: a sibling uses its protector's store")
 	case cfg.RedisURL != "" && cfg.RedisURL != p.cfg.RedisURL:
-		return nil, configErr("Sibling: RedisURL %q: not the protector's own", redactURL(cfg.RedisURL))
+		// Never quote a Redis URL: it may hold a password.
+		return nil, configErr("Sibling: RedisURL: not the protector's own: a sibling cannot move to another store")
 	}
 	cfg.RedisURL = p.cfg.RedisURL
 	if p.shared == nil { // Config.Store: its owner closes it
