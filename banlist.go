@@ -165,6 +165,7 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 	if err != nil {
 		return Ban{}, fmt.Errorf("protect: ban %s: %w", k, err)
 	}
+	p.stats.stripe().manualBans.Add(1)
 	p.logBan(ctx, "protect: ban added", b)
 	return b, nil
 }
@@ -215,6 +216,7 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 		}
 		if ok {
 			lifted = append(lifted, b)
+			p.stats.stripe().lifted.Add(1)
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
 				slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
 				slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),

@@ -35,6 +35,7 @@ var errNoConsumer = fmt.Errorf("%w: empty consumer", ErrUnknownClient)
 // never unlimited. The error result is non-nil only when ctx ended, as
 // for Verify.
 func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *Plan) (d Decision, err error) {
+	defer p.decided(&d)
 	// VerifyConsumerN's body, not a call of it: a Decision is a few hundred
 	// bytes, and each layer would copy it once more.
 	if consumer == "" || plan == nil || len(plan.limits) == 0 {
@@ -53,6 +54,7 @@ func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *P
 // negative cost is a programming error: the Decision is Unavailable and
 // the error says so.
 func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *Plan, cost int64) (d Decision, err error) {
+	defer p.decided(&d)
 	if consumer == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
 		return p.badConsumer(consumer, plan, netip.Addr{}, cost)
 	}

@@ -60,16 +60,17 @@ func (p *Protector) Middleware(next http.Handler) http.Handler {
 // failureMiddleware is Middleware with CountStatus: see there.
 func (p *Protector) failureMiddleware(next http.Handler, counts func(int) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, _ := p.Check(r.Context(), r)
+		d, _ := p.request(r.Context(), r, 0) // Check, counted below as the request's one decision
 		counted := false
 		// A client with no failure left (Check: Limited or Exhausted) is
 		// refused, and the attempt counted, so that the count goes on to
 		// BanLimit. The context outlives a client that hangs up: every
 		// attempt counts.
 		if d.Status == Limited || d.Status == Exhausted {
-			d, _ = p.request(context.WithoutCancel(r.Context()), r, 1)
+			d, _ = p.penalize(context.WithoutCancel(r.Context()), r, 1)
 			counted = true
 		}
+		p.decided(&d)
 		if d.Refused() {
 			d.WriteResponse(w)
 			return

@@ -50,6 +50,13 @@ func (p *Protector) Penalize(ctx context.Context, r *http.Request, n int64) (Dec
 	if n < 1 {
 		return Decision{}, fmt.Errorf("%w: n is %d; want 1 or more", ErrBadPenalty, n)
 	}
+	return p.penalize(ctx, r, n)
+}
+
+// penalize counts n failures for r: Penalize, and Middleware under
+// CountStatus.
+func (p *Protector) penalize(ctx context.Context, r *http.Request, n int64) (Decision, error) {
+	p.stats.stripe().penalties.Add(uint64(n))
 	return p.request(ctx, r, n)
 }
 

@@ -30,6 +30,7 @@ type Protector struct {
 	timeout      time.Duration
 	onError      FailurePolicy
 	brk          *breaker // the store's (circuitStore), or this protector's own
+	stats        stats    // Stats' counters (stats.go)
 
 	ns  string
 	lim Limits
@@ -103,6 +104,7 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		banStatus:     c.BanStatus,
 		unknownStatus: c.UnknownStatus,
 		log:           c.Logger,
+		stats:         newStats(),
 	}
 	if c.CountStatus != nil {
 		// This protector counts nothing but failures; its bans say so,
@@ -201,7 +203,8 @@ func (p *Protector) Inspect(ctx context.Context, k Key) (KeyState, error) {
 // OnStoreError and the error is in Decision.Err. The error result is
 // non-nil only when ctx ended before the store answered; the decision is
 // then Unavailable.
-func (p *Protector) Verify(ctx context.Context, r *http.Request) (Decision, error) {
+func (p *Protector) Verify(ctx context.Context, r *http.Request) (d Decision, err error) {
+	defer p.decided(&d)
 	return p.request(ctx, r, 1)
 }
 
@@ -212,7 +215,8 @@ func (p *Protector) Verify(ctx context.Context, r *http.Request) (Decision, erro
 // refused; under a plan, one more request would not fit), and otherwise
 // Allowed, with Count the stream's count so far. It never predicts a ban:
 // a client one request short of BanLimit is Limited, or Allowed.
-func (p *Protector) Check(ctx context.Context, r *http.Request) (Decision, error) {
+func (p *Protector) Check(ctx context.Context, r *http.Request) (d Decision, err error) {
+	defer p.decided(&d)
 	return p.request(ctx, r, 0)
 }
 
@@ -272,6 +276,7 @@ func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decis
 // address is normalised (unmapped, zone dropped) before anything else; an
 // invalid or unspecified address is Unknown.
 func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision, err error) {
+	defer p.decided(&d)
 	a, ok := normalize(addr)
 	if !ok {
 		return p.unknown(errUnspecified), nil
@@ -295,12 +300,12 @@ func (p *Protector) address(ctx context.Context, a netip.Addr, n int64) (d Decis
 // VerifyKey decides a request of a resolved consumer, after
 // authentication: the consumer is counted, not the address. See
 // ConsumerKey for how the key is stored. An empty key is Unknown.
-func (p *Protector) VerifyKey(ctx context.Context, key string) (Decision, error) {
+func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err error) {
+	defer p.decided(&d)
 	if key == "" {
 		return p.unknown(fmt.Errorf("%w: empty consumer key", ErrUnknownClient)), nil
 	}
-	var d Decision
-	err := p.decide(ctx, &d, ConsumerKey(key), netip.Addr{}, 1)
+	err = p.decide(ctx, &d, ConsumerKey(key), netip.Addr{}, 1)
 	return d, err
 }
 
@@ -357,10 +362,12 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 // stream and for plans, so that the two never answer an outage apart.
 func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (local bool, _ error) {
 	d.Err, d.hdr = err, nil
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		d.Status = Unavailable
 		return false, ctx.Err()
+	}
+	p.stats.stripe().storeFailures.Add(1)
+	switch {
 	case p.onError == FailClosed:
 		d.Status, d.RetryAfter = Unavailable, breakerCooldown
 		p.logDryRun(d)
@@ -378,6 +385,7 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
 	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 	if res.NewBan {
+		p.stats.stripe().autoBans.Add(1)
 		p.logBan(ctx, "protect: ban added", *res.Ban)
 	}
 }
@@ -395,19 +403,23 @@ func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int6
 func guarded[R any](p *Protector, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
 	var zero R
 	if !p.brk.allow() {
+		p.stats.stripe().circuitReject.Add(1)
 		return zero, ErrStoreUnavailable
 	}
 	var res R
 	var err error
+	// The deadline is compared with the real time by the socket, and the
+	// latency is real time too: both come from the real clock, never from
+	// Config.Clock.
+	start := time.Now()
 	if p.deadlineOnly {
-		// The deadline is compared with the real time by the socket, so it
-		// comes from the real clock, never from Config.Clock.
-		res, err = call(p.deadlines.context(ctx, time.Now().Add(p.timeout)))
+		res, err = call(p.deadlines.context(ctx, start.Add(p.timeout)))
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, p.timeout)
 		res, err = call(sctx)
 		cancel()
 	}
+	p.stats.storeCall(ctx, time.Since(start), err)
 	if err == nil {
 		if p.brk.success() {
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
@@ -420,6 +432,7 @@ func guarded[R any](p *Protector, ctx context.Context, call func(context.Context
 		return zero, ctx.Err()
 	}
 	if p.brk.failure() {
+		p.stats.stripe().circuitOpens.Add(1)
 		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
 			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
 	}

@@ -48,7 +48,7 @@ func (w *statusWriter) settle(code int) {
 	}
 	// A client that hangs up must not escape the count; StoreTimeout
 	// still bounds it.
-	d, _ := o.p.request(context.WithoutCancel(o.r.Context()), o.r, 1)
+	d, _ := o.p.penalize(context.WithoutCancel(o.r.Context()), o.r, 1)
 	if d.Status != Unavailable { // a store that failed knows nothing to tell the client
 		d.WriteHeaders(w.ResponseWriter.Header())
 	}

@@ -1,0 +1,288 @@
+package protect
+
+import (
+	"context"
+	"errors"
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// numStatuses is the number of Status values; Stats.Decisions has one
+// counter each.
+const numStatuses = int(Exhausted) + 1
+
+// numLatencyBuckets is the number of bounded buckets of the store latency
+// histogram (Stats.StoreLatency).
+const numLatencyBuckets = 12
+
+// latencyBounds are the upper bounds of the store latency buckets, fixed
+// so that the histograms of protectors and instances add up: from 100µs
+// (a Redis round trip on a quiet network) to 1s (ten times the default
+// StoreTimeout; a call that waited out its StoreTimeout lands in the
+// bucket above it).
+var latencyBounds = [numLatencyBuckets]time.Duration{
+	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, time.Second,
+}
+
+// Stats is a snapshot of a protector's counters, from New to the call of
+// Protector.Stats. Every counter only goes up; CircuitOpen and RangeBans
+// are the state at the call. The zero Stats is a protector that has
+// decided nothing.
+//
+// A request is counted once, in Decisions, by the call that decided it:
+// Verify, VerifyAddr, VerifyKey, VerifyConsumer, VerifyConsumerN, Check,
+// or Middleware (once per request, whatever Config.CountStatus says).
+// Penalize decides no request: it adds to Penalties, and to AutoBans when
+// it bans.
+type Stats struct {
+	// Namespace is the protector's Config.Namespace.
+	Namespace string
+	// Policy is the protector's Config.OnStoreError.
+	Policy FailurePolicy
+
+	// Decisions counts the requests decided, by Status:
+	// Decisions[Limited] is how many were limited. A dry run counts the
+	// status it decided, refusal or not.
+	Decisions [numStatuses]uint64
+	// DryRunRefusals counts the decisions that Config.DryRun let through:
+	// those that would have refused.
+	DryRunRefusals uint64
+	// Penalties counts the failures reported by Penalize (its n) and by
+	// Middleware under Config.CountStatus (one per failed response, and
+	// one per attempt of a client with no failure left), whatever their
+	// outcome: a penalty of a safe, unknown or banned client counts here
+	// although the store counts nothing.
+	Penalties uint64
+
+	// AutoBans counts the bans this protector wrote because a client
+	// passed BanLimit (on the local fallback store too, under FailLocal).
+	AutoBans uint64
+	// ManualBans counts the bans added through Protector.Ban. Bans added
+	// by protectctl, or by another instance, are counted where they were
+	// added.
+	ManualBans uint64
+	// BansLifted counts the bans removed through Lift and LiftAll. A ban
+	// that simply expires is not lifted.
+	BansLifted uint64
+
+	// StoreCalls counts the calls made to a store outside this process
+	// (Redis), answered or not. The memory store is not called through
+	// the network and is never counted, timed or broken.
+	StoreCalls uint64
+	// StoreErrors counts the StoreCalls that failed, timeouts included,
+	// but not those whose caller gave up first (StoreCanceled).
+	StoreErrors uint64
+	// StoreTimeouts counts the StoreErrors that ran out of StoreTimeout.
+	StoreTimeouts uint64
+	// StoreCanceled counts the StoreCalls whose caller's context ended
+	// first: they say nothing about the store.
+	StoreCanceled uint64
+	// StoreLatency is the time the StoreCalls took.
+	StoreLatency LatencyHistogram
+
+	// CircuitOpen reports whether the circuit breaker in front of the
+	// store is open at the call: store calls are then answered by the
+	// failure policy without reaching the store.
+	CircuitOpen bool
+	// CircuitOpens counts the times the circuit opened, and
+	// CircuitRejected the calls it answered without calling the store.
+	CircuitOpens, CircuitRejected uint64
+	// StoreFailures counts the requests that the failure policy (Policy)
+	// decided because the store failed or the circuit was open: served
+	// under FailOpen, refused as Unavailable under FailClosed, decided by
+	// the local store under FailLocal.
+	StoreFailures uint64
+
+	// RangeBans is the number of range bans in force in the protector's
+	// ban list, read from the copy every request checks (no store call);
+	// on a RedisStore that copy may be a refresh interval old. -1 when
+	// the store keeps no such copy. Key bans are not counted: on Redis
+	// that would be a scan of the store per scrape; protectctl bans lists
+	// them.
+	RangeBans int
+}
+
+// A LatencyHistogram counts durations in the fixed buckets bounded by
+// Bounds. The zero value is empty.
+type LatencyHistogram struct {
+	// Bounds are the buckets' upper bounds, in increasing order.
+	Bounds [numLatencyBuckets]time.Duration
+	// Counts[i] counts the durations d with Bounds[i-1] < d <= Bounds[i];
+	// the last counts those above every bound. They are not cumulative.
+	Counts [numLatencyBuckets + 1]uint64
+	// Sum is the total of every duration counted.
+	Sum time.Duration
+}
+
+// Count is the number of durations counted.
+func (h *LatencyHistogram) Count() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// Stats returns a snapshot of the protector's counters. It is cheap (no
+// store call, no lock a request takes) and safe to call at any time, by
+// a Prometheus scrape say (package metrics).
+func (p *Protector) Stats() Stats {
+	s := p.stats.snapshot()
+	s.Namespace, s.Policy = p.ns, p.onError
+	s.CircuitOpen = p.brk.open()
+	s.RangeBans = -1
+	if r, ok := p.space.(rangeBanCounter); ok {
+		s.RangeBans = r.rangeBans()
+	}
+	return s
+}
+
+// A rangeBanCounter is a space that can tell its number of range bans in
+// force without a store call.
+type rangeBanCounter interface{ rangeBans() int }
+
+func (sp *memSpace) rangeBans() int   { return sp.bns.ranges.Load().live(sp.s.now()) }
+func (sp *redisSpace) rangeBans() int { return sp.bns.ranges.Load().live(sp.s.now()) }
+
+// live counts the bans of r in force at ticks t.
+func (r *rangeSet) live(t int64) int {
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i := range r.bans {
+		if r.bans[i].live(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// stats holds a protector's counters, striped: every request adds to one
+// counter, and a counter that every core wrote would bounce its cache line
+// between the cores on every request. Each goroutine writes to one stripe
+// of its own, mostly, and Stats sums them.
+type stats struct {
+	stripes []statStripe
+	mask    uintptr
+}
+
+// statStripe is one stripe of counters, padded to whole 128-byte blocks
+// (two cache lines, as the adjacent-line prefetcher of x86 pairs them) so
+// that two stripes never share a line.
+type statStripe struct {
+	statCounters
+	_ [(128 - unsafe.Sizeof(statCounters{})%128) % 128]byte
+}
+
+type statCounters struct {
+	decisions     [numStatuses]atomic.Uint64
+	dryRun        atomic.Uint64
+	penalties     atomic.Uint64
+	autoBans      atomic.Uint64
+	manualBans    atomic.Uint64
+	lifted        atomic.Uint64
+	storeCalls    atomic.Uint64
+	storeErrors   atomic.Uint64
+	storeTimeouts atomic.Uint64
+	storeCanceled atomic.Uint64
+	latency       [numLatencyBuckets + 1]atomic.Uint64
+	latencySum    atomic.Int64
+	circuitOpens  atomic.Uint64
+	circuitReject atomic.Uint64
+	storeFailures atomic.Uint64
+}
+
+func newStats() stats {
+	// Four stripes a core: goroutines pick theirs by a hash (below), and
+	// fewer would put two busy goroutines on one stripe too often.
+	n := 1 << bits.Len(uint(4*runtime.GOMAXPROCS(0)-1))
+	n = min(n, 256)
+	return stats{stripes: make([]statStripe, n), mask: uintptr(n - 1)}
+}
+
+// stripe returns the calling goroutine's stripe: one picked by the
+// address of its stack, which no other running goroutine shares. Goroutine
+// stacks are at least 8 KiB apart, so the address above bit 13 names the
+// goroutine (until its stack grows and moves, when it may pick another
+// stripe: counts stay exact either way, only the sharing changes). That
+// costs a shift and a multiply, where a per-core index would need the
+// runtime's internals and a random one would move every write to a line
+// another core last wrote.
+func (s *stats) stripe() *statStripe {
+	var mark byte
+	h := uint64(uintptr(unsafe.Pointer(&mark))>>13) * 0x9E3779B97F4A7C15
+	return &s.stripes[uintptr(h>>56)&s.mask]
+}
+
+// decided counts the decision d; deferred by every call that decides a
+// request.
+func (p *Protector) decided(d *Decision) {
+	st := p.stats.stripe()
+	st.decisions[d.Status%Status(numStatuses)].Add(1)
+	if d.DryRun && d.Status >= Limited {
+		st.dryRun.Add(1)
+	}
+}
+
+// storeCall counts a call of a store outside the process that took
+// took and ended in err, whose caller's context is ctx.
+func (s *stats) storeCall(ctx context.Context, took time.Duration, err error) {
+	st := s.stripe()
+	st.storeCalls.Add(1)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		st.storeCanceled.Add(1)
+	default:
+		st.storeErrors.Add(1)
+		// StoreTimeout ends a call as context.DeadlineExceeded, or as the
+		// socket's i/o timeout when the client set the deadline on the
+		// connection (go-redis with ContextTimeoutEnabled): both say
+		// Timeout.
+		var t interface{ Timeout() bool }
+		if errors.As(err, &t) && t.Timeout() {
+			st.storeTimeouts.Add(1)
+		}
+	}
+	i := 0
+	for i < numLatencyBuckets && took > latencyBounds[i] {
+		i++
+	}
+	st.latency[i].Add(1)
+	st.latencySum.Add(int64(took))
+}
+
+func (s *stats) snapshot() Stats {
+	var out Stats
+	out.StoreLatency.Bounds = latencyBounds
+	for i := range s.stripes {
+		c := &s.stripes[i].statCounters
+		for j := range c.decisions {
+			out.Decisions[j] += c.decisions[j].Load()
+		}
+		out.DryRunRefusals += c.dryRun.Load()
+		out.Penalties += c.penalties.Load()
+		out.AutoBans += c.autoBans.Load()
+		out.ManualBans += c.manualBans.Load()
+		out.BansLifted += c.lifted.Load()
+		out.StoreCalls += c.storeCalls.Load()
+		out.StoreErrors += c.storeErrors.Load()
+		out.StoreTimeouts += c.storeTimeouts.Load()
+		out.StoreCanceled += c.storeCanceled.Load()
+		for j := range c.latency {
+			out.StoreLatency.Counts[j] += c.latency[j].Load()
+		}
+		out.StoreLatency.Sum += time.Duration(c.latencySum.Load())
+		out.CircuitOpens += c.circuitOpens.Load()
+		out.CircuitRejected += c.circuitReject.Load()
+		out.StoreFailures += c.storeFailures.Load()
+	}
+	return out
+}
