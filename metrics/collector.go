@@ -1,0 +1,217 @@
+// Package metrics exports the counters of protectors to Prometheus.
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(metrics.NewCollector(api, login))
+//	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// The collector reads Protector.Stats at scrape time: between scrapes it
+// costs nothing, and a request pays only for the protector's own striped
+// counters. It registers nothing itself, on the default registry or any
+// other. Every series carries the protector's namespace as its only
+// variable label beside a few fixed ones (status, source, policy): never
+// an address, a key or a consumer, so the number of series does not grow
+// with traffic.
+package metrics
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/httpprotect/protect"
+)
+
+// NewCollector returns a collector for the protectors ps, to register on
+// a registry of yours. Protectors that share a namespace are summed into
+// one set of series (two instances of one route, say); nil protectors,
+// and a protector given twice, count once or not at all. With no
+// protector it collects nothing.
+func NewCollector(ps ...*protect.Protector) prometheus.Collector {
+	c := &collector{d: newDescs()}
+	for _, p := range ps {
+		if p != nil && !slices.Contains(c.ps, p) {
+			c.ps = append(c.ps, p)
+		}
+	}
+	return c
+}
+
+type collector struct {
+	ps []*protect.Protector
+	d  descs
+}
+
+// descs describes every series; each collector makes its own, so that
+// the package holds no state.
+type descs struct {
+	decisions, dryRun, penalties, bans, lifted, rangeBans                *prometheus.Desc
+	storeCalls, storeErrors, storeTimeouts, storeCanceled, storeDuration *prometheus.Desc
+	storeFailures, circuitOpen, circuitOpens, circuitRejected            *prometheus.Desc
+}
+
+func newDescs() descs {
+	ns := []string{"namespace"}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(ns, labels...), nil)
+	}
+	return descs{
+		decisions: desc("protect_decisions_total",
+			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted.", "status"),
+		dryRun: desc("protect_dry_run_refusals_total",
+			"Decisions that would have refused and that DryRun let through."),
+		penalties: desc("protect_penalties_total",
+			"Failures reported by Penalize and by Middleware under CountStatus."),
+		bans: desc("protect_bans_total",
+			"Bans written by this process: source auto (a client passed BanLimit) or manual (Protector.Ban).", "source"),
+		lifted: desc("protect_bans_lifted_total",
+			"Bans lifted by this process (not those that expired)."),
+		rangeBans: desc("protect_range_bans",
+			"Range bans in force in the ban list, as this process last read it."),
+		storeCalls: desc("protect_store_calls_total",
+			"Calls made to a store outside this process (Redis), answered or not."),
+		storeErrors: desc("protect_store_errors_total",
+			"Store calls that failed, timeouts included."),
+		storeTimeouts: desc("protect_store_timeouts_total",
+			"Store calls that ran out of StoreTimeout."),
+		storeCanceled: desc("protect_store_canceled_total",
+			"Store calls whose caller gave up before the store answered."),
+		storeDuration: desc("protect_store_duration_seconds",
+			"Time a store call took, answered or not."),
+		storeFailures: desc("protect_store_failures_total",
+			"Requests decided by the failure policy (open, closed, local) because the store failed or the circuit was open.", "policy"),
+		circuitOpen: desc("protect_circuit_open",
+			"1 while the circuit breaker keeps requests from the failing store, else 0."),
+		circuitOpens: desc("protect_circuit_opens_total",
+			"Times the circuit breaker opened."),
+		circuitRejected: desc("protect_circuit_rejected_total",
+			"Store calls the open circuit answered without calling the store."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	d := &c.d
+	for _, d := range []*prometheus.Desc{
+		d.decisions, d.dryRun, d.penalties, d.bans, d.lifted, d.rangeBans,
+		d.storeCalls, d.storeErrors, d.storeTimeouts, d.storeCanceled, d.storeDuration,
+		d.storeFailures, d.circuitOpen, d.circuitOpens, d.circuitRejected,
+	} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: one read of Stats per
+// protector, then the series of each namespace.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.byNamespace() {
+		c.d.collect(ch, s)
+	}
+}
+
+// nsStats is the sum of the Stats of the protectors of one namespace.
+type nsStats struct {
+	protect.Stats
+	failures map[protect.FailurePolicy]uint64 // StoreFailures by policy
+}
+
+// byNamespace reads every protector and sums those of one namespace, in
+// namespace order.
+func (c *collector) byNamespace() []*nsStats {
+	var out []*nsStats
+	for _, p := range c.ps {
+		s := p.Stats()
+		i, found := slices.BinarySearchFunc(out, s.Namespace, func(n *nsStats, ns string) int { return cmp.Compare(n.Namespace, ns) })
+		if !found {
+			out = slices.Insert(out, i, &nsStats{Stats: protect.Stats{Namespace: s.Namespace, RangeBans: -1}, failures: map[protect.FailurePolicy]uint64{}})
+		}
+		out[i].add(&s)
+	}
+	return out
+}
+
+// add sums s into n. The circuit is open if any protector's is; range
+// bans are one ban list's, read by each: the largest count is the newest.
+func (n *nsStats) add(s *protect.Stats) {
+	t := &n.Stats
+	for i := range t.Decisions {
+		t.Decisions[i] += s.Decisions[i]
+	}
+	t.DryRunRefusals += s.DryRunRefusals
+	t.Penalties += s.Penalties
+	t.AutoBans += s.AutoBans
+	t.ManualBans += s.ManualBans
+	t.BansLifted += s.BansLifted
+	t.StoreCalls += s.StoreCalls
+	t.StoreErrors += s.StoreErrors
+	t.StoreTimeouts += s.StoreTimeouts
+	t.StoreCanceled += s.StoreCanceled
+	t.StoreLatency.Bounds = s.StoreLatency.Bounds
+	for i := range t.StoreLatency.Counts {
+		t.StoreLatency.Counts[i] += s.StoreLatency.Counts[i]
+	}
+	t.StoreLatency.Sum += s.StoreLatency.Sum
+	t.CircuitOpen = t.CircuitOpen || s.CircuitOpen
+	t.CircuitOpens += s.CircuitOpens
+	t.CircuitRejected += s.CircuitRejected
+	n.failures[s.Policy] += s.StoreFailures
+	t.RangeBans = max(t.RangeBans, s.RangeBans)
+}
+
+func (d *descs) collect(ch chan<- prometheus.Metric, s *nsStats) {
+	ns := s.Namespace
+	send := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		m, err := prometheus.NewConstMetric(desc, t, v, append([]string{ns}, labels...)...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(desc, err) // the registry reports it
+		}
+		ch <- m
+	}
+	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
+		send(desc, prometheus.CounterValue, float64(v), labels...)
+	}
+	for st, n := range s.Decisions {
+		counter(d.decisions, n, protect.Status(st).String())
+	}
+	counter(d.dryRun, s.DryRunRefusals)
+	counter(d.penalties, s.Penalties)
+	counter(d.bans, s.AutoBans, "auto")
+	counter(d.bans, s.ManualBans, "manual")
+	counter(d.lifted, s.BansLifted)
+	if s.RangeBans >= 0 {
+		send(d.rangeBans, prometheus.GaugeValue, float64(s.RangeBans))
+	}
+
+	counter(d.storeCalls, s.StoreCalls)
+	counter(d.storeErrors, s.StoreErrors)
+	counter(d.storeTimeouts, s.StoreTimeouts)
+	counter(d.storeCanceled, s.StoreCanceled)
+	h := &s.StoreLatency
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	var cum uint64
+	for i, b := range h.Bounds {
+		cum += h.Counts[i]
+		buckets[b.Seconds()] = cum
+	}
+	m, err := prometheus.NewConstHistogram(d.storeDuration, h.Count(), h.Sum.Seconds(), buckets, ns)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d.storeDuration, err)
+	}
+	ch <- m
+	policies := make([]protect.FailurePolicy, 0, len(s.failures))
+	for p := range s.failures {
+		policies = append(policies, p)
+	}
+	slices.Sort(policies)
+	for _, p := range policies {
+		counter(d.storeFailures, s.failures[p], p.String())
+	}
+
+	open := 0.0
+	if s.CircuitOpen {
+		open = 1
+	}
+	send(d.circuitOpen, prometheus.GaugeValue, open)
+	counter(d.circuitOpens, s.CircuitOpens)
+	counter(d.circuitRejected, s.CircuitRejected)
+}
