@@ -68,7 +68,7 @@ func run(addr string, out io.Writer, logger *slog.Logger) error {
 		return err
 	}
 	defer p.Close()
-	srv := &http.Server{Addr: addr, Handler: newHandler(p), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: withMetrics(p, newHandler(p)), ReadHeaderTimeout: 5 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -86,6 +86,7 @@ try:
   curl -i http://%[1]s/
   for i in $(seq 12); do curl -s -o /dev/null -w '%%{http_code} ' http://%[1]s/; done; echo
   curl -s http://%[1]s/bans      # after a pause of 10s if you are only limited
+  curl -s http://%[1]s/metrics   # what protect decided, for Prometheus
 
 Ctrl-C stops it.
 `, addr)
