@@ -215,6 +215,9 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 			return lifted, fmt.Errorf("protect: lift %s: %w", k, err)
 		}
 		if ok {
+			if b.Range {
+				p.liftEscalation(ctx, k)
+			}
 			lifted = append(lifted, b)
 			p.stats.stripe().lifted.Add(1)
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",

@@ -100,6 +100,24 @@ type Config struct {
 	// IPv6Prefix is the prefix length IPv6 clients are counted by [64]:
 	// one host with a /64 can otherwise rotate through 2^64 addresses.
 	IPv6Prefix int
+	// EscalationThreshold is how many keys inside one wider prefix of
+	// IPv6Escalation or IPv4Escalation must be banned, each within
+	// OffenseWindow of the last, for the wider prefix to be banned as a
+	// range [3]. Negative turns escalation off. See Protector.Ban for
+	// what a range ban does, and escalate.go for how it is counted.
+	EscalationThreshold int
+	// IPv6Escalation are the wider prefix lengths IPv6 bans escalate
+	// through, longest first [56, 48: those shorter than IPv6Prefix]:
+	// three banned /64s inside a /56 ban the /56, three banned /56s inside
+	// a /48 the /48. On by default, because a subscriber's /56 or /48
+	// otherwise rotates through hundreds of /64s with one ban each. An
+	// empty, non-nil list turns IPv6 escalation off.
+	IPv6Escalation []int
+	// IPv4Escalation are the wider prefix lengths IPv4 bans escalate
+	// through [none], e.g. []int{24}. Off by default: behind carrier-grade
+	// NAT, a university or a cloud provider, neighbouring addresses are
+	// other people.
+	IPv4Escalation []int
 	// SafeNetworks are never counted nor banned, and never touch the store
 	// [none]: CIDRs or bare addresses.
 	SafeNetworks []string
@@ -250,6 +268,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
 		return c, configErr("IPv6Prefix %d: want 1 to 128", c.IPv6Prefix)
+	}
+	if err := c.escalationDefaults(); err != nil {
+		return c, err
 	}
 	if c.KeyFunc != nil && c.ConsumerFunc != nil {
 		return c, configErr("KeyFunc and ConsumerFunc: set one, not both (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)")

@@ -116,6 +116,9 @@ var envVars = [...]envVar{
 	{"TRUST_UNIX_SOCKET", envBool(func(c *Config) *bool { return &c.TrustUnixSocket })},
 	{"IPV4_PREFIX", envSmall(func(c *Config) *int { return &c.IPv4Prefix })},
 	{"IPV6_PREFIX", envSmall(func(c *Config) *int { return &c.IPv6Prefix })},
+	{"ESCALATION_THRESHOLD", envSmall(func(c *Config) *int { return &c.EscalationThreshold })},
+	{"IPV6_ESCALATION", envLevels(func(c *Config) *[]int { return &c.IPv6Escalation })},
+	{"IPV4_ESCALATION", envLevels(func(c *Config) *[]int { return &c.IPv4Escalation })},
 	{"SAFE_NETWORKS", envList(func(c *Config) *[]string { return &c.SafeNetworks })},
 	{"NAMESPACE", envString(func(c *Config) *string { return &c.Namespace })},
 	{"ON_STORE_ERROR", func(c *Config, v string) error {
@@ -163,8 +166,10 @@ func EnvNames() []string {
 // HTTP_PROTECT_<FIELD> for the rest: REDIS_URL, BAN_DURATION, BAN_FACTOR,
 // MAX_BAN_DURATION, OFFENSE_WINDOW, TRUSTED_PROXIES and SAFE_NETWORKS
 // (comma-separated), PROXY_HEADER, PROXY_COUNT, TRUST_UNIX_SOCKET,
-// IPV4_PREFIX, IPV6_PREFIX, NAMESPACE, ON_STORE_ERROR (local, open,
-// closed), STORE_TIMEOUT, DRY_RUN, BAN_STATUS, UNKNOWN_STATUS.
+// IPV4_PREFIX, IPV6_PREFIX, ESCALATION_THRESHOLD, IPV6_ESCALATION and
+// IPV4_ESCALATION (prefix lengths such as "56,48", or "none"), NAMESPACE,
+// ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
+// BAN_STATUS, UNKNOWN_STATUS.
 //
 // own names further variables under the prefix that the program reads
 // itself, without the prefix ("LISTEN", "PLANS"), so that they are not

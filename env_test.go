@@ -24,6 +24,9 @@ func TestConfigFromEnvReadsEveryName(t *testing.T) {
 		"HTTP_PROTECT_TRUST_UNIX_SOCKET=true",
 		"HTTP_PROTECT_IPV4_PREFIX=24",
 		"HTTP_PROTECT_IPV6_PREFIX=56",
+		"HTTP_PROTECT_ESCALATION_THRESHOLD=4",
+		"HTTP_PROTECT_IPV6_ESCALATION=48",
+		"HTTP_PROTECT_IPV4_ESCALATION=16",
 		"HTTP_PROTECT_SAFE_NETWORKS=192.0.2.0/24",
 		"HTTP_PROTECT_NAMESPACE=api:",
 		"HTTP_PROTECT_ON_STORE_ERROR=closed",
@@ -42,6 +45,7 @@ func TestConfigFromEnvReadsEveryName(t *testing.T) {
 		TTL: 15 * time.Second, MaxRequests: 50, BanLimit: -1, RedisURL: "redis://127.0.0.1:6379/0",
 		BanDuration: 60 * time.Hour, BanFactor: 3, MaxBanDuration: 30 * 24 * time.Hour, OffenseWindow: time.Hour,
 		ProxyHeader: "X-Real-IP", ProxyCount: 2, TrustUnixSocket: true, IPv4Prefix: 24, IPv6Prefix: 56,
+		EscalationThreshold: 4, IPv6Escalation: []int{48}, IPv4Escalation: []int{16},
 		Namespace: "api:", OnStoreError: FailClosed, StoreTimeout: 50 * time.Millisecond, DryRun: true,
 		BanStatus: 429, UnknownStatus: 400,
 	}

@@ -48,6 +48,8 @@ type Protector struct {
 	plan         *Plan
 	consumerKeys consumerKeys
 
+	esc *escalation // prefix escalation (escalate.go); nil when off
+
 	dryRun        bool
 	banStatus     int
 	unknownStatus int
@@ -145,6 +147,12 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		p.brk = cs.circuit()
 	} else {
 		p.brk = newBreaker(c.Clock)
+	}
+	if p.esc, err = p.newEscalation(); err != nil {
+		if p.shared != nil && shared == nil {
+			p.shared.release()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if p.guarded && p.onError == FailLocal {
 		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
@@ -387,6 +395,7 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 	if res.NewBan {
 		p.stats.stripe().autoBans.Add(1)
 		p.logBan(ctx, "protect: ban added", *res.Ban)
+		p.escalate(ctx, res.Ban)
 	}
 }
 
