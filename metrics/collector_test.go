@@ -141,12 +141,8 @@ func TestScriptedRun(t *testing.T) {
 		want[st]++
 	}
 
-	var lines []string
-	for st := range 7 {
-		lines = append(lines, fmt.Sprintf(`protect_decisions_total{namespace="api:",status=%q} %d`, protect.Status(st), want[protect.Status(st)]))
-	}
 	c := metrics.NewCollector(p)
-	compare(t, c, series("protect_decisions_total", "counter", lines...)+
+	compare(t, c, series("protect_decisions_total", "counter", decisions("api:", want)...)+
 		series("protect_bans_total", "counter",
 			`protect_bans_total{namespace="api:",source="auto"} 1`,
 			`protect_bans_total{namespace="api:",source="manual"} 2`)+
@@ -239,11 +235,7 @@ func TestOutage(t *testing.T) {
 			m.SetError("")
 			clk.Advance(time.Second)
 			verify(protect.Allowed) // Redis counted 1 before the outage: this is 2
-			var lines []string
-			for st := range 7 {
-				lines = append(lines, fmt.Sprintf(`protect_decisions_total{namespace="out:",status=%q} %d`, protect.Status(st), want[protect.Status(st)]))
-			}
-			compare(t, c, series("protect_decisions_total", "counter", lines...)+
+			compare(t, c, series("protect_decisions_total", "counter", decisions("out:", want)...)+
 				series("protect_store_calls_total", "counter", `protect_store_calls_total{namespace="out:"} 5`)+
 				series("protect_circuit_open", "gauge", `protect_circuit_open{namespace="out:"} 0`),
 				"protect_decisions_total", "protect_store_calls_total", "protect_circuit_open")
@@ -278,6 +270,16 @@ func TestStoreTimeout(t *testing.T) {
 	if s.StoreLatency.Count() != 1 || s.StoreLatency.Sum < 20*time.Millisecond {
 		t.Fatalf("StoreLatency %+v", s.StoreLatency)
 	}
+}
+
+// decisions returns the protect_decisions_total lines of namespace ns
+// for the counts n, in the order the text format sorts them.
+func decisions(ns string, n map[protect.Status]int) []string {
+	var out []string
+	for _, st := range []protect.Status{protect.Allowed, protect.Banned, protect.Exhausted, protect.Limited, protect.Safe, protect.Unavailable, protect.Unknown} {
+		out = append(out, fmt.Sprintf(`protect_decisions_total{namespace=%q,status=%q} %d`, ns, st, n[st]))
+	}
+	return out
 }
 
 func histogramCount(t *testing.T, c prometheus.Collector, name string) uint64 {
@@ -320,23 +322,11 @@ func TestPedantic(t *testing.T) {
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("lint: %v %v", problems, err)
 	}
-	// a2 verified four times, a1 twice: a: holds six, of which three
-	// limited; a2, given twice, counts once.
-	compare(t, c, series("protect_decisions_total", "counter",
-		`protect_decisions_total{namespace="a:",status="allowed"} 2`,
-		`protect_decisions_total{namespace="a:",status="banned"} 0`,
-		`protect_decisions_total{namespace="a:",status="exhausted"} 0`,
-		`protect_decisions_total{namespace="a:",status="limited"} 4`,
-		`protect_decisions_total{namespace="a:",status="safe"} 0`,
-		`protect_decisions_total{namespace="a:",status="unavailable"} 0`,
-		`protect_decisions_total{namespace="a:",status="unknown"} 0`,
-		`protect_decisions_total{namespace="b:",status="allowed"} 2`,
-		`protect_decisions_total{namespace="b:",status="banned"} 0`,
-		`protect_decisions_total{namespace="b:",status="exhausted"} 0`,
-		`protect_decisions_total{namespace="b:",status="limited"} 0`,
-		`protect_decisions_total{namespace="b:",status="safe"} 0`,
-		`protect_decisions_total{namespace="b:",status="unavailable"} 0`,
-		`protect_decisions_total{namespace="b:",status="unknown"} 0`)+
+	// a1 decided twice, a2 (given twice) four times: a: holds six, of
+	// which four limited; b: two, both allowed.
+	lines := append(decisions("a:", map[protect.Status]int{protect.Allowed: 2, protect.Limited: 4}),
+		decisions("b:", map[protect.Status]int{protect.Allowed: 2})...)
+	compare(t, c, series("protect_decisions_total", "counter", lines...)+
 		series("protect_store_failures_total", "counter",
 			`protect_store_failures_total{namespace="a:",policy="local"} 0`,
 			`protect_store_failures_total{namespace="a:",policy="open"} 0`,
