@@ -160,6 +160,7 @@ func (p *Protector) escalate(ctx context.Context, b *Ban) {
 				slog.String("namespace", p.ns), slog.Any("error", err))
 			return
 		}
+		p.stats.stripe().autoBans.Add(1)
 		p.logBan(ctx, "protect: ban added", stored)
 		if res.Ban.Offense > 1 {
 			return // a range banned again counts towards nothing wider

@@ -70,6 +70,9 @@ func escalationCase(t *testing.T, p *Protector) {
 	if got := status(t, p, "2001:db8:1:ff::9"); got != Banned {
 		t.Fatalf("a fresh /64 inside the /56: %v; want Banned", got)
 	}
+	if n := p.Stats().AutoBans; n != 4 {
+		t.Fatalf("Stats().AutoBans = %d; want 4: three /64s and the /56", n)
+	}
 	if got := status(t, p, "2001:db8:2::1"); got != Allowed {
 		t.Fatalf("outside the /56: %v; want Allowed", got)
 	}

@@ -61,7 +61,8 @@ type Stats struct {
 	Penalties uint64
 
 	// AutoBans counts the bans this protector wrote because a client
-	// passed BanLimit (on the local fallback store too, under FailLocal).
+	// passed BanLimit (on the local fallback store too, under FailLocal),
+	// and the range bans its prefix escalation wrote.
 	AutoBans uint64
 	// ManualBans counts the bans added through Protector.Ban. Bans added
 	// by protectctl, or by another instance, are counted where they were
