@@ -175,6 +175,20 @@ type Config struct {
 	// banned, the ban escalating as always, with the reason "failures
 	// passed the ban limit of N". See Middleware and Protector.Penalize.
 	CountStatus func(status int) bool
+	// Skip, when set, makes Middleware pass the requests it reports true
+	// for straight to the handler [nil: none]: not resolved, not counted,
+	// no RateLimit fields, and no decision for FromContext. A health check
+	// or a metrics scrape mounted inside the protected mux is the use.
+	// Anyone can send a request that Skip matches, so match what is cheap
+	// to serve, never on a header a client controls.
+	Skip func(r *http.Request) bool
+	// OnRefused, when set, writes Middleware's refusals in place of the
+	// problem+json body [nil: Decision.WriteResponse]. Middleware has
+	// already written the decision's fields (Retry-After, RateLimit,
+	// Cache-Control: no-store; see Decision.WriteHeaders) into w's header;
+	// OnRefused writes the status (d.StatusCode() is the default's) and
+	// the body. d is refused; d.Err is for logs, never for the client.
+	OnRefused func(w http.ResponseWriter, r *http.Request, d Decision)
 	// Logger receives ban, lift and store state events [slog.Default()].
 	Logger *slog.Logger
 	// Clock tells the time for the circuit breaker and the default memory

@@ -42,24 +42,48 @@ import (
 // A handler behind it may also call Penalize; that adds to what the
 // middleware counts, so a handler that answers 401 and penalizes the same
 // failure counts it twice.
+//
+// Requests for which Config.Skip reports true go to next untouched. A
+// refusal is written by Config.OnRefused when it is set. next reads the
+// decision with FromContext.
 func (p *Protector) Middleware(next http.Handler) http.Handler {
 	if counts := p.cfg.CountStatus; counts != nil {
 		return p.failureMiddleware(next, counts)
 	}
+	skip := p.cfg.Skip
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if skip != nil && skip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		d, _ := p.Verify(r.Context(), r)
 		if d.Refused() {
-			d.WriteResponse(w)
+			p.refuse(w, r, &d)
 			return
 		}
 		d.WriteHeaders(w.Header())
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, withDecision(r, &d))
 	})
+}
+
+// refuse writes a refusal: Config.OnRefused's, or the problem+json one.
+func (p *Protector) refuse(w http.ResponseWriter, r *http.Request, d *Decision) {
+	if p.cfg.OnRefused == nil {
+		d.WriteResponse(w)
+		return
+	}
+	d.WriteHeaders(w.Header())
+	p.cfg.OnRefused(w, r, *d)
 }
 
 // failureMiddleware is Middleware with CountStatus: see there.
 func (p *Protector) failureMiddleware(next http.Handler, counts func(int) bool) http.Handler {
+	skip := p.cfg.Skip
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if skip != nil && skip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		d, _ := p.request(r.Context(), r, 0) // Check, counted below as the request's one decision
 		counted := false
 		// A client with no failure left (Check: Limited or Exhausted) is
@@ -72,15 +96,18 @@ func (p *Protector) failureMiddleware(next http.Handler, counts func(int) bool) 
 		}
 		p.decided(&d)
 		if d.Refused() {
-			d.WriteResponse(w)
+			p.refuse(w, r, &d)
 			return
 		}
 		d.WriteHeaders(w.Header())
+		// The outcome re-resolves the request after next, so it keeps r;
+		// next gets the copy that carries the decision.
+		rd := withDecision(r, &d)
 		if counted || d.Status != Allowed {
 			// Safe, a dry run of a refusal, or an attempt counted above
 			// (its counter had just expired): a live protector counts
 			// nothing more.
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, rd)
 			return
 		}
 		sw, st := newStatusWriter(w, outcome{p: p, counts: counts, r: r})
@@ -93,7 +120,7 @@ func (p *Protector) failureMiddleware(next http.Handler, counts func(int) bool) 
 				panic(v)
 			}
 		}()
-		next.ServeHTTP(sw, r)
+		next.ServeHTTP(sw, rd)
 		st.done()
 	})
 }
