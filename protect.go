@@ -428,7 +428,9 @@ func guarded[R any](p *Protector, ctx context.Context, call func(context.Context
 		res, err = call(sctx)
 		cancel()
 	}
-	p.stats.storeCall(ctx, time.Since(start), err)
+	if p.guarded { // the memory store's calls (escalation's) are not store traffic
+		p.stats.storeCall(ctx, time.Since(start), err)
+	}
 	if err == nil {
 		if p.brk.success() {
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))

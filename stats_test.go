@@ -182,3 +182,15 @@ func BenchmarkStatsDecided(b *testing.B) {
 		}
 	})
 }
+
+// A range ban written by prefix escalation is an automatic ban, and the
+// escalation's calls of the memory store are no store traffic.
+func TestStatsEscalation(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 1, BanLimit: 1})
+	for _, a := range []string{"2001:db8:1:1::1", "2001:db8:1:2::1", "2001:db8:1:3::1"} {
+		banKey(t, p, a)
+	}
+	if s := p.Stats(); s.AutoBans != 4 || s.RangeBans != 1 || s.StoreCalls != 0 || s.StoreLatency.Count() != 0 {
+		t.Fatalf("AutoBans %d, RangeBans %d, StoreCalls %d; want 3 keys and their /56, 1 range, no store calls", s.AutoBans, s.RangeBans, s.StoreCalls)
+	}
+}
