@@ -91,6 +91,9 @@ type BanOptions struct {
 	Reason string
 	// By names who added the ban, for the audit trail.
 	By string
+	// Force bans a CIDR wider than a /8 of IPv4 or a /16 of IPv6, which
+	// Ban refuses otherwise (ErrWideTarget).
+	Force bool
 }
 
 // ErrBadTarget is wrapped by the errors of Target and of the ban methods
@@ -109,41 +112,112 @@ const ConsumerPrefix = "consumer:"
 // hashed key). Anything else is an error wrapping ErrBadTarget: a typo must not ban or
 // lift something nobody meant. isRange reports a range ban target.
 func (p *Protector) Target(s string) (k Key, isRange bool, err error) {
+	t, err := p.target(s)
+	return t.key, t.isRange, err
+}
+
+// target is what a target string names: its key, and the network it
+// was written as when it was a CIDR (zero for an address or a consumer).
+type target struct {
+	key     Key
+	isRange bool
+	cidr    netip.Prefix
+}
+
+func (p *Protector) target(s string) (target, error) {
 	if name, ok := strings.CutPrefix(s, ConsumerPrefix); ok {
 		if name == "" {
-			return Key{}, false, fmt.Errorf("%w: %q names no consumer", ErrBadTarget, s)
+			return target{}, fmt.Errorf("%w: %q names no consumer", ErrBadTarget, s)
 		}
 		if h, ok := hashedKey(name); ok {
-			return Key{Name: h}, false, nil
+			return target{key: Key{Name: h}}, nil
 		}
-		return ConsumerKey(name), false, nil
+		return target{key: ConsumerKey(name)}, nil
 	}
 	pfx, err := parseNetEntry(s)
 	if err != nil {
-		return Key{}, false, fmt.Errorf("%w: %w (want an address, a CIDR or consumer:NAME)", ErrBadTarget, err)
+		return target{}, fmt.Errorf("%w: %w (want an address, a CIDR or consumer:NAME)", ErrBadTarget, err)
 	}
 	pfx = hostEntry(pfx) // 2002:c000:204::1 is the client 192.0.2.4, as Verify sees it
 	a := pfx.Addr()
-	if pfx.IsSingleIP() {
+	if pfx.IsSingleIP() { // "1.2.3.4" and "1.2.3.4/32" alike
 		if a.IsUnspecified() {
-			return Key{}, false, fmt.Errorf("%w: %q is the unspecified address", ErrBadTarget, s)
+			return target{}, fmt.Errorf("%w: %q is the unspecified address", ErrBadTarget, s)
 		}
-		return p.agg.key(a), false, nil
+		return target{key: p.agg.key(a)}, nil
 	}
 	if k := p.agg.key(a); k.Prefix == pfx {
-		return k, false, nil
+		return target{key: k, cidr: pfx}, nil
 	}
-	return Key{Prefix: pfx}, true, nil
+	return target{key: Key{Prefix: pfx}, isRange: true, cidr: pfx}, nil
+}
+
+// ErrWideTarget is wrapped by the errors of Ban and Lift for a CIDR wider
+// than a /8 of IPv4 or a /16 of IPv6.
+var ErrWideTarget = errors.New("protect: target too wide")
+
+// The widest CIDRs that Ban and Lift take as they are. A /8 is a whole
+// legacy IPv4 allocation, 16,777,216 addresses; a /16 of IPv6 is as wide
+// as 2002::/16, all of 6to4. Anything wider — 0.0.0.0/0, ::/0,
+// ::ffff:0:0/96 (every IPv4 address, written mapped), 2000::/3 — holds a
+// large share of the internet, and is far more often a typo than a
+// decision: banning it refuses nearly every client, lifting it lifts
+// nearly every ban. So Ban needs BanOptions.Force for one, Lift refuses
+// one (LiftWide takes it, LiftAll lifts everything), and protectctl asks
+// for -force or -all.
+const (
+	widestIPv4 = 8
+	widestIPv6 = 16
+)
+
+// checkWidth refuses a CIDR wider than widestIPv4 or widestIPv6 with an
+// error that quotes it and says how much it covers.
+func checkWidth(s string, cidr netip.Prefix, how string) error {
+	family, widest := "IPv4", widestIPv4
+	if cidr.Addr().Is6() {
+		family, widest = "IPv6", widestIPv6
+	}
+	if !cidr.IsValid() || cidr.Bits() >= widest {
+		return nil
+	}
+	share := "every " + family + " address"
+	if cidr.Bits() > 0 {
+		share = fmt.Sprintf("1/%d of all %s addresses", uint64(1)<<cidr.Bits(), family)
+	}
+	return fmt.Errorf("%w: %q covers %s, more than a /%d; %s", ErrWideTarget, s, share, widest, how)
+}
+
+// CheckTarget returns the error Ban and Lift would return for target
+// before they reach the store: one wrapping ErrBadTarget when it names
+// nothing, or ErrWideTarget when it is too wide and wide is false. It
+// lets a caller refuse a list of targets before banning any of them.
+func (p *Protector) CheckTarget(s string, wide bool) error {
+	t, err := p.target(s)
+	if err != nil || wide {
+		return err
+	}
+	return checkWidth(s, t.cidr, "force it if you mean it (protectctl -force; BanOptions.Force, LiftWide), or lift every ban with lift -all")
 }
 
 // Ban adds a manual ban on target (an address, a CIDR or a consumer key,
 // read by Target) and logs it. It takes effect on the next request to
 // reach any instance sharing the store (within a second for ranges on a
 // RedisStore).
+//
+// A CIDR wider than a /8 of IPv4 or a /16 of IPv6 is refused with
+// ErrWideTarget unless opt.Force is set. A length longer than
+// MaxDuration is refused; one under a millisecond, which the stores
+// cannot keep, is a millisecond: only opt.Permanent makes a ban that
+// never ends.
 func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban, error) {
-	k, isRange, err := p.Target(target)
+	t, err := p.target(target)
 	if err != nil {
 		return Ban{}, err
+	}
+	if !opt.Force {
+		if err := checkWidth(target, t.cidr, "set BanOptions.Force (protectctl ban -force) if you mean it"); err != nil {
+			return Ban{}, err
+		}
 	}
 	length := opt.For
 	switch {
@@ -151,19 +225,23 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 		length = 0
 	case length < 0:
 		return Ban{}, fmt.Errorf("protect: ban %s: negative length %v", target, length)
+	case length > MaxDuration:
+		return Ban{}, fmt.Errorf("protect: ban %s: length %v: longer than %v (ask for a permanent ban instead)", target, length, MaxDuration)
 	case length == 0:
 		length = p.lim.BanDuration
+	case length < time.Millisecond:
+		length = time.Millisecond
 	}
 	reason := opt.Reason
 	if reason == "" {
 		reason = "manual"
 	}
-	b := Ban{Key: k, Range: isRange, Reason: reason, Source: SourceManual, By: opt.By}
+	b := Ban{Key: t.key, Range: t.isRange, Reason: reason, Source: SourceManual, By: opt.By}
 	ctx, cancel := p.storeContext(ctx)
 	defer cancel()
 	b, err = p.space.AddBan(ctx, b, length)
 	if err != nil {
-		return Ban{}, fmt.Errorf("protect: ban %s: %w", k, err)
+		return Ban{}, fmt.Errorf("protect: ban %s: %w", t.key, err)
 	}
 	p.stats.stripe().manualBans.Add(1)
 	p.logBan(ctx, "protect: ban added", b)
@@ -171,23 +249,42 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 }
 
 // Lift removes the ban on target and logs it: an address lifts its
-// counting key, a CIDR lifts every ban inside it (keys and ranges), a
-// consumer key lifts that consumer. It returns the bans it removed.
+// counting key; a CIDR lifts every ban inside it, on keys and on ranges,
+// itself included, even when it is exactly one counting key (lifting
+// 2001:db8:1:2::/64 also lifts a ban on 2001:db8:1:2::/80); a consumer
+// key lifts that consumer. It returns the bans it removed. A CIDR wider
+// than a /8 of IPv4 or a /16 of IPv6 is refused with ErrWideTarget: use
+// LiftWide, or LiftAll.
 func (p *Protector) Lift(ctx context.Context, target string, by string) ([]Ban, error) {
-	k, isRange, err := p.Target(target)
+	return p.lift(ctx, target, by, false)
+}
+
+// LiftWide is Lift for a CIDR of any width: LiftWide("0.0.0.0/0")
+// lifts every ban on IPv4 keys and ranges.
+func (p *Protector) LiftWide(ctx context.Context, target string, by string) ([]Ban, error) {
+	return p.lift(ctx, target, by, true)
+}
+
+func (p *Protector) lift(ctx context.Context, target string, by string, wide bool) ([]Ban, error) {
+	t, err := p.target(target)
 	if err != nil {
 		return nil, err
 	}
-	keys := []Key{k}
-	if isRange {
-		bans, err := p.Bans(ctx, BanFilter{Within: k.Prefix})
-		if err != nil {
+	if !wide {
+		if err := checkWidth(target, t.cidr, "lift every ban with LiftAll (protectctl lift -all), or this one with LiftWide (lift -force)"); err != nil {
 			return nil, err
 		}
-		keys = keys[:0]
-		for _, b := range bans {
-			keys = append(keys, b.Key)
-		}
+	}
+	if !t.cidr.IsValid() {
+		return p.liftKeys(ctx, []Key{t.key}, by)
+	}
+	bans, err := p.Bans(ctx, BanFilter{Within: t.cidr})
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]Key, 0, len(bans))
+	for _, b := range bans {
+		keys = append(keys, b.Key)
 	}
 	return p.liftKeys(ctx, keys, by)
 }

@@ -235,6 +235,9 @@ func (c Config) withDefaults() (Config, error) {
 		if *d.v < 0 {
 			return c, configErr("%s %v: must not be negative", d.name, *d.v)
 		}
+		if *d.v > MaxDuration {
+			return c, configErr("%s %v: longer than %v", d.name, *d.v, MaxDuration)
+		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}

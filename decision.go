@@ -326,5 +326,9 @@ func seconds(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	return int64((d + time.Second - 1) / time.Second)
+	s := int64(d / time.Second) // never d + time.Second - 1: it overflows near MaxInt64
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
 }

@@ -60,10 +60,20 @@ func Record(b protect.Ban, now time.Time) BanRecord {
 	}
 	if !b.Permanent() {
 		exp := b.Expires.UTC()
-		left := int64((b.Left(now) + time.Second - 1) / time.Second)
+		left := ceilSeconds(b.Left(now))
 		r.Expires, r.SecondsLeft = &exp, &left
 	}
 	return r
+}
+
+// ceilSeconds rounds d up to whole seconds, without overflowing near
+// math.MaxInt64 as d + time.Second - 1 would.
+func ceilSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return s
 }
 
 // Records converts bans; an empty list is [] in JSON, never null.
@@ -105,10 +115,11 @@ func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
 }
 
 // Ban adds a manual ban on each target (an address, a CIDR, or
-// consumer:NAME). A target that does not parse stops it before anything is
+// consumer:NAME). A target that does not parse, or a CIDR too wide for
+// protect.Protector.Ban without opt.Force, stops it before anything is
 // written.
 func (a *Admin) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]protect.Ban, error) {
-	if err := a.checkTargets(targets); err != nil {
+	if err := a.checkTargets(targets, opt.Force); err != nil {
 		return nil, err
 	}
 	var out []protect.Ban
@@ -128,17 +139,33 @@ var ErrNoTarget = errors.New("admin: no target (lifting every ban must be asked 
 
 // Lift lifts the bans on each target: an address lifts its counting key, a
 // CIDR every ban inside it. With no targets it lifts nothing and returns
-// ErrNoTarget; LiftAll lifts everything.
+// ErrNoTarget; LiftAll lifts everything. A target that does not parse,
+// or a CIDR too wide for protect.Protector.Lift, stops it before anything
+// is lifted.
 func (a *Admin) Lift(ctx context.Context, targets []string, by string) ([]protect.Ban, error) {
+	return a.lift(ctx, targets, by, false)
+}
+
+// LiftWide is Lift that takes CIDRs of any width (0.0.0.0/0 lifts every
+// ban on IPv4).
+func (a *Admin) LiftWide(ctx context.Context, targets []string, by string) ([]protect.Ban, error) {
+	return a.lift(ctx, targets, by, true)
+}
+
+func (a *Admin) lift(ctx context.Context, targets []string, by string, wide bool) ([]protect.Ban, error) {
 	if len(targets) == 0 {
 		return nil, ErrNoTarget
 	}
-	if err := a.checkTargets(targets); err != nil {
+	if err := a.checkTargets(targets, wide); err != nil {
 		return nil, err
+	}
+	liftOne := a.p.Lift
+	if wide {
+		liftOne = a.p.LiftWide
 	}
 	lifted := []protect.Ban{}
 	for _, t := range targets {
-		bans, err := a.p.Lift(ctx, t, by)
+		bans, err := liftOne(ctx, t, by)
 		lifted = append(lifted, bans...)
 		if err != nil {
 			return lifted, err
@@ -152,10 +179,10 @@ func (a *Admin) LiftAll(ctx context.Context, by string) ([]protect.Ban, error) {
 	return a.p.LiftAll(ctx, by)
 }
 
-func (a *Admin) checkTargets(targets []string) error {
+func (a *Admin) checkTargets(targets []string, wide bool) error {
 	var errs []error
 	for _, t := range targets {
-		if _, _, err := a.p.Target(t); err != nil {
+		if err := a.p.CheckTarget(t, wide); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -209,7 +236,7 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 	now := a.now()
 	in := Inspection{
 		Target: target, Key: k.String(), Count: st.Count,
-		CountSecondsLeft: int64((st.CountTTL + time.Second - 1) / time.Second),
+		CountSecondsLeft: ceilSeconds(st.CountTTL),
 		Limit:            cfg.MaxRequests, BanLimit: cfg.BanLimit, Offenses: st.Offenses,
 		RangeBans: []BanRecord{}, Limits: limitRecords(st.Limits, plans),
 	}

@@ -255,6 +255,13 @@ func TestUsageAndFailures(t *testing.T) {
 		{[]string{"inspect"}, 2, "one TARGET"},
 		{[]string{"explain"}, 2, "-remote"},
 		{[]string{"lift", "-all", "1.2.3.4"}, 2, "-all"},
+		{[]string{"ban", "0.0.0.0/0"}, 2, "-force"},
+		{[]string{"ban", "10.0.0.0/8", "::ffff:0:0/96"}, 2, `"::ffff:0:0/96" covers every IPv4 address`},
+		{[]string{"ban", "2000::/3"}, 2, "1/8 of all IPv6 addresses"},
+		{[]string{"lift", "0.0.0.0/0", "::/0"}, 2, "lift -all"},
+		{[]string{"ban", "-for", "500ms", "1.2.3.4"}, 2, "at least 1s"},
+		{[]string{"ban", "-for", "0s", "1.2.3.4"}, 2, "at least 1s"},
+		{[]string{"ban", "-for", "36501d", "1.2.3.4"}, 2, "longer than 36500d"},
 	}
 	for _, tt := range tests {
 		code, out, errs := ctl(t, s, tt.args...)

@@ -75,8 +75,8 @@ type command struct {
 
 var commands = map[string]command{
 	"bans":    {"bans [-json] [-within CIDR] [-source auto|manual] [-limit N]", "protectctl bans -within 198.51.100.0/24 -source auto", bansCmd, true},
-	"ban":     {"ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-json] TARGET...", "protectctl ban -for 2d12h -reason 'credential stuffing' 198.51.100.0/24", banCmd, true},
-	"lift":    {"lift [-all] [-by WHO] [-json] TARGET...", "protectctl lift 2001:db8:1:2::99   # lifts 2001:db8:1:2::/64", liftCmd, true},
+	"ban":     {"ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-force] [-json] TARGET...", "protectctl ban -for 2d12h -reason 'credential stuffing' 198.51.100.0/24", banCmd, true},
+	"lift":    {"lift [-all] [-force] [-by WHO] [-json] TARGET...", "protectctl lift 2001:db8:1:2::99   # lifts 2001:db8:1:2::/64", liftCmd, true},
 	"inspect": {"inspect [-json] [-plans FILE [-plan NAME]] TARGET", "protectctl inspect -plans plans.json consumer:acme", inspectCmd, true},
 	"explain": {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
 	"version": {"version", "protectctl version", versionCmd, false},
@@ -173,7 +173,7 @@ func (c *cli) fail(err error) int {
 	}
 	fmt.Fprintln(c.stderr, "protectctl:", err)
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
+	if errors.As(err, &ue) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
 		return exitUsage
 	}
 	return exitFailure
@@ -323,13 +323,19 @@ func (f durationFlag) String() string {
 	return f.d.String()
 }
 
+// Set takes a length from a second to protect.MaxDuration: a shorter ban
+// is over before anyone could check it, a typo ("-for 500ms" for "500m")
+// more likely than a decision.
 func (f durationFlag) Set(s string) error {
 	d, err := protect.ParseDuration(s)
 	if err != nil {
 		return err
 	}
-	if d <= 0 {
-		return fmt.Errorf("must be positive")
+	switch {
+	case d < time.Second:
+		return fmt.Errorf("%q: a ban lasts at least 1s (-permanent for one that never ends)", s)
+	case d > protect.MaxDuration:
+		return fmt.Errorf("%q: longer than %s (-permanent for one that never ends)", s, humanDuration(protect.MaxDuration))
 	}
 	*f.d = d
 	return nil
@@ -355,6 +361,7 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 	reason := fs.String("reason", "", "why, recorded with the ban")
 	by := fs.String("by", defaultBy(), "who bans, recorded with the ban")
 	asJSON := fs.Bool("json", false, "write the bans added as JSON")
+	force := fs.Bool("force", false, "ban a CIDR wider than a /8 of IPv4 or a /16 of IPv6")
 	return func(c *cli, args []string) error {
 		if len(args) == 0 {
 			return usagef("ban needs at least one TARGET (an address, a CIDR or consumer:NAME)")
@@ -364,7 +371,7 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
-		bans, err := c.admin.Ban(ctx, args, protect.BanOptions{For: length, Permanent: *permanent, Reason: *reason, By: *by})
+		bans, err := c.admin.Ban(ctx, args, protect.BanOptions{For: length, Permanent: *permanent, Reason: *reason, By: *by, Force: *force})
 		if len(bans) > 0 {
 			if werr := c.writeBans(bans, *asJSON); werr != nil {
 				return werr
@@ -376,6 +383,7 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 
 func liftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 	all := fs.Bool("all", false, "lift every ban in the namespace")
+	force := fs.Bool("force", false, "lift inside a CIDR wider than a /8 of IPv4 or a /16 of IPv6")
 	by := fs.String("by", defaultBy(), "who lifts, for the log")
 	asJSON := fs.Bool("json", false, "write the bans lifted as JSON")
 	return func(c *cli, args []string) error {
@@ -389,9 +397,12 @@ func liftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		defer cancel()
 		var lifted []protect.Ban
 		var err error
-		if *all {
+		switch {
+		case *all:
 			lifted, err = c.admin.LiftAll(ctx, *by)
-		} else {
+		case *force:
+			lifted, err = c.admin.LiftWide(ctx, args, *by)
+		default:
 			lifted, err = c.admin.Lift(ctx, args, *by)
 		}
 		if err != nil {
@@ -554,7 +565,11 @@ func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		if ex.Key != "" {
 			fmt.Fprintf(tw, "key\t%s\ncount\t%d of %d (ban past %d)\n", cell(ex.Key), ex.Count, ex.Limit, ex.BanLimit)
 		}
-		fmt.Fprintf(tw, "step\t%s → %d\n", ex.Step, ex.Status)
+		dry := ""
+		if ex.DryRun {
+			dry = " (dry run: served, refusals only logged)"
+		}
+		fmt.Fprintf(tw, "step\t%s → %d%s\n", ex.Step, ex.Status, dry)
 		if ex.Ban != nil {
 			fmt.Fprintf(tw, "ban\t%s: %s\n", cell(ex.Ban.Key), describe(ex.Ban))
 		}
