@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bench.sh: what protectd costs behind nginx, on loopback.
+#
+#   examples/proxies/bench.sh                 # 10s per run
+#   DURATION=30s CONNECTIONS=64 examples/proxies/bench.sh
+#
+# Runs wrk against:
+#   1. nginx → a hello-world upstream (nginx alone)
+#   2. nginx → auth_request to protectd (memory store) → the same upstream,
+#      with examples/proxies/nginx as shipped (site-fail-closed.conf)
+#   3. protectd's /verify alone, memory store
+#   4. protectd's /verify alone, Redis store (when PROTECT_REDIS_ADDR is
+#      set; its keys get a namespace of their own, deleted afterwards)
+# and prints requests/s, p50 latency, the throughput ratio of 2 to 1 and
+# the p50 latency 2 adds. Needs go, nginx (with auth_request) and wrk.
+# Every process it starts it stops by its PID.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-32}
+THREADS=${THREADS:-2}
+for tool in go nginx wrk; do
+	command -v "$tool" >/dev/null || { echo "bench.sh: $tool is not installed" >&2; exit 1; }
+done
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# port: a free loopback port.
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# wait_port PORT: until something listens on it.
+wait_port() {
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.05
+	done
+	echo "bench.sh: nothing listens on 127.0.0.1:$1" >&2; exit 1
+}
+
+go build -o "$dir/protectd" ./cmd/protectd
+
+# start_protectd PORT [ENV...]: protectd counting every client, never
+# refusing one (the bench measures the decision, not refusals). Every
+# peer is taken for a proxy and the client is the rightmost
+# X-Forwarded-For entry (PROXY_COUNT=1 with no TRUSTED_PROXIES): wrk,
+# nginx and protectd all sit on 127.0.0.1, and wrk's direct requests to
+# /verify carry the header as nginx would write it.
+start_protectd() {
+	local p=$1; shift
+	env -i PATH="$PATH" HTTP_PROTECT_LISTEN="127.0.0.1:$p" HTTP_PROTECT_MAX_REQUESTS=1000000000000 \
+		HTTP_PROTECT_BAN_LIMIT=-1 HTTP_PROTECT_PROXY_COUNT=1 "$@" "$dir/protectd" >>"$dir/protectd.log" 2>&1 &
+	pids+=($!)
+	wait_port "$p"
+}
+
+# start_nginx NAME PROTECTD_PORT APP_PORT [with-protect]: nginx with the
+# shipped site config; its port is left in $listen. (Not called as
+# $(...): the subshell would wait for nginx, which keeps its stdout.)
+start_nginx() {
+	local name=$1 pd=$2 app=$3 with=${4:-}
+	listen=$(port)
+	mkdir -p "$dir/$name"
+	cp examples/proxies/nginx/protect.conf "$dir/$name/"
+	sed -e "s/server 127.0.0.1:8089;/server 127.0.0.1:$pd;/" \
+		-e "s/server 127.0.0.1:3000;/server 127.0.0.1:$app;/" \
+		-e "s/listen 127.0.0.1:8080;/listen 127.0.0.1:$listen;/" \
+		examples/proxies/nginx/site-fail-closed.conf >"$dir/$name/site.conf"
+	if [ "$with" != with-protect ]; then
+		sed -i -e '/include protect.conf;/d' -e '/error_page 500 = @protect_down;/d' \
+			-e '/X-Protect-Key \$protect_key/d' "$dir/$name/site.conf"
+	fi
+	cat >"$dir/$name/nginx.conf" <<CONF
+worker_processes auto;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/$name/body;
+    proxy_temp_path $dir/$name/proxy;
+    fastcgi_temp_path $dir/$name/fastcgi;
+    uwsgi_temp_path $dir/$name/uwsgi;
+    scgi_temp_path $dir/$name/scgi;
+    include site.conf;
+}
+CONF
+	nginx -p "$dir/$name" -c "$dir/$name/nginx.conf" -e "$dir/$name/error.log" \
+		-g "daemon off; pid $dir/$name/nginx.pid; error_log $dir/$name/error.log warn;" >>"$dir/nginx.out" 2>&1 &
+	pids+=($!)
+	wait_port "$listen"
+}
+
+# The hello-world upstream: nginx answering from memory.
+app=$(port)
+mkdir -p "$dir/app"
+cat >"$dir/app/nginx.conf" <<CONF
+worker_processes 1;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/app/body;
+    proxy_temp_path $dir/app/proxy;
+    server { listen 127.0.0.1:$app; location / { return 200 "hello\n"; } }
+}
+CONF
+nginx -p "$dir/app" -c "$dir/app/nginx.conf" -e "$dir/app/error.log" \
+	-g "daemon off; pid $dir/app/nginx.pid; error_log $dir/app/error.log warn;" >>"$dir/nginx.out" 2>&1 &
+pids+=($!)
+wait_port "$app"
+
+pd=$(port)
+start_protectd "$pd"
+start_nginx alone "$pd" "$app"
+alone=$listen
+start_nginx guarded "$pd" "$app" with-protect
+guarded=$listen
+
+# Every request must be served, or the figures measure refusals.
+xff="X-Forwarded-For: 198.51.100.7"
+for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$pd/verify"; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' -H "$xff" "$u")
+	[ "$code" = 200 ] || { echo "bench.sh: $u answered $code" >&2; cat "$dir/protectd.log" >&2; exit 1; }
+done
+
+# bench NAME URL: one wrk run; prints "NAME rps p50_us non2xx".
+bench() {
+	local out rps p50 non2xx
+	out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "$xff" "$2")
+	rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+	p50=$(awk '$1 == "50%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v)} else if (v ~ /ms$/) {sub(/ms/,"",v); v*=1000} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000000}; print v}' <<<"$out")
+	non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+	echo "$1 ${rps:-0} ${p50:-0} ${non2xx:-0}"
+}
+
+results=()
+results+=("$(bench nginx-alone "http://127.0.0.1:$alone/")")
+results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/")")
+results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify")")
+if [ -n "${PROTECT_REDIS_ADDR:-}" ]; then
+	ns="bench$$:"
+	rpd=$(port)
+	start_protectd "$rpd" HTTP_PROTECT_REDIS_URL="redis://$PROTECT_REDIS_ADDR/0" HTTP_PROTECT_NAMESPACE="$ns"
+	results+=("$(bench verify-redis "http://127.0.0.1:$rpd/verify")")
+	if command -v redis-cli >/dev/null; then
+		host=${PROTECT_REDIS_ADDR%:*} rport=${PROTECT_REDIS_ADDR##*:}
+		redis-cli -h "$host" -p "$rport" --scan --pattern "$ns*" | xargs -r redis-cli -h "$host" -p "$rport" del >/dev/null
+	fi
+fi
+
+echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION, loopback, $(nproc) cores"
+echo
+echo "| run | requests/s | p50 | non-2xx |"
+echo "|---|---:|---:|---:|"
+for r in "${results[@]}"; do
+	read -r name rps p50 non2xx <<<"$r"
+	printf '| %s | %.0f | %.0f µs | %s |\n' "$name" "$rps" "$p50" "$non2xx"
+done
+read -r _ a_rps a_p50 _ <<<"${results[0]}"
+read -r _ g_rps g_p50 _ <<<"${results[1]}"
+echo
+awk -v a="$a_rps" -v g="$g_rps" -v ap="$a_p50" -v gp="$g_p50" \
+	'BEGIN { printf "nginx+protectd / nginx alone: %.2f× throughput, p50 +%.0f µs\n", (a > 0 ? g / a : 0), gp - ap }'
