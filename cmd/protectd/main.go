@@ -12,6 +12,7 @@
 //	           problem+json body when not. Paths below /verify/ are the
 //	           same (Envoy appends the original path).
 //	/healthz   GET: 200 while the process serves.
+//	/metrics   GET: Prometheus metrics (package metrics, and Go's).
 //
 // The settings are the HTTP_PROTECT_* environment that protect.ConfigFromEnv
 // reads (the memory store by default, Redis with HTTP_PROTECT_REDIS_URL),

@@ -5,6 +5,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/httpprotect/protect/metrics"
 )
 
 const verifyPath = "/verify"
@@ -29,9 +35,15 @@ const (
 // newHandler routes protectd's paths. /verify and every path below it
 // go to v without ServeMux's path cleaning: Envoy appends the original
 // path, which may hold "//" or "..", and a redirect would reach the
-// client as the answer.
+// client as the answer. /metrics serves the protector's counters and the
+// Go runtime's and process's, from a registry of its own.
 func newHandler(v *verifier) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(v.p),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

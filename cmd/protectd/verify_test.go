@@ -255,3 +255,22 @@ func flatten(h map[string][]string) string {
 	}
 	return b.String()
 }
+
+// TestMetrics: /metrics counts protectd's decisions.
+func TestMetrics(t *testing.T) {
+	h, _ := testVerifier(t, trusted, "HTTP_PROTECT_MAX_REQUESTS=1")
+	for range 3 {
+		ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.7")
+	}
+	w := ask(h, "GET", "/metrics", proxy)
+	body := w.Body.String()
+	for _, want := range []string{
+		`protect_decisions_total{namespace="protect:",status="allowed"} 1`,
+		`protect_decisions_total{namespace="protect:",status="limited"} 2`,
+		`go_goroutines `,
+	} {
+		if w.Code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("%d: /metrics lacks %q:\n%s", w.Code, want, body)
+		}
+	}
+}
