@@ -64,6 +64,11 @@ type memNamespace struct {
 	// banned, and never cleared: until then a plan's decision for a
 	// consumer need not look for a ban (memplan.go).
 	nameBans atomic.Bool
+
+	// Guarded by the store's mu: the Limits the namespace's counters were
+	// first bound to, and those last published.
+	lim, published  Limits
+	bound, isPublic bool
 }
 
 // addrKey is an address prefix in a namespace: three machine words.
@@ -132,14 +137,38 @@ func (s *MemoryStore) Close() error {
 // Len returns the number of stream counters held, expired or not.
 func (s *MemoryStore) Len() int { return s.addrs.len() + s.names.len() }
 
-// Space implements Store. It fails only on limits no store can apply.
+// Space implements Store. It fails on limits no store can apply, and on
+// a Namespace bound to other Limits.
 func (s *MemoryStore) Space(scope Scope) (Space, error) {
 	if err := scope.Limits.check(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &memSpace{s: s, ns: s.namespace(scope.Namespace), bns: s.namespace(scope.banNamespace()), lim: scope.Limits}, nil
+	ns := s.namespace(scope.Namespace)
+	if err := bindLimits(scope.Namespace, ns.lim, ns.bound, scope.Limits); err != nil {
+		return nil, err
+	}
+	ns.lim, ns.bound = scope.Limits, true
+	return &memSpace{s: s, ns: ns, bns: s.namespace(scope.banNamespace()), lim: scope.Limits}, nil
+}
+
+// Published implements Store.
+func (s *MemoryStore) Published(_ context.Context, namespace string) (Limits, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ns, ok := s.spaces[namespace]; ok && ns.isPublic {
+		return ns.published, true, nil
+	}
+	return Limits{}, false, nil
+}
+
+// Publish implements Space.
+func (sp *memSpace) Publish(context.Context) error {
+	sp.s.mu.Lock()
+	sp.ns.published, sp.ns.isPublic = sp.lim, true
+	sp.s.mu.Unlock()
+	return nil
 }
 
 // namespace returns the namespace called name, made on first use. s.mu

@@ -87,6 +87,7 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		onError: c.OnStoreError,
 		ns:      c.Namespace,
 		lim: Limits{
+			MaxRequests:    c.MaxRequests,
 			TTL:            c.TTL,
 			BanLimit:       c.BanLimit,
 			BanDuration:    c.BanDuration,

@@ -86,8 +86,9 @@ type RedisStore struct {
 	log      *slog.Logger
 	brk      *breaker // shared by every protector on this store
 
-	nsMu       sync.Mutex // guards namespaces
+	nsMu       sync.Mutex // guards namespaces and bound
 	namespaces map[string]*redisNamespace
+	bound      map[string]Limits // each Namespace's Limits, as first bound
 
 	cacheMu sync.Mutex // guards cache
 	cache   map[cacheKey]cachedBan
@@ -136,6 +137,7 @@ func NewRedisStore(client redis.UniversalClient, opt RedisOptions) *RedisStore {
 		epoch:      opt.Clock(),
 		log:        opt.Logger,
 		namespaces: make(map[string]*redisNamespace),
+		bound:      make(map[string]Limits),
 		cache:      make(map[cacheKey]cachedBan),
 		stop:       make(chan struct{}),
 	}
@@ -202,7 +204,17 @@ func (s *RedisStore) Space(scope Scope) (Space, error) {
 		return nil, err
 	}
 	lim := scope.Limits
-	sp := &redisSpace{s: s, ns: scope.Namespace, bns: s.namespace(scope.banNamespace()), offenseWindow: lim.OffenseWindow.Milliseconds()}
+	s.nsMu.Lock()
+	was, ok := s.bound[scope.Namespace]
+	err := bindLimits(scope.Namespace, was, ok, lim)
+	if err == nil {
+		s.bound[scope.Namespace] = lim
+	}
+	s.nsMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.namespace(scope.banNamespace()), offenseWindow: lim.OffenseWindow.Milliseconds()}
 	// The take script's arguments, boxed once here rather than on every
 	// request: n, and the limits in one string.
 	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
@@ -230,6 +242,7 @@ func checkRedisKey(k Key) error {
 // redisSpace is a RedisStore bound to one Scope.
 type redisSpace struct {
 	s             *RedisStore
+	lim           Limits
 	ns            string          // counters and plan states
 	bns           *redisNamespace // bans and offenses, with their local copies
 	args          [2][]any        // the take script's arguments for n = 0 and n = 1
@@ -546,4 +559,35 @@ func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
 		}
 	}
 	return st, nil
+}
+
+// limitsKey is where a namespace's limits are published.
+func limitsKey(ns string) string { return ns + "limits" }
+
+// Publish implements Space: one SET of <namespace>limits, which never
+// expires (a tool may read it long after the service last started).
+func (sp *redisSpace) Publish(ctx context.Context) error {
+	if err := sp.s.client.Set(ctx, limitsKey(sp.ns), encodeLimits(sp.lim), 0).Err(); err != nil {
+		return fmt.Errorf("protect: redis publish limits of %q: %w", sp.ns, err)
+	}
+	return nil
+}
+
+// Published implements Store.
+func (s *RedisStore) Published(ctx context.Context, namespace string) (Limits, bool, error) {
+	if strings.ContainsAny(namespace, "{}") {
+		return Limits{}, false, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", namespace)
+	}
+	v, err := s.client.Get(ctx, limitsKey(namespace)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Limits{}, false, nil
+	case err != nil:
+		return Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+	}
+	lim, err := decodeLimits(v)
+	if err != nil {
+		return Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+	}
+	return lim, true, nil
 }

@@ -23,9 +23,18 @@ type Store interface {
 	// Space returns the part of the store that scope names, bound to
 	// scope's limits. Spaces of one Namespace share their counters and
 	// plan states; spaces of one BanNamespace share their bans and
-	// offense histories. It fails only on a scope the store cannot hold
-	// (a namespace it cannot write, say).
+	// offense histories. It fails on a scope the store cannot hold (a
+	// namespace it cannot write, say), and with ErrLimitsDiffer on a
+	// Namespace this store has already bound to other Limits: two
+	// protectors counting one counter against two limits would each
+	// enforce neither. A store remembers each Namespace's Limits for its
+	// whole life.
 	Space(scope Scope) (Space, error)
+
+	// Published returns the Limits that a Space published under
+	// namespace (Space.Publish), in this process or any other that shares
+	// the store; false when none did.
+	Published(ctx context.Context, namespace string) (Limits, bool, error)
 
 	// Close releases the store's resources. A store passed in Config is
 	// not closed by Protector.Close: whoever made it closes it.
@@ -130,12 +139,21 @@ type Space interface {
 
 	// Inspect reports the state of k without changing it.
 	Inspect(ctx context.Context, k Key) (KeyState, error)
+
+	// Publish writes the space's Limits under its Namespace, replacing
+	// what was published there, so that Store.Published tells tools and
+	// other instances the numbers this namespace is counted against.
+	Publish(ctx context.Context) error
 }
 
 // Limits are the numbers a Space needs to decide a Take. A Protector
 // derives them from its Config; the zero value is not meaningful (a TTL of
 // zero forgets every count at once).
 type Limits struct {
+	// MaxRequests is the count past which requests are limited. Take
+	// leaves that comparison to its caller; a store only publishes it and
+	// compares it when a namespace is bound twice.
+	MaxRequests    int64
 	TTL            time.Duration // a counter is forgotten after TTL without requests
 	BanLimit       int64         // the count past which a ban is written; negative: never
 	BanDuration    time.Duration // the first ban's length

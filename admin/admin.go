@@ -202,6 +202,10 @@ type Inspection struct {
 	CountSecondsLeft int64 `json:"count_seconds_left"`
 	Limit            int64 `json:"limit"`
 	BanLimit         int64 `json:"ban_limit"`
+	// LimitsPublished reports that Limit and BanLimit are the numbers the
+	// service publishes in its namespace; false: the protector's own
+	// settings, for nothing published matches them.
+	LimitsPublished bool `json:"limits_published"`
 	// Ban is the ban on the key itself; null when none.
 	Ban *BanRecord `json:"ban"`
 	// RangeBans are the range bans covering an address target.
@@ -239,6 +243,7 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 		CountSecondsLeft: ceilSeconds(st.CountTTL),
 		Limit:            cfg.MaxRequests, BanLimit: cfg.BanLimit, Offenses: st.Offenses,
 		RangeBans: []BanRecord{}, Limits: limitRecords(st.Limits, plans),
+		LimitsPublished: a.published(ctx),
 	}
 	if st.Ban != nil {
 		r := Record(*st.Ban, now)
@@ -290,10 +295,12 @@ type Explanation struct {
 	Status int  `json:"status"`
 	DryRun bool `json:"dry_run"`
 	// Count is the stream's count now, before this request.
-	Count    int64      `json:"count"`
-	Limit    int64      `json:"limit"`
-	BanLimit int64      `json:"ban_limit"`
-	Ban      *BanRecord `json:"ban"` // the ban that refuses it
+	Count    int64 `json:"count"`
+	Limit    int64 `json:"limit"`
+	BanLimit int64 `json:"ban_limit"`
+	// LimitsPublished is Inspection.LimitsPublished.
+	LimitsPublished bool       `json:"limits_published"`
+	Ban             *BanRecord `json:"ban"` // the ban that refuses it
 }
 
 // Explain resolves the client of a request given by its peer address and
@@ -311,6 +318,7 @@ func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]st
 	ex := Explanation{
 		Peer: peer, Key: d.Key.String(), Step: steps[d.Status], Status: d.StatusCode(), DryRun: d.DryRun,
 		Count: d.Count, Limit: cfg.MaxRequests, BanLimit: cfg.BanLimit,
+		LimitsPublished: a.published(ctx),
 	}
 	if d.Addr.IsValid() {
 		ex.Client = d.Addr.String()

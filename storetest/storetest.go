@@ -14,8 +14,10 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,7 +188,7 @@ func testThresholds(t *testing.T, env *Env) {
 	}
 	never := lim
 	never.BanLimit = -1
-	sp = env.space(t, "", never)
+	sp = env.space(t, "never:", never)
 	k2, a2 := host("192.0.2.2")
 	for range 19 {
 		take(t, sp, k2, a2, 1)
@@ -403,8 +405,10 @@ func testFilters(t *testing.T, env *Env) {
 	}
 }
 
-// Namespaces keep data apart; spaces of one namespace share it, whatever
-// their limits.
+// Namespaces keep data apart; spaces of one namespace share it. A second
+// space of a namespace with other limits is refused with ErrLimitsDiffer,
+// and the error quotes both; the limits a space publishes are read back
+// through the store.
 func testNamespaces(t *testing.T, env *Env) {
 	lim := limits(env.Unit)
 	sp := env.space(t, "", lim)
@@ -420,13 +424,37 @@ func testNamespaces(t *testing.T, env *Env) {
 	if got := bans(t, other, protect.BanFilter{}); len(got) != 0 {
 		t.Fatalf("Bans in another namespace = %v, want none", keys(got))
 	}
-	lim.BanLimit = 100
 	same := env.space(t, "", lim)
 	if r := take(t, same, k, a, 1); !r.Banned {
 		t.Fatalf("Take through a second space of the namespace = %+v, want banned", r)
 	}
 	if got := keys(bans(t, same, protect.BanFilter{})); fmt.Sprint(got) != "[192.0.2.9]" {
 		t.Fatalf("Bans through a second space = %v, want [192.0.2.9]", got)
+	}
+
+	differs := lim
+	differs.MaxRequests, differs.BanLimit = 250, 100
+	_, err := env.Store.Space(protect.Scope{Namespace: env.Namespace, Limits: differs})
+	if !errors.Is(err, protect.ErrLimitsDiffer) || !strings.Contains(err.Error(), "MaxRequests 0, BanLimit 5") ||
+		!strings.Contains(err.Error(), "MaxRequests 250, BanLimit 100") || !strings.Contains(err.Error(), fmt.Sprintf("%q", env.Namespace)) {
+		t.Fatalf("Space(same namespace, other limits) = %v; want ErrLimitsDiffer quoting the namespace and both limits", err)
+	}
+
+	ctx := t.Context()
+	if got, ok, err := env.Store.Published(ctx, env.Namespace+"other:"); ok || err != nil {
+		t.Fatalf("Published before any Publish = %+v, %v, %v; want none", got, ok, err)
+	}
+	published := lim
+	published.MaxRequests, published.BanReason = 250, "too many | requests"
+	pub := env.space(t, "published:", published)
+	if err := pub.Publish(ctx); err != nil {
+		t.Fatalf("Publish = %v", err)
+	}
+	if got, ok, err := env.Store.Published(ctx, env.Namespace+"published:"); !ok || err != nil || got != published {
+		t.Fatalf("Published = %+v, %v, %v; want %+v", got, ok, err, published)
+	}
+	if _, ok, err := env.Store.Published(ctx, env.Namespace); ok || err != nil {
+		t.Fatalf("Published(a namespace nobody published) = %v, %v; want none", ok, err)
 	}
 }
 

@@ -213,6 +213,12 @@ func (c *cli) open() error {
 	}
 	cfg.Store, cfg.RedisURL, cfg.Logger = store, "", logger
 	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second) // listing scans every key
+	// The numbers the service counts with, where it published them: inspect
+	// and explain must show those, not this tool's environment.
+	if cfg, _, err = admin.ServiceConfig(ctx, cfg); err != nil {
+		store.Close()
+		return err
+	}
 	p, err := protect.New(cfg)
 	if err != nil {
 		store.Close()
@@ -439,7 +445,7 @@ func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "target\t%s\nkey\t%s\nsafe\t%v\n", cell(in.Target), cell(in.Key), in.Safe)
-		fmt.Fprintf(tw, "count\t%d of %d (ban past %d), forgotten in %ds\n", in.Count, in.Limit, in.BanLimit, in.CountSecondsLeft)
+		fmt.Fprintf(tw, "count\t%d of %d (ban past %d%s), forgotten in %ds\n", in.Count, in.Limit, in.BanLimit, limitsNote(in.LimitsPublished), in.CountSecondsLeft)
 		fmt.Fprintf(tw, "offenses\t%d\n", in.Offenses)
 		fmt.Fprintf(tw, "ban\t%s\n", describe(in.Ban))
 		for _, r := range in.RangeBans {
@@ -450,6 +456,15 @@ func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		return tw.Flush()
 	}
+}
+
+// limitsNote says where the limits shown come from, when not from the
+// service.
+func limitsNote(published bool) string {
+	if published {
+		return ""
+	}
+	return "; this tool's settings: the service published no limits"
 }
 
 // readPlans reads the plans file, keeping only plan name when given.
@@ -563,7 +578,7 @@ func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
 			fmt.Fprintf(tw, "client\t%s\n", cell(ex.Client))
 		}
 		if ex.Key != "" {
-			fmt.Fprintf(tw, "key\t%s\ncount\t%d of %d (ban past %d)\n", cell(ex.Key), ex.Count, ex.Limit, ex.BanLimit)
+			fmt.Fprintf(tw, "key\t%s\ncount\t%d of %d (ban past %d%s)\n", cell(ex.Key), ex.Count, ex.Limit, ex.BanLimit, limitsNote(ex.LimitsPublished))
 		}
 		dry := ""
 		if ex.DryRun {
