@@ -140,3 +140,6 @@ type opaqueStore struct{ s Store }
 
 func (o opaqueStore) Space(sc Scope) (Space, error) { return o.s.Space(sc) }
 func (o opaqueStore) Close() error                  { return o.s.Close() }
+func (o opaqueStore) Published(ctx context.Context, ns string) (Limits, bool, error) {
+	return o.s.Published(ctx, ns)
+}
