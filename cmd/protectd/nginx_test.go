@@ -149,6 +149,11 @@ func startUpstream(t *testing.T) *upstream {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.served.Add(1)
 		u.keys.Store(r.Header.Get(hdrKey))
+		if r.URL.Path == "/forbidden" { // the app's own refusal
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "the app says no\n")
+			return
+		}
 		io.WriteString(w, "hello\n")
 	}))
 	t.Cleanup(srv.Close)
@@ -252,6 +257,11 @@ func TestNginx(t *testing.T) {
 	c3 := clientFrom("127.0.0.3")
 	if a := get(t, c3, open+"/"); a.code != 200 || a.header.Get("RateLimit") != `"protect";r=99;t=3600` {
 		t.Fatalf("fail-open site with protectd up: %d %v", a.code, a.header)
+	}
+
+	// The app's own 403 reaches the client as the app wrote it.
+	if a := get(t, c3, closed+"/forbidden"); a.code != 403 || a.body != "the app says no\n" {
+		t.Fatalf("the app's 403 through nginx: %d %q", a.code, a.body)
 	}
 
 	// protectd stops.
