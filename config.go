@@ -63,8 +63,13 @@ type Config struct {
 	// MaxRequests is how many requests a stream may make without a pause
 	// of TTL; the next ones are Limited [200].
 	MaxRequests int64
-	// BanLimit is the count past which the key is banned [1000]. Negative
-	// disables automatic bans.
+	// BanLimit is the count past which the key is banned [5 × MaxRequests,
+	// so 1000 by default]. Negative disables automatic bans. Following
+	// MaxRequests keeps a 429 phase between the limit and the ban: a
+	// client that ignores 429s is banned, one that merely sends more than
+	// MaxRequests is limited. A BanLimit at or below MaxRequests is allowed
+	// and means "ban without a 429 phase": the request past BanLimit is
+	// banned before any is limited, which is what a scanner trap wants.
 	BanLimit int64
 	// BanDuration is the length of a key's first ban [1h].
 	BanDuration time.Duration
@@ -198,9 +203,12 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultTTL            = 10 * time.Second
-	DefaultMaxRequests    = 200
-	DefaultBanLimit       = 1000
+	DefaultTTL         = 10 * time.Second
+	DefaultMaxRequests = 200
+	// DefaultBanLimit is the BanLimit under the default MaxRequests: New
+	// sets a zero BanLimit to DefaultBanLimitFactor × MaxRequests.
+	DefaultBanLimit       = DefaultBanLimitFactor * DefaultMaxRequests
+	DefaultBanLimitFactor = 5
 	DefaultBanDuration    = time.Hour
 	DefaultBanFactor      = 2
 	DefaultMaxBanDuration = 7 * 24 * time.Hour
@@ -252,7 +260,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxRequests = DefaultMaxRequests
 	}
 	if c.BanLimit == 0 {
-		c.BanLimit = DefaultBanLimit
+		// Saturating: a MaxRequests near MaxInt64 bans at MaxInt64, never
+		// at a wrapped negative (which would disable bans).
+		c.BanLimit = math.MaxInt64
+		if c.MaxRequests <= math.MaxInt64/DefaultBanLimitFactor {
+			c.BanLimit = DefaultBanLimitFactor * c.MaxRequests
+		}
 	}
 	if c.BanFactor == 0 {
 		c.BanFactor = DefaultBanFactor
