@@ -83,28 +83,35 @@ func (t *counterTable[K]) resize(size int) {
 	}
 }
 
-// evict removes one counter to make room: the first expired one among the
-// first 16 found from a pseudo-random start, else the first found.
-func (t *counterTable[K]) evict(start uint64, now int64) {
+// evict removes one counter to make room: the one worth least among the
+// first 16 found from a pseudo-random start. An expired counter is worth
+// nothing; otherwise the lowest count goes, the one expiring first on a
+// tie. A flood of fresh keys thus evicts its own kind, at count 1, never
+// a busy client's counter, which would come back at 1 and hand that
+// client a fresh allowance. And a counter past limit (the MaxRequests of the
+// request that needs the room; 0: none) is evicted only when every other
+// is past it too: while the 16 hold nothing within limit, the search goes
+// on through the table.
+func (t *counterTable[K]) evict(start uint64, now, limit int64) {
 	if t.used == 0 {
 		return
 	}
 	mask := len(t.slots) - 1
 	victim, seen := -1, 0
-	for i := int(start>>17) & mask; seen < 16; i = (i + 1) & mask {
+	for i := int(start>>17) & mask; seen < t.used; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.n == 0 {
 			continue
 		}
+		seen++
 		if s.exp <= now {
 			victim = i
 			break
 		}
-		if victim < 0 {
+		if victim < 0 || s.n < t.slots[victim].n || s.n == t.slots[victim].n && s.exp < t.slots[victim].exp {
 			victim = i
 		}
-		seen++
-		if seen == t.used {
+		if seen >= 16 && (limit <= 0 || t.slots[victim].n <= limit) {
 			break
 		}
 	}

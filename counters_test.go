@@ -59,7 +59,7 @@ func TestCounterTableModel(t *testing.T) {
 					}
 				default: // evict
 					before := tab.used
-					tab.evict(rng.Uint64(), now)
+					tab.evict(rng.Uint64(), now, 0)
 					if before > 0 && tab.used != before-1 {
 						t.Fatalf("step %d: evict removed %d", step, before-tab.used)
 					}

@@ -14,8 +14,11 @@ import (
 type MemoryOptions struct {
 	// MaxKeys caps the stream counters kept at once [4,194,304], and
 	// apart from them the keys with plan state. Under pressure a counter
-	// (or a key's plan state) is evicted, an expired one first, to make
-	// room; bans and offense histories are never evicted.
+	// (or a key's plan state) is evicted to make room: an expired one
+	// first, else the lowest count; a counter past MaxRequests only when
+	// no other is within it. A flood of fresh keys thus evicts its own
+	// kind and cannot reset a busy client's count. Bans and offense
+	// histories are never evicted.
 	MaxKeys int
 	// Shards is the number of independently locked shards, rounded up to
 	// a power of two [128].

@@ -102,7 +102,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 		c.n, c.exp = count, satAdd(tk, int64(lim.TTL))
 	} else {
 		if ct.used >= t.perShard {
-			ct.evict(h, tk)
+			ct.evict(h, tk, lim.MaxRequests)
 		}
 		i = ct.insert(mk, h, count, satAdd(tk, int64(lim.TTL)))
 	}
