@@ -443,6 +443,7 @@ func guarded[R any](p *Protector, ctx context.Context, call func(context.Context
 		p.brk.release()
 		return zero, ctx.Err()
 	}
+	err = explainStoreError(err, p.timeout)
 	if p.brk.failure() {
 		p.stats.stripe().circuitOpens.Add(1)
 		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",

@@ -41,6 +41,13 @@ func redisOptions(rawURL string) (*redis.Options, error) {
 	if o.DialTimeout == 0 {
 		o.DialTimeout = time.Second
 	}
+	// go-redis dials up to 5 times, 100ms apart, inside one call: a
+	// refused connection then outlives StoreTimeout, and the call fails
+	// with "context deadline exceeded" instead of what happened. The
+	// breaker and the failure policy are the retry.
+	if o.DialerRetries == 0 {
+		o.DialerRetries = 1
+	}
 	return o, nil
 }
 

@@ -165,8 +165,12 @@ func (s *RedisStore) Addr() string {
 
 // Ping checks that Redis answers; the error names the address.
 func (s *RedisStore) Ping(ctx context.Context) error {
+	var timeout time.Duration // for the message
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d).Round(time.Millisecond)
+	}
 	if err := s.client.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("protect: redis at %s does not answer: %w", s.Addr(), err)
+		return explainStoreError(fmt.Errorf("protect: redis at %s does not answer: %w", s.Addr(), err), timeout)
 	}
 	return nil
 }
