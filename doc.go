@@ -80,4 +80,12 @@
 // dead store from costing a timeout per request. A Store binds a
 // namespace and limits once (Store.Space); package storetest holds the
 // conformance suite that every store, shipped or new, must pass.
+//
+// # Metrics
+//
+// Protector.Stats returns a snapshot of counters a protector keeps at the
+// cost of one atomic add per request: decisions by status, bans written
+// and lifted, penalties, store calls, errors, timeouts and latency, the
+// circuit breaker, and what the failure policy decided. Package metrics
+// exports them to Prometheus.
 package protect
