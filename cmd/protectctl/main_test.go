@@ -273,11 +273,29 @@ func TestUsageAndFailures(t *testing.T) {
 	if keys, _ := s.c.Keys(t.Context(), "*").Result(); len(keys) != 0 {
 		t.Fatalf("usage errors wrote %v", keys)
 	}
-	// -h explains every command, with an example, and succeeds.
+	// -h explains every command, with an example, once, on stdout, and
+	// succeeds; so do "protectctl -h" and "protectctl help".
+	helps := [][]string{{"-h"}, {"help"}, {"-redis", "redis://x", "-h"}}
 	for name := range commands {
-		var out strings.Builder
-		if code := run([]string{name, "-h"}, &out, &strings.Builder{}); code != 0 || !strings.Contains(out.String(), "example:\n  protectctl "+name) {
-			t.Errorf("%s -h: exit %d\n%s", name, code, out.String())
+		helps = append(helps, []string{name, "-h"}, []string{name, "-help"}, []string{name, "1.2.3.4", "-h"})
+	}
+	for _, args := range helps {
+		var out, errs strings.Builder
+		code := run(args, &out, &errs)
+		want := "example:\n  protectctl " + args[0]
+		if args[0] == "-h" || args[0] == "help" || args[0] == "-redis" {
+			want = "usage: protectctl [-redis URL]"
+		}
+		if code != 0 || strings.Count(out.String(), want) != 1 || strings.Count(out.String(), "usage:") != 1 || errs.Len() != 0 {
+			t.Errorf("protectctl %q: exit %d\nstdout %q\nstderr %q; want the usage once, on stdout", args, code, out.String(), errs.String())
+		}
+	}
+	// A mistake prints the usage once, on stderr, after the error.
+	for _, args := range [][]string{{"-bogus"}, {"ban", "-bogus", "1.2.3.4"}} {
+		var out, errs strings.Builder
+		if code := run(args, &out, &errs); code != 2 || out.Len() != 0 || strings.Count(errs.String(), "usage:") != 1 ||
+			!strings.HasPrefix(errs.String(), "flag provided but not defined: -bogus\n") {
+			t.Errorf("protectctl %q: exit %d\nstdout %q\nstderr %q", args, code, out.String(), errs.String())
 		}
 	}
 	// No store at all is a usage error that says how to give one.

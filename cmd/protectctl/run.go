@@ -92,23 +92,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (default $HTTP_PROTECT_REDIS_URL)")
 	fs.StringVar(&c.ns, "namespace", "", "key namespace (default $HTTP_PROTECT_NAMESPACE, or protect:)")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), mainUsage); fs.PrintDefaults() }
+	// The flag package calls Usage itself before Parse returns, to the
+	// FlagSet's output: with -h that printed the usage twice, once to
+	// stderr. Usage is printed here instead, once: to stdout when asked
+	// for, to stderr after a mistake.
+	fs.Usage = func() {}
+	usage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprint(w, mainUsage)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			usage(stdout)
 			return exitOK
 		}
+		usage(stderr)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		usage(stderr)
 		return exitUsage
 	}
 	name := fs.Arg(0)
 	if name == "help" {
-		fs.SetOutput(stdout)
-		fs.Usage()
+		usage(stdout)
 		return exitOK
 	}
 	cmd, ok := commands[name]
@@ -118,18 +126,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfs := flag.NewFlagSet("protectctl "+name, flag.ContinueOnError)
 	cfs.SetOutput(stderr)
-	cfs.Usage = func() {
-		fmt.Fprintf(cfs.Output(), "usage: protectctl %s\n\nexample:\n  %s\n\nflags:\n", cmd.usage, cmd.example)
+	cfs.Usage = func() {}
+	cmdUsage := func(w io.Writer) {
+		cfs.SetOutput(w)
+		fmt.Fprintf(w, "usage: protectctl %s\n\nexample:\n  %s\n\nflags:\n", cmd.usage, cmd.example)
 		cfs.PrintDefaults()
 	}
 	do := cmd.flags(cfs)
 	cmdArgs, err := parseInterspersed(cfs, fs.Args()[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			cfs.SetOutput(stdout)
-			cfs.Usage()
+			cmdUsage(stdout)
 			return exitOK
 		}
+		cmdUsage(stderr)
 		return exitUsage
 	}
 	if cmd.needsStore {
