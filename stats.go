@@ -103,9 +103,10 @@ type Stats struct {
 	// RangeBans is the number of range bans in force in the protector's
 	// ban list, read from the copy every request checks (no store call);
 	// on a RedisStore that copy may be a refresh interval old. -1 when
-	// the store keeps no such copy. Key bans are not counted: on Redis
-	// that would be a scan of the store per scrape; protectctl bans lists
-	// them.
+	// the store keeps no such copy. Protectors that share a ban list
+	// (BanNamespace) each report the whole list. Key bans are not
+	// counted: on Redis that would be a scan of the store per scrape;
+	// protectctl bans lists them.
 	RangeBans int
 }
 

@@ -67,7 +67,7 @@ func newDescs() descs {
 		lifted: desc("protect_bans_lifted_total",
 			"Bans lifted by this process (not those that expired)."),
 		rangeBans: desc("protect_range_bans",
-			"Range bans in force in the ban list, as this process last read it."),
+			"Range bans in force in the protector's ban list, as this process last read it; protectors sharing a list report it each."),
 		storeCalls: desc("protect_store_calls_total",
 			"Calls made to a store outside this process (Redis), answered or not."),
 		storeErrors: desc("protect_store_errors_total",
