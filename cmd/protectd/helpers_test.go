@@ -91,7 +91,7 @@ func startDaemon(t *testing.T, env ...string) *daemon {
 
 // testVerifier is protectd's handler, without a listener, logging into
 // the returned buffer.
-func testVerifier(t *testing.T, env ...string) (http.Handler, *logBuffer) {
+func testVerifier(t testing.TB, env ...string) (http.Handler, *logBuffer) {
 	t.Helper()
 	s, err := loadSettings(env)
 	if err != nil {
