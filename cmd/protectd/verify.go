@@ -31,6 +31,13 @@ const (
 	hdrProblem = "X-Protect-Problem"
 )
 
+// Header values of every served answer, shared between responses (the
+// server only reads them), so that serving allocates no more than it must.
+var (
+	statusOK   = []string{"200"}
+	zeroLength = []string{"0"}
+)
+
 // maxLogged bounds each header value written to the log.
 const maxLogged = 256
 
@@ -85,14 +92,15 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !d.Key.IsZero() {
 		h[hdrKey] = []string{d.Key.String()}
 	}
-	code := d.StatusCode()
-	h[hdrStatus] = []string{strconv.Itoa(code)}
 	if !d.Refused() {
 		d.WriteHeaders(h)
-		h["Content-Length"] = []string{"0"}
+		h[hdrStatus] = statusOK
+		h["Content-Length"] = zeroLength
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	code := d.StatusCode()
+	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
 	attrs := []slog.Attr{
 		slog.Int("status", code),

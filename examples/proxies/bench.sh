@@ -60,6 +60,29 @@ start_protectd() {
 	wait_port "$p"
 }
 
+# nginx_up NAME PORT WORKERS: nginx serving $dir/NAME/site.conf, which
+# listens on PORT.
+nginx_up() {
+	local name=$1
+	cat >"$dir/$name/nginx.conf" <<CONF
+worker_processes $3;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/$name/body;
+    proxy_temp_path $dir/$name/proxy;
+    fastcgi_temp_path $dir/$name/fastcgi;
+    uwsgi_temp_path $dir/$name/uwsgi;
+    scgi_temp_path $dir/$name/scgi;
+    include site.conf;
+}
+CONF
+	nginx -p "$dir/$name" -c "$dir/$name/nginx.conf" -e "$dir/$name/error.log" \
+		-g "daemon off; pid $dir/$name/nginx.pid; error_log $dir/$name/error.log warn;" >>"$dir/nginx.out" 2>&1 &
+	pids+=($!)
+	wait_port "$2"
+}
+
 # start_nginx NAME PROTECTD_PORT APP_PORT [with-protect]: nginx with the
 # shipped site config; its port is left in $listen. (Not called as
 # $(...): the subshell would wait for nginx, which keeps its stdout.)
@@ -76,42 +99,14 @@ start_nginx() {
 		sed -i -e '/include protect.conf;/d' -e '/error_page 500 = @protect_down;/d' \
 			-e '/X-Protect-Key \$protect_key/d' "$dir/$name/site.conf"
 	fi
-	cat >"$dir/$name/nginx.conf" <<CONF
-worker_processes auto;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/$name/body;
-    proxy_temp_path $dir/$name/proxy;
-    fastcgi_temp_path $dir/$name/fastcgi;
-    uwsgi_temp_path $dir/$name/uwsgi;
-    scgi_temp_path $dir/$name/scgi;
-    include site.conf;
-}
-CONF
-	nginx -p "$dir/$name" -c "$dir/$name/nginx.conf" -e "$dir/$name/error.log" \
-		-g "daemon off; pid $dir/$name/nginx.pid; error_log $dir/$name/error.log warn;" >>"$dir/nginx.out" 2>&1 &
-	pids+=($!)
-	wait_port "$listen"
+	nginx_up "$name" "$listen" auto
 }
 
 # The hello-world upstream: nginx answering from memory.
 app=$(port)
 mkdir -p "$dir/app"
-cat >"$dir/app/nginx.conf" <<CONF
-worker_processes 1;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $dir/app/body;
-    proxy_temp_path $dir/app/proxy;
-    server { listen 127.0.0.1:$app; location / { return 200 "hello\n"; } }
-}
-CONF
-nginx -p "$dir/app" -c "$dir/app/nginx.conf" -e "$dir/app/error.log" \
-	-g "daemon off; pid $dir/app/nginx.pid; error_log $dir/app/error.log warn;" >>"$dir/nginx.out" 2>&1 &
-pids+=($!)
-wait_port "$app"
+echo "server { listen 127.0.0.1:$app; location / { return 200 \"hello\\n\"; } }" >"$dir/app/site.conf"
+nginx_up app "$app" 1
 
 pd=$(port)
 start_protectd "$pd"
