@@ -127,9 +127,27 @@ type Config struct {
 	// [none]: CIDRs or bare addresses.
 	SafeNetworks []string
 
-	// Namespace prefixes every key the protector writes ["protect:"], so
-	// that several protectors can share one store.
+	// Namespace prefixes the counters and plan states the protector
+	// writes ["protect:"], so that several protectors can share one store.
+	// Bans live under BanNamespace. Two protectors with one Namespace on
+	// one store share their counters, so they must count with the same
+	// limits: New fails when they do not.
 	Namespace string
+	// BanNamespace names the ban list the protector reads and writes
+	// ["protect:"]: key bans, range bans and the offense histories that
+	// make bans escalate. Every protector on a store shares it by default,
+	// whatever its Namespace: a client banned by the login guard is
+	// refused by the API too, and protectctl sees one list. Set one apart
+	// for a ban list of its own (services that share a Redis but not their
+	// bans, a test).
+	BanNamespace string
+	// Name is this protector's policy name in the RateLimit and
+	// RateLimit-Policy fields [Namespace without its trailing ':', made an
+	// RFC 9651 key: "protect" by default, "login" for "login:"]. Nested
+	// protectors each add an item under their own name, so give each its
+	// own. It must be an RFC 9651 key: a-z, 0-9, _ - . *, starting with a
+	// letter or *, at most 64 bytes.
+	Name string
 	// OnStoreError is what happens when the store fails [FailLocal].
 	OnStoreError FailurePolicy
 	// StoreTimeout bounds every store call [100ms].
@@ -311,10 +329,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
+	if c.BanNamespace == "" {
+		c.BanNamespace = DefaultNamespace
+	}
 	// Braces would move the hash tag of every Redis key: a client's keys
 	// would no longer share a cluster slot with each other alone.
 	if strings.ContainsAny(c.Namespace, "{}") {
 		return c, configErr("Namespace %q: must not contain { or }", c.Namespace)
+	}
+	if strings.ContainsAny(c.BanNamespace, "{}") {
+		return c, configErr("BanNamespace %q: must not contain { or }", c.BanNamespace)
+	}
+	if c.Name == "" {
+		c.Name = policyName(c.Namespace)
+	} else if err := checkLimitName(c.Name); err != nil {
+		return c, configErr("Name: %w", err)
 	}
 	if c.OnStoreError > FailClosed {
 		return c, configErr("OnStoreError %d: want FailLocal, FailOpen or FailClosed", c.OnStoreError)
@@ -338,4 +367,23 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = time.Now
 	}
 	return c, nil
+}
+
+// policyName makes a RateLimit policy name of a namespace: without its
+// trailing ':', in lower case, with what an RFC 9651 key cannot hold
+// replaced by '-' ("login:" → "login", "API:v2:" → "api-v2").
+func policyName(ns string) string {
+	b := []byte(strings.ToLower(strings.TrimRight(ns, ":")))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("_-.*", c) >= 0) {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	if checkLimitName(string(b)) != nil {
+		return "protect" // nothing usable: a namespace of digits, say
+	}
+	return string(b)
 }

@@ -121,6 +121,8 @@ var envVars = [...]envVar{
 	{"IPV4_ESCALATION", envLevels(func(c *Config) *[]int { return &c.IPv4Escalation })},
 	{"SAFE_NETWORKS", envList(func(c *Config) *[]string { return &c.SafeNetworks })},
 	{"NAMESPACE", envString(func(c *Config) *string { return &c.Namespace })},
+	{"BAN_NAMESPACE", envString(func(c *Config) *string { return &c.BanNamespace })},
+	{"NAME", envString(func(c *Config) *string { return &c.Name })},
 	{"ON_STORE_ERROR", func(c *Config, v string) error {
 		p, err := ParseFailurePolicy(v)
 		if err != nil {
@@ -168,6 +170,7 @@ func EnvNames() []string {
 // (comma-separated), PROXY_HEADER, PROXY_COUNT, TRUST_UNIX_SOCKET,
 // IPV4_PREFIX, IPV6_PREFIX, ESCALATION_THRESHOLD, IPV6_ESCALATION and
 // IPV4_ESCALATION (prefix lengths such as "56,48", or "none"), NAMESPACE,
+// BAN_NAMESPACE, NAME,
 // ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
 // BAN_STATUS, UNKNOWN_STATUS.
 //

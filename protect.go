@@ -129,7 +129,7 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		p.store = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
 		p.shared = newSharedStore(p.store)
 	}
-	scope := Scope{Namespace: p.ns, Limits: p.lim}
+	scope := Scope{Namespace: p.ns, BanNamespace: c.BanNamespace, Limits: p.lim}
 	if p.space, err = p.store.Space(scope); err != nil {
 		if p.shared != nil && shared == nil { // made here; a sibling's is released by Sibling
 			p.shared.release()

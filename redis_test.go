@@ -103,6 +103,9 @@ func newInstance(t *testing.T, addr, ns string, cfg Config, opt RedisOptions) *i
 	}
 	s := NewRedisStore(c, opt)
 	cfg.Store, cfg.Namespace = s, ns
+	if cfg.BanNamespace == "" {
+		cfg.BanNamespace = ns // the test's own ban list, apart from every other test's
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clk.Now
 	}

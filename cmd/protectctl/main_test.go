@@ -74,7 +74,7 @@ func newService(t *testing.T, s server, cfg protect.Config) *service {
 	clk := &fakeClock{t: time.Now()}
 	c := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	store := protect.NewRedisStore(c, protect.RedisOptions{Clock: clk.Now, RangeRefresh: -1})
-	cfg.Store, cfg.Namespace, cfg.Clock = store, s.ns, clk.Now
+	cfg.Store, cfg.Namespace, cfg.BanNamespace, cfg.Clock = store, s.ns, s.ns, clk.Now
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	p, err := protect.New(cfg)
 	if err != nil {

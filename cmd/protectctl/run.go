@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("protectctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (default $HTTP_PROTECT_REDIS_URL)")
-	fs.StringVar(&c.ns, "namespace", "", "key namespace (default $HTTP_PROTECT_NAMESPACE, or protect:)")
+	fs.StringVar(&c.ns, "namespace", "", "the namespace of bans and counters (default $HTTP_PROTECT_BAN_NAMESPACE and $HTTP_PROTECT_NAMESPACE, or protect:)")
 	// The flag package calls Usage itself before Parse returns, to the
 	// FlagSet's output: with -h that printed the usage twice, once to
 	// stderr. Usage is printed here instead, once: to stdout when asked
@@ -207,7 +207,10 @@ func (c *cli) open() error {
 		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL")
 	}
 	if c.ns != "" {
-		cfg.Namespace = c.ns
+		// One namespace for the bans and the counters, as a service that
+		// sets neither apart has; a service that does sets
+		// HTTP_PROTECT_NAMESPACE and HTTP_PROTECT_BAN_NAMESPACE instead.
+		cfg.Namespace, cfg.BanNamespace = c.ns, c.ns
 	}
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
 	// A short-lived tool: no background refresh, no cached answers.

@@ -61,7 +61,7 @@ func startInstances(redisURL, ns string, n, firstPort int, logger *slog.Logger) 
 			return nil, nil, err
 		}
 		p, err := protect.New(protect.Config{
-			Store: store, Namespace: ns, MaxRequests: 100, BanLimit: 250,
+			Store: store, Namespace: ns, BanNamespace: ns, MaxRequests: 100, BanLimit: 250,
 			OnStoreError: protect.FailClosed, // a demo of exactness should not quietly go local
 			Logger:       logger,
 		})
