@@ -29,6 +29,8 @@ func TestConfigFromEnvReadsEveryName(t *testing.T) {
 		"HTTP_PROTECT_IPV4_ESCALATION=16",
 		"HTTP_PROTECT_SAFE_NETWORKS=192.0.2.0/24",
 		"HTTP_PROTECT_NAMESPACE=api:",
+		"HTTP_PROTECT_BAN_NAMESPACE=bans:",
+		"HTTP_PROTECT_NAME=api",
 		"HTTP_PROTECT_ON_STORE_ERROR=closed",
 		"HTTP_PROTECT_STORE_TIMEOUT=50ms",
 		"HTTP_PROTECT_DRY_RUN=true",
@@ -46,7 +48,7 @@ func TestConfigFromEnvReadsEveryName(t *testing.T) {
 		BanDuration: 60 * time.Hour, BanFactor: 3, MaxBanDuration: 30 * 24 * time.Hour, OffenseWindow: time.Hour,
 		ProxyHeader: "X-Real-IP", ProxyCount: 2, TrustUnixSocket: true, IPv4Prefix: 24, IPv6Prefix: 56,
 		EscalationThreshold: 4, IPv6Escalation: []int{48}, IPv4Escalation: []int{16},
-		Namespace: "api:", OnStoreError: FailClosed, StoreTimeout: 50 * time.Millisecond, DryRun: true,
+		Namespace: "api:", BanNamespace: "bans:", Name: "api", OnStoreError: FailClosed, StoreTimeout: 50 * time.Millisecond, DryRun: true,
 		BanStatus: 429, UnknownStatus: 400,
 	}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || len(c.SafeNetworks) != 1 || c.SafeNetworks[0] != "192.0.2.0/24" {
