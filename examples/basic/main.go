@@ -33,13 +33,19 @@ func demoConfig(logger *slog.Logger) protect.Config {
 	}
 }
 
-// newHandler returns the demo application behind p's middleware: "/"
-// greets, "/bans" lists the current bans as JSON.
+// newHandler returns the demo: the application ("/" greets) behind p's
+// middleware, and the admin page "/bans" (the current bans as JSON)
+// beside it, outside the protector: an operator must be able to read the
+// ban list while banned, and a page of the protector's own should not
+// count towards anyone's limit. Anyone who reaches the port can read it,
+// so a real service serves it on an admin port or behind its own
+// authentication.
 func newHandler(p *protect.Protector) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+	app := http.NewServeMux()
+	app.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hello from behind protect")
 	})
+	mux := http.NewServeMux()
 	mux.HandleFunc("GET /bans", func(w http.ResponseWriter, r *http.Request) {
 		bans, err := p.Bans(r.Context(), protect.BanFilter{})
 		if err != nil {
@@ -49,7 +55,8 @@ func newHandler(p *protect.Protector) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(bans)
 	})
-	return p.Middleware(mux)
+	mux.Handle("/", p.Middleware(app))
+	return mux
 }
 
 func main() {
@@ -80,13 +87,20 @@ func run(addr string, out io.Writer, logger *slog.Logger) error {
 	}()
 
 	fmt.Fprintf(out, `protect demo on http://%[1]s (in-memory store)
-limits: 5 requests without a 10s pause, then 429; past 10, banned for 1m
+limits: 5 requests without a 10s pause, then 429; past 10 without a pause,
+banned for 1m
 
 try:
   curl -i http://%[1]s/
-  for i in $(seq 12); do curl -s -o /dev/null -w '%%{http_code} ' http://%[1]s/; done; echo
-  curl -s http://%[1]s/bans      # after a pause of 10s if you are only limited
+  for i in $(seq 8); do curl -s -o /dev/null -w '%%{http_code} ' http://%[1]s/; done; echo
+      # 200 200 200 200 200 429 429 429: limited, not banned; pause 10s and
+      # it starts over. Run the loop twice without a pause to be banned.
+  curl -s http://%[1]s/bans      # the ban list, as JSON
   curl -s http://%[1]s/metrics   # what protect decided, for Prometheus
+
+/bans and /metrics are served outside the protector (they count for
+nobody's limit and answer while you are banned); anyone who reaches this
+port can read them.
 
 Ctrl-C stops it.
 `, addr)

@@ -21,33 +21,49 @@ func TestDemo(t *testing.T) {
 	srv := httptest.NewServer(newHandler(p))
 	t.Cleanup(srv.Close)
 
-	var codes []string
-	for range 12 {
-		resp, err := http.Get(srv.URL + "/")
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		codes = append(codes, fmt.Sprint(resp.StatusCode))
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
 	}
-	// 5 served, 5 limited, the 11th passes BanLimit 10 and is banned.
-	if got := strings.Join(codes, " "); got != "200 200 200 200 200 429 429 429 429 429 403 403" {
-		t.Fatalf("codes: %s", got)
+	loop := func(n int) string {
+		var codes []string
+		for range n {
+			resp := get("/")
+			codes = append(codes, fmt.Sprint(resp.StatusCode))
+		}
+		return strings.Join(codes, " ")
 	}
-	bans, err := p.Bans(t.Context(), protect.BanFilter{})
-	if err != nil || len(bans) != 1 || bans[0].Key.String() != "127.0.0.1" {
-		t.Fatalf("bans: %+v %v", bans, err)
+	// The loop the demo prints limits, and does not ban.
+	if got := loop(8); got != "200 200 200 200 200 429 429 429" {
+		t.Fatalf("the printed loop: %s", got)
 	}
-	// The ban covers every path, the ban list included.
-	resp, err := http.Get(srv.URL + "/bans")
-	if err != nil {
-		t.Fatal(err)
+	// The admin page does not count: 100 reads, still not banned.
+	for range 100 {
+		if resp := get("/bans"); resp.StatusCode != 200 {
+			t.Fatalf("/bans: %d", resp.StatusCode)
+		}
 	}
-	defer resp.Body.Close()
-	var problem struct{ Code string }
-	json.NewDecoder(resp.Body).Decode(&problem)
-	if resp.StatusCode != http.StatusForbidden || problem.Code != "banned" || resp.Header.Get("Retry-After") != "60" {
-		t.Fatalf("/bans while banned: %d %q Retry-After %q", resp.StatusCode, problem.Code, resp.Header.Get("Retry-After"))
+	if bans, err := p.Bans(t.Context(), protect.BanFilter{}); err != nil || len(bans) != 0 {
+		t.Fatalf("banned by the printed loop: %+v %v", bans, err)
+	}
+	// Run twice without a pause: the 11th request passes BanLimit 10.
+	if got := loop(8); got != "429 429 403 403 403 403 403 403" {
+		t.Fatalf("the loop again: %s", got)
+	}
+	// Banned, the client still reads the ban list: it is outside the
+	// protector.
+	resp := get("/bans")
+	var bans []struct{ Key string }
+	if err := json.NewDecoder(resp.Body).Decode(&bans); err != nil || resp.StatusCode != 200 || len(bans) != 1 || bans[0].Key != "127.0.0.1" {
+		t.Fatalf("/bans while banned: %d %+v %v", resp.StatusCode, bans, err)
+	}
+	if resp := get("/"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Retry-After") != "60" {
+		t.Fatalf("/ while banned: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
 
@@ -57,7 +73,7 @@ func TestRunPrintsHowToProbe(t *testing.T) {
 	if err == nil {
 		t.Fatal("run accepted a bad address")
 	}
-	if !strings.Contains(out.String(), "curl -i http://127.0.0.1:-1/") {
+	if !strings.Contains(out.String(), "curl -i http://127.0.0.1:-1/") || !strings.Contains(out.String(), "$(seq 8)") {
 		t.Fatalf("output:\n%s", out.String())
 	}
 }
