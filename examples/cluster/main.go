@@ -4,11 +4,16 @@
 // The limit is exact, as if there were one instance:
 //
 //	go run ./examples/cluster -redis redis://127.0.0.1:6379/0
+//	writing under the namespace cluster-demo: (its keys from an earlier run are deleted first)
+//	...
 //	requests   1–100: 200
 //	requests 101–250: 429
 //	requests 251–300: 403
 //
-// -serve keeps the three instances running for curl afterwards.
+// It writes only under its namespace (-namespace, "cluster-demo:" by
+// default), which it prints, and leaves the ban it wrote there for
+// protectctl to show; -clean deletes every key under the namespace and
+// exits. -serve keeps the three instances running for curl afterwards.
 package main
 
 import (
@@ -17,15 +22,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"time"
 
 	"github.com/httpprotect/protect"
 )
+
+// DefaultNamespace is where the demo writes unless told otherwise.
+const DefaultNamespace = "cluster-demo:"
 
 // instance is one copy of the service.
 type instance struct {
@@ -120,26 +128,84 @@ func summarize(out io.Writer, codes []int) {
 	}
 }
 
+// clean deletes every key under ns in the Redis at redisURL and returns
+// how many there were.
+func clean(ctx context.Context, redisURL, ns string) (int, error) {
+	if ns == "" {
+		return 0, fmt.Errorf("no namespace: refusing to delete every key")
+	}
+	store, err := protect.DialRedis(redisURL, protect.RedisOptions{RangeRefresh: -1})
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	c := store.Client()
+	n := 0
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, globEscape(ns)+"*", 1000).Result()
+		if err != nil {
+			return n, fmt.Errorf("scanning %s*: %w", ns, err)
+		}
+		for _, k := range keys { // one by one: keys of several slots on a cluster
+			if err := c.Del(ctx, k).Err(); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if cursor = next; cursor == 0 {
+			return n, nil
+		}
+	}
+}
+
+// globEscape quotes the characters SCAN MATCH reads as a pattern.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
 func main() {
 	def := os.Getenv("HTTP_PROTECT_REDIS_URL")
 	if def == "" {
 		def = "redis://127.0.0.1:6379/0"
 	}
 	redisURL := flag.String("redis", def, "Redis URL shared by the three instances")
+	ns := flag.String("namespace", DefaultNamespace, "the namespace the demo writes under (and deletes at its start)")
 	requests := flag.Int("requests", 300, "requests to send round robin")
 	serve := flag.Bool("serve", false, "keep serving after the demo (ports 8101-8103)")
+	cleanOnly := flag.Bool("clean", false, "delete every key under -namespace and exit")
 	flag.Parse()
-	if err := run(*redisURL, *requests, *serve, os.Stdout); err != nil {
+	if *cleanOnly {
+		n, err := clean(context.Background(), *redisURL, *ns)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cluster:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("deleted %d keys under %s\n", n, *ns)
+		return
+	}
+	if err := run(*redisURL, *ns, *requests, *serve, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(redisURL string, requests int, serve bool, out io.Writer) error {
+func run(redisURL, ns string, requests int, serve bool, out io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	// A fresh namespace per run, so that the demo starts from nothing and
-	// leaves the Redis it uses alone.
-	ns := fmt.Sprintf("cluster-demo:%x:", rand.Uint64())
+	// The demo starts from nothing: a ban from an earlier run would
+	// answer 403 from the first request.
+	if _, err := clean(context.Background(), redisURL, ns); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "writing under the namespace %s (its keys from an earlier run are deleted first)\n", ns)
 	firstPort := 0
 	if serve {
 		firstPort = 8101
@@ -158,6 +224,12 @@ func run(redisURL string, requests int, serve bool, out io.Writer) error {
 		return err
 	}
 	summarize(out, codes)
+	shown := redisURL
+	if u, err := url.Parse(redisURL); err != nil || u.User != nil {
+		shown = "URL" // never print a password
+	}
+	fmt.Fprintf(out, "the ban:   protectctl -redis %s -namespace %s bans\nclean up:  go run ./examples/cluster -redis %s -namespace %s -clean\n",
+		shown, ns, shown, ns)
 	if !serve {
 		return nil
 	}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/httpprotect/protect"
 )
 
 // redisURLs are the Redis servers the demo is checked against: miniredis
@@ -25,15 +28,85 @@ func redisURLs(t *testing.T) map[string]string {
 func TestOneExactLimit(t *testing.T) {
 	for name, url := range redisURLs(t) {
 		t.Run(name, func(t *testing.T) {
+			ns := fmt.Sprintf("cluster-demo-test:%d:", time.Now().UnixNano())
+			leftAlone := mustClean(t, url, ns)
 			var out strings.Builder
-			if err := run(url, 300, false, &out); err != nil {
+			if err := run(url, ns, 300, false, &out); err != nil {
 				t.Fatal(err)
 			}
 			want := "requests   1–100: 200\nrequests 101–250: 429\nrequests 251–300: 403\n"
-			if !strings.HasSuffix(out.String(), want) || strings.Count(out.String(), "instance on http://127.0.0.1:") != 3 {
+			if !strings.Contains(out.String(), want) || strings.Count(out.String(), "instance on http://127.0.0.1:") != 3 ||
+				!strings.HasPrefix(out.String(), "writing under the namespace "+ns+" ") ||
+				!strings.Contains(out.String(), "-namespace "+ns+" bans") {
 				t.Fatalf("output:\n%s", out.String())
 			}
+			// The run left its ban for protectctl to show, under ns.
+			if n := countKeys(t, url, ns); n == 0 {
+				t.Fatalf("no keys under %s after the run", ns)
+			}
+			// A second run starts from nothing.
+			out.Reset()
+			if err := run(url, ns, 300, false, &out); err != nil || !strings.Contains(out.String(), want) {
+				t.Fatalf("second run: %v\n%s", err, out.String())
+			}
+			leftAlone()
 		})
+	}
+}
+
+// mustClean deletes every key under ns when the test ends and checks, by
+// a SCAN, that none is left there, nor anywhere under the default
+// namespaces the demo must not touch.
+func mustClean(t *testing.T, url, ns string) (check func()) {
+	t.Helper()
+	before := map[string]int{}
+	for _, other := range []string{"protect:", DefaultNamespace} {
+		before[other] = countKeys(t, url, other)
+	}
+	check = func() {
+		t.Helper()
+		for other, n := range before {
+			if got := countKeys(t, url, other); got > n {
+				t.Errorf("the demo wrote %d keys under %s", got-n, other)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		if _, err := clean(context.Background(), url, ns); err != nil {
+			t.Error(err)
+		}
+		if n := countKeys(t, url, ns); n != 0 {
+			t.Errorf("%d keys left under %s", n, ns)
+		}
+	})
+	return check
+}
+
+func countKeys(t *testing.T, url, ns string) int {
+	t.Helper()
+	store, err := protect.DialRedis(url, protect.RedisOptions{RangeRefresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	n := 0
+	iter := store.Client().Scan(context.Background(), 0, globEscape(ns)+"*", 1000).Iterator()
+	for iter.Next(context.Background()) {
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestClean(t *testing.T) {
+	url := "redis://" + miniredis.RunT(t).Addr()
+	if _, err := clean(context.Background(), url, ""); err == nil {
+		t.Fatal("an empty namespace would delete every key")
+	}
+	if got := globEscape(`a*b?[c]\`); got != `a\*b\?\[c\]\\` {
+		t.Fatalf("globEscape = %q", got)
 	}
 }
 
@@ -56,7 +129,7 @@ func TestEachInstanceRefuses(t *testing.T) {
 
 func TestUnreachableRedis(t *testing.T) {
 	var out strings.Builder
-	err := run("redis://127.0.0.1:1/0", 3, false, &out)
+	err := run("redis://127.0.0.1:1/0", "t:", 3, false, &out)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("demo without Redis: %v", err)
 	}
