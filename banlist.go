@@ -282,11 +282,7 @@ func (p *Protector) lift(ctx context.Context, target string, by string, wide boo
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]Key, 0, len(bans))
-	for _, b := range bans {
-		keys = append(keys, b.Key)
-	}
-	return p.liftKeys(ctx, keys, by)
+	return p.liftBans(ctx, bans, by)
 }
 
 // LiftAll removes every ban in the protector's namespace.
@@ -295,11 +291,45 @@ func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]Key, len(bans))
-	for i, b := range bans {
-		keys[i] = b.Key
+	return p.liftBans(ctx, bans, by)
+}
+
+// pagedSpace is a Space that lists and lifts bans a page at a time, each
+// page under its own deadline (the Redis store: a namespace may hold any
+// number of bans, and one StoreTimeout cannot cover them all).
+type pagedSpace interface {
+	bansPaged(ctx context.Context, f BanFilter, perPage time.Duration) ([]Ban, error)
+	// liftKeyBans lifts the bans on keys, which are not ranges, and
+	// returns those it removed.
+	liftKeyBans(ctx context.Context, keys []Key, perPage time.Duration) ([]Ban, error)
+}
+
+// liftBans lifts bans that a listing found: key bans a page at a time
+// where the store can (one round trip per page on Redis), ranges one by
+// one.
+func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban, error) {
+	ps, paged := p.space.(pagedSpace)
+	var keys, keyBans []Key
+	for _, b := range bans {
+		if paged && !b.Range {
+			keyBans = append(keyBans, b.Key)
+		} else {
+			keys = append(keys, b.Key)
+		}
 	}
-	return p.liftKeys(ctx, keys, by)
+	lifted := []Ban{}
+	if len(keyBans) > 0 {
+		got, err := ps.liftKeyBans(ctx, keyBans, p.timeout)
+		for _, b := range got {
+			p.noteLift(ctx, b, by)
+		}
+		lifted = append(lifted, got...)
+		if err != nil {
+			return lifted, fmt.Errorf("protect: lift: %w", err)
+		}
+	}
+	more, err := p.liftKeys(ctx, keys, by)
+	return append(lifted, more...), err
 }
 
 func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban, error) {
@@ -316,23 +346,38 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 				p.liftEscalation(ctx, k)
 			}
 			lifted = append(lifted, b)
-			p.stats.stripe().lifted.Add(1)
-			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
-				slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
-				slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
-				slog.String("by", by), slog.String("namespace", p.ns))
+			p.noteLift(ctx, b, by)
 		}
 	}
 	return lifted, nil
 }
 
+// noteLift counts and logs one lifted ban.
+func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
+	p.stats.stripe().lifted.Add(1)
+	p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
+		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
+		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
+		slog.String("by", by), slog.String("namespace", p.ns))
+}
+
 // Bans lists the active bans in the protector's namespace that f selects,
 // soonest expiry first and permanent bans last. An empty list is empty,
-// never nil.
+// never nil. On a store outside this process each page of the listing
+// (about a thousand bans on Redis) has its own StoreTimeout; ctx bounds
+// the whole.
 func (p *Protector) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
-	ctx, cancel := p.storeContext(ctx)
-	defer cancel()
-	bans, err := p.space.Bans(ctx, f)
+	var (
+		bans []Ban
+		err  error
+	)
+	if ps, ok := p.space.(pagedSpace); ok {
+		bans, err = ps.bansPaged(ctx, f, p.timeout)
+	} else {
+		sctx, cancel := p.storeContext(ctx)
+		bans, err = p.space.Bans(sctx, f)
+		cancel()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("protect: list bans: %w", err)
 	}

@@ -52,17 +52,18 @@ func TestRedisBanNamespaceKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			slices.Sort(got)
-			want := []string{root + "ranges", root + "{192.0.2.1}:b", root + "{192.0.2.1}:o"}
+			want := []string{root + "ranges", root + "{192.0.2.1}:b", root + "{192.0.2.1}:o", s.indexKey(root, k)}
+			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				t.Fatalf("keys = %q, want %q (the counter deleted by the ban, the ban and offenses under the ban namespace)", got, want)
+				t.Fatalf("keys = %q, want %q (the counter deleted by the ban, the ban, offenses and ban index under the ban namespace)", got, want)
 			}
 			if cc, ok := c.(*redis.ClusterClient); ok {
 				slots := map[int64]bool{}
-				for _, key := range []string{counter, root + "{192.0.2.1}:b", root + "{192.0.2.1}:o"} {
+				for _, key := range []string{counter, root + "{192.0.2.1}:b", root + "{192.0.2.1}:o", s.indexKey(root, k)} {
 					slots[cc.ClusterKeySlot(ctx, key).Val()] = true
 				}
 				if len(slots) != 1 {
-					t.Fatalf("a client's counter, ban and offenses sit in %d slots, want 1", len(slots))
+					t.Fatalf("a client's counter, ban, offenses and ban index sit in %d slots, want 1", len(slots))
 				}
 			}
 

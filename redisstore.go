@@ -257,7 +257,14 @@ type redisSpace struct {
 // base <ns>{<key>}, and its ban base <bns>{<key>} when the ban namespace
 // is another (the scripts use the first for both when it is not, which
 // keeps the usual request's command short).
+//
+// On Redis Cluster a third key names the index of key bans in k's slot
+// (redisindex.go), which the scripts cannot derive; elsewhere they derive
+// <bns>bans from the ban base, and the command stays as short.
 func (sp *redisSpace) scriptKeys(k Key) []string {
+	if sp.s.isCluster() {
+		return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k), sp.s.indexKey(sp.bns.name, k)}
+	}
 	if sp.bns.name == sp.ns {
 		return []string{redisBase(sp.ns, k)}
 	}
@@ -299,7 +306,7 @@ func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64)
 	}
 	keys := sp.scriptKeys(k)
 	v, err := s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
-	if s.upgraded(ctx, keys[len(keys)-1]+":b", err) {
+	if s.upgraded(ctx, keys[min(len(keys), 2)-1]+":b", err) {
 		v, err = s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
 	}
 	if err != nil {
@@ -337,7 +344,7 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 		keys, kind = []string{rangesKey(sp.bns.name)}, "range"
 	} else {
 		c, bk, _ := redisKeys(sp.ns, sp.bns.name, b.Key)
-		keys = []string{c, bk}
+		keys = []string{c, bk, s.indexKey(sp.bns.name, b.Key)}
 	}
 	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
 	if err != nil {
@@ -376,9 +383,12 @@ func (sp *redisSpace) Lift(ctx context.Context, k Key) (Ban, bool, error) {
 		}
 	}
 	_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
-	rec, err := s.client.GetDel(ctx, bk).Result()
+	unban := func() (string, error) {
+		return unbanScript.Run(ctx, s.client, []string{bk, s.indexKey(sp.bns.name, k)}, k.String()).Text()
+	}
+	rec, err := unban()
 	if s.upgraded(ctx, bk, err) {
-		rec, err = s.client.GetDel(ctx, bk).Result()
+		rec, err = unban()
 	}
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -408,12 +418,20 @@ func (s *RedisStore) upgraded(ctx context.Context, banKey string, err error) boo
 	return err == nil && rec != ""
 }
 
-// Bans implements Space. Range bans are one read of one hash; key bans
-// are found by scanning every master for <bns>{*}:b and read a page of
-// SCAN at a time, in one pipelined round trip per page.
+// Bans implements Space, under ctx's deadline alone. Range bans are one
+// read of one hash; key bans are read from their index (redisindex.go),
+// never found by scanning the keyspace.
 func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
+	return sp.bansPaged(ctx, f, 0)
+}
+
+// bansPaged is Bans with a deadline of perPage on each page of a listing
+// rather than one on the whole: a namespace may hold any number of bans.
+func (sp *redisSpace) bansPaged(ctx context.Context, f BanFilter, perPage time.Duration) ([]Ban, error) {
 	s := sp.s
-	_, ranges, err := s.rangeCall(ctx, sp.bns.name, "list")
+	pctx, cancel := pageContext(ctx, perPage)
+	_, ranges, err := s.rangeCall(pctx, sp.bns.name, "list")
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -426,83 +444,10 @@ func (sp *redisSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 	if f.RangesOnly {
 		return out, nil
 	}
-	ns := sp.bns.name
-	var mu sync.Mutex
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, globEscape(ns)+"{*}:b", 1000).Iterator()
-		var page []string
-		flush := func() error {
-			if len(page) == 0 {
-				return nil
-			}
-			cmds, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, key := range page {
-					p.Get(ctx, key)
-				}
-				return nil
-			})
-			for i, cmd := range cmds {
-				rec, err := cmd.(*redis.StringCmd).Result()
-				if s.upgraded(ctx, page[i], err) {
-					rec, err = c.Get(ctx, page[i]).Result()
-				}
-				switch {
-				case errors.Is(err, redis.Nil):
-					continue // expired between SCAN and GET
-				case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
-					// Not a ban record of any release: one stray key must
-					// not hide every ban.
-					s.log.Warn("protect: skipping a key that holds no ban record", "key", page[i], "error", err)
-					continue
-				case err != nil:
-					return err
-				}
-				b, err := sp.decodeKeyBan(page[i], rec)
-				if err != nil {
-					s.log.Warn("protect: skipping a ban record", "key", page[i], "error", err)
-					continue
-				}
-				if f.Match(b) {
-					mu.Lock()
-					out = append(out, b)
-					mu.Unlock()
-				}
-			}
-			page = page[:0]
-			return nil
-		}
-		for iter.Next(ctx) {
-			if page = append(page, iter.Val()); len(page) == 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		return flush()
-	}
-	switch c := s.client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
-	default:
-		err = scan(ctx, s.client)
-	}
-	if err != nil {
+	if err := sp.listKeyBans(ctx, f, perPage, func(b Ban) { out = append(out, b) }); err != nil {
 		return nil, fmt.Errorf("protect: redis list bans: %w", err)
 	}
 	return out, nil
-}
-
-func (sp *redisSpace) decodeKeyBan(redisKey, rec string) (Ban, error) {
-	k, err := keyFromRedis(sp.bns.name, redisKey)
-	if err != nil {
-		return Ban{}, err
-	}
-	return decodeBan(k, false, rec)
 }
 
 // globEscape escapes SCAN MATCH metacharacters.

@@ -2,6 +2,8 @@
 -- A key ban: KEYS[1] counter (in the namespace), KEYS[2] ban record (in
 -- the ban namespace); the counter is deleted, so that the key starts from
 -- nothing once the ban is lifted.
+-- KEYS[3] the index of key bans the ban is added to, scored by its expiry
+-- (+inf: permanent); see take.lua.
 -- A range ban: KEYS[1] the ban namespace's ranges hash; ARGV[6] the range.
 -- ARGV[1] length ms (0: permanent), ARGV[2] source, ARGV[3] by (no '|'),
 -- ARGV[4] reason, ARGV[5] 'key' or 'range'.
@@ -19,7 +21,9 @@ end
 redis.call('DEL', KEYS[1])
 if len > 0 then
   redis.call('SET', KEYS[2], rec, 'PX', len)
+  redis.call('ZADD', KEYS[3], expires, ARGV[6])
 else
   redis.call('SET', KEYS[2], rec)
+  redis.call('ZADD', KEYS[3], '+inf', ARGV[6])
 end
 return rec

@@ -8,6 +8,8 @@
 --   record is ..':b', its offense history ..':o'. Both bases share the
 --   key's hash tag, so every key sits in the slot of KEYS[1] and the
 --   script is legal on Redis Cluster.
+-- KEYS[3] on Redis Cluster, the index of key bans of this slot (absent:
+--   <bns>bans), as in take.lua.
 -- ARGV[1] the cost (0: decide as for 1, write nothing).
 -- ARGV[2] the stream's limits, as take.lua's ARGV[2]; '' for no stream.
 -- ARGV[3...] seven per limit: 'r', name, limit, the bucket's depth (µs),
@@ -112,6 +114,7 @@ if stream ~= '' then
       if len < 1 then len = 1 end
       local rec = string.format('%.0f|%.0f|%d|auto||', ms, ms + len, offense) .. reason
       redis.call('SET', keys[1], rec, 'PX', len)
+      redis.call('ZADD', KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans'), ms + len, string.match(bans, '{([^}]*)}$'))
       return {0, count, len, 1, rec}
     end
     -- What take.lua's INCRBY and PEXPIRE do, in one call.

@@ -5,6 +5,10 @@
 --   history ..':o'. Bases share the key's hash tag, so every key sits in
 --   the slot of KEYS[1] and the script is legal on Redis Cluster; declared
 --   bases instead of three keys keep every request's command short.
+-- KEYS[3] on Redis Cluster, the index of key bans of this slot,
+--   <bns>{<slot tag>}:bans (absent: <bns>bans, one per ban namespace).
+--   A ban written here is added to it, scored by its expiry, so that
+--   listing bans reads the index, never a SCAN of the keyspace.
 -- ARGV[1] n to count (0: decide only, write nothing).
 -- ARGV[2] the limits, "ttl|ban limit|first ban|factor|max ban|offense
 --   window|ban reason", times in ms, ban limit negative for never.
@@ -48,4 +52,5 @@ len = math.floor(len)
 if len < 1 then len = 1 end
 rec = now .. '|' .. (now + len) .. '|' .. offense .. '|auto||' .. reason
 redis.call('SET', banKey, rec, 'PX', len)
+redis.call('ZADD', KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans'), now + len, string.match(bans, '{([^}]*)}$'))
 return {count, len, 1, rec}

@@ -225,7 +225,9 @@ func (c *cli) open() error {
 		return fmt.Errorf("%w\n  check -redis or HTTP_PROTECT_REDIS_URL, and that the server is running and reachable", err)
 	}
 	cfg.Store, cfg.RedisURL, cfg.Logger = store, "", logger
-	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second) // listing scans every key
+	// Each page of a listing or a lift (a thousand bans) has this
+	// deadline; a tool run by hand can wait longer than a request.
+	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second)
 	// The numbers the service counts with, where it published them: inspect
 	// and explain must show those, not this tool's environment.
 	if cfg, _, err = admin.ServiceConfig(ctx, cfg); err != nil {
@@ -241,8 +243,10 @@ func (c *cli) open() error {
 	return nil
 }
 
+// ctx bounds a whole command: long enough to list or lift a hundred
+// thousand bans page by page (each page has its own deadline).
 func (c *cli) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
+	return context.WithTimeout(context.Background(), 5*time.Minute)
 }
 
 func (c *cli) now() time.Time { return c.admin.Protector().Config().Clock() }

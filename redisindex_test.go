@@ -1,0 +1,131 @@
+package protect
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Listing reads the index of key bans, a page at a time: more bans than
+// one page holds are all listed, a CIDR lift lifts every one of them in
+// pages, and once the bans of an earlier release are indexed no listing
+// scans the keyspace.
+func TestRedisListsManyBans(t *testing.T) {
+	for _, target := range redisTargets {
+		t.Run(target.name, func(t *testing.T) {
+			addr := target.addr(t)
+			ns := testNamespace(t, addr)
+			cfg := Config{MaxRequests: 1, BanLimit: 1} // the default StoreTimeout, 100ms, for each page
+			if target.name == "miniredis" {
+				cfg.StoreTimeout = 5 * time.Second // it runs Lua in Go: a page of lifts takes a second
+			}
+			in := newInstance(t, addr, ns, cfg, RedisOptions{RangeRefresh: -1, BanCacheTTL: -1})
+			ctx := t.Context()
+			const n = 2*banPage + 7
+			for i := range n {
+				target := fmt.Sprintf("100.64.%d.%d", i/250, i%250+1)
+				if i%3 == 0 { // an automatic ban, written by take.lua
+					a := netip.MustParseAddr(target)
+					in.p.VerifyAddr(ctx, a)
+					if d, _ := in.p.VerifyAddr(ctx, a); d.Status != Banned {
+						t.Fatalf("%s: %v, want banned", target, d.Status)
+					}
+					continue
+				}
+				if _, err := in.p.Ban(ctx, target, BanOptions{For: time.Hour, Permanent: i%3 == 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, r := range []string{"198.51.100.0/24", "100.64.0.0/24"} {
+				if _, err := in.p.Ban(ctx, r, BanOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for round := range 2 {
+				in.hook.take()
+				bans, err := in.p.Bans(ctx, BanFilter{})
+				if err != nil || len(bans) != n+2 {
+					t.Fatalf("round %d: Bans = %d bans, %v; want %d", round, len(bans), err, n+2)
+				}
+				if _, names := in.hook.take(); round == 1 && slices.Contains(names, "scan") {
+					t.Fatalf("round %d: listing scanned the keyspace: %v", round, names)
+				}
+			}
+			lifted, err := in.p.Lift(ctx, "100.64.0.0/16", "test")
+			if err != nil || len(lifted) != n+1 {
+				t.Fatalf("Lift(100.64.0.0/16) = %d bans, %v; want %d", len(lifted), err, n+1)
+			}
+			bans, err := in.p.Bans(ctx, BanFilter{})
+			if err != nil || len(bans) != 1 || bans[0].Key.String() != "198.51.100.0/24" {
+				t.Fatalf("after the lift: %v, %v", bans, err)
+			}
+			if d, _ := in.p.VerifyAddr(ctx, netip.MustParseAddr("100.64.0.1")); d.Status != Allowed {
+				t.Fatalf("a lifted client: %v", d.Status)
+			}
+		})
+	}
+}
+
+// Key bans written by an earlier release, which kept no index (a record
+// string, or before that a hash), are found once, indexed, listed and
+// lifted.
+func TestRedisIndexesEarlierBans(t *testing.T) {
+	for _, target := range redisTargets {
+		t.Run(target.name, func(t *testing.T) {
+			addr := target.addr(t)
+			ns := testNamespace(t, addr)
+			in := newInstance(t, addr, ns, Config{}, RedisOptions{RangeRefresh: -1, BanCacheTTL: -1})
+			ctx := t.Context()
+			c := in.store.client
+			now := time.Now().UnixMilli()
+			c.Set(ctx, ns+"{203.0.113.9}:b", strconv.FormatInt(now, 10)+"|0|0|manual|ops|old ban", 0)
+			c.HSet(ctx, ns+"{203.0.113.10}:b", "created", now, "expires", now+3_600_000, "offense", 1, "source", "auto", "reason", "older ban")
+			c.PExpire(ctx, ns+"{203.0.113.10}:b", time.Hour)
+			if _, err := in.p.Ban(ctx, "203.0.113.11", BanOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			bans, err := in.p.Bans(ctx, BanFilter{})
+			var got []string
+			for _, b := range bans {
+				got = append(got, b.Key.String()+" "+b.Reason)
+			}
+			if want := []string{"203.0.113.10 older ban", "203.0.113.11 manual", "203.0.113.9 old ban"}; err != nil || !slices.Equal(got, want) {
+				t.Fatalf("Bans = %q, %v; want %q", got, err, want)
+			}
+			if n, _ := c.Exists(ctx, ns+"bans:indexed").Result(); n != 1 {
+				t.Fatal("no marker: every listing would scan again")
+			}
+			lifted, err := in.p.LiftAll(ctx, "test")
+			if err != nil || len(lifted) != 3 {
+				t.Fatalf("LiftAll = %d, %v; want 3", len(lifted), err)
+			}
+			if bans, err := in.p.Bans(ctx, BanFilter{}); err != nil || len(bans) != 0 {
+				t.Fatalf("after LiftAll: %v, %v", bans, err)
+			}
+			for _, idx := range []string{in.store.indexKey(ns, Key{Prefix: netip.MustParsePrefix("203.0.113.9/32")})} {
+				if n, _ := c.ZCard(ctx, idx).Result(); n != 0 {
+					t.Fatalf("%s holds %d entries after LiftAll", idx, n)
+				}
+			}
+		})
+	}
+}
+
+// The slot tags name an index in each slot of Redis Cluster.
+func TestSlotTags(t *testing.T) {
+	tags := slotTags()
+	for slot, tag := range tags {
+		if tag == "" || keySlot([]byte(tag)) != slot {
+			t.Fatalf("slot %d: tag %q", slot, tag)
+		}
+	}
+	// Redis' own examples (CLUSTER KEYSLOT).
+	for key, slot := range map[string]int{"somekey": 11058, "foo": 12182, "user1000": 3443} {
+		if got := keySlot([]byte(key)); got != slot {
+			t.Errorf("keySlot(%q) = %d, want %d", key, got, slot)
+		}
+	}
+}
