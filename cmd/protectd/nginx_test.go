@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -282,5 +283,66 @@ func TestNginx(t *testing.T) {
 	}
 	if app.served.Load() != before+2 {
 		t.Fatalf("app served %d, want %d", app.served.Load(), before+2)
+	}
+}
+
+// rawGet sends request, written as it is, from local to nginx at addr:
+// net/http refuses to send the control characters these tests forge.
+func rawGet(t *testing.T, local, addr, request string) answer {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return answer{res.StatusCode, res.Header, string(b)}
+}
+
+// TestNginxHostileForwardedFor: a client's X-Forwarded-For reaches
+// protectd left of the address nginx appends. A control character in it
+// made Go's server refuse the check with its own 400, which auth_request
+// turns into a 500: the fail-open site then served a banned client, and
+// the fail-closed one told it protectd was down. Whatever the client
+// writes there, it gets its own decision.
+func TestNginxHostileForwardedFor(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1",
+		"HTTP_PROTECT_BAN_LIMIT=2", "HTTP_PROTECT_TTL=1h")
+	sites := map[string]string{
+		"fail-closed": startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr),
+		"fail-open":   startNginx(t, bin, "site-fail-open.conf", d.addr, app.addr),
+	}
+	// 127.0.0.4 is banned on its third request.
+	c := clientFrom("127.0.0.4")
+	for i, want := range []int{200, 429, 403} {
+		if a := get(t, c, "http://"+sites["fail-closed"]+"/"); a.code != want {
+			t.Fatalf("request %d: %d, want %d", i+1, a.code, want)
+		}
+	}
+	served := app.served.Load()
+	for _, xff := range []string{"\x01", "1.2.3.4\x7f", "6.6.6.6,\t1.2.3.4", "\x1b[31m", "1.2.3.4, \x0b"} {
+		for name, addr := range sites {
+			// The second line of X-Forwarded-For is clean: nginx joins the lines.
+			a := rawGet(t, "127.0.0.4", addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"+
+				"X-Forwarded-For: "+xff+"\r\nX-Forwarded-For: 5.5.5.5\r\n\r\n")
+			if a.code != 403 || problemCode(t, a) != "banned" || a.header.Get("Retry-After") == "" {
+				t.Errorf("%s, X-Forwarded-For %q: %d %v %q; want 403 banned", name, xff, a.code, a.header, a.body)
+			}
+		}
+	}
+	if n := app.served.Load(); n != served {
+		t.Errorf("the app served %d requests of a banned client", n-served)
 	}
 }
