@@ -239,3 +239,21 @@ func (t *table[K]) sweep(tk int64) {
 		sh.mu.Unlock()
 	}
 }
+
+// dropCounters deletes every counter that inside selects, one shard at a
+// time: a range ban's reset of the counters within it.
+func (t *table[K]) dropCounters(inside func(K) bool) {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		ct := &sh.counters
+		for j := 0; j < len(ct.slots); {
+			if s := &ct.slots[j]; s.n != 0 && inside(s.key) {
+				ct.remove(j) // a later slot may have moved into j: look again
+				continue
+			}
+			j++
+		}
+		sh.mu.Unlock()
+	}
+}

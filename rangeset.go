@@ -137,3 +137,9 @@ func (r *rangeSet) swept(t int64) *rangeSet {
 	}
 	return newRangeSet(live)
 }
+
+// inRange reports whether the counting key p lies inside range r, as
+// BanFilter.Within selects it.
+func inRange(r, p netip.Prefix) bool {
+	return r.Bits() <= p.Bits() && r.Contains(p.Addr())
+}

@@ -356,6 +356,11 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 	}
 	if b.Range {
 		s.reloadRanges(ctx, sp.bns) // this instance sees it at once
+		if err := sp.resetRange(ctx, b.Key.Prefix); err != nil {
+			// The ban holds; the counters inside it expire within TTL,
+			// as no banned request is counted.
+			s.log.Warn("protect: range ban written, but the counters inside it were not reset", "range", b.Key.String(), "error", err)
+		}
 	} else {
 		s.forget(sp.bns, b.Key)
 	}
@@ -539,4 +544,70 @@ func (s *RedisStore) Published(ctx context.Context, namespace string) (Limits, b
 		return Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
 	}
 	return lim, true, nil
+}
+
+// resetRange deletes the space's counters inside range r, as ban.lua
+// deletes a banned key's: a lifted range starts from nothing. Counters
+// are found by SCAN on every master, narrowed by the text every key
+// inside r starts with (rangeText), and each checked by parsing its key.
+// An operator's ban can afford the scan; no request waits for it.
+func (sp *redisSpace) resetRange(ctx context.Context, r netip.Prefix) error {
+	pattern := globEscape(sp.ns+"{"+rangeText(r)) + "*}:c"
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var del []string
+		for iter.Next(ctx) {
+			key := iter.Val()
+			s := strings.TrimSuffix(strings.TrimPrefix(key, sp.ns+"{"), "}:c")
+			if k, err := ParseKey(s); err == nil && k.Prefix.IsValid() && inRange(r, k.Prefix) {
+				del = append(del, key)
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		for _, key := range del { // one key a command: keys of many slots
+			if err := c.Del(ctx, key).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := sp.s.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	default:
+		err = scan(ctx, sp.s.client)
+	}
+	return err
+}
+
+// rangeText is the text that every key inside r starts with: the whole
+// octets of an IPv4 range ("198.51.100."), the leading non-zero groups of
+// an IPv6 one ("2001:db8:"; a zero group may be written as "::"). "" when
+// nothing is certain.
+func rangeText(r netip.Prefix) string {
+	a := r.Addr()
+	var b strings.Builder
+	if a.Is4() {
+		o := a.As4()
+		for i := 0; i < r.Bits()/8 && i < 3; i++ {
+			b.WriteString(strconv.Itoa(int(o[i])))
+			b.WriteByte('.')
+		}
+		return b.String()
+	}
+	o := a.As16()
+	for i := 0; i < r.Bits()/16 && i < 7; i++ {
+		g := uint64(o[2*i])<<8 | uint64(o[2*i+1])
+		if g == 0 {
+			break
+		}
+		b.WriteString(strconv.FormatUint(g, 16))
+		b.WriteByte(':')
+	}
+	return b.String()
 }

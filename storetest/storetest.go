@@ -91,6 +91,7 @@ var tests = []struct {
 	{"Escalation", testEscalation},
 	{"ManualBans", testManualBans},
 	{"KeyBanResetsCounter", testKeyBanResetsCounter},
+	{"RangeBanResetsCounters", testRangeBanResetsCounters},
 	{"Filters", testFilters},
 	{"Namespaces", testNamespaces},
 	{"BanNamespaces", testBanNamespaces},
@@ -376,6 +377,51 @@ func testKeyBanResetsCounter(t *testing.T, env *Env) {
 	env.Wait(4 * env.Unit)
 	if r := take(t, sp, k, a, 1); r.Banned || r.Count != 1 {
 		t.Fatalf("Take after a 3-unit ban ended = %+v, want count 1", r)
+	}
+}
+
+// A range ban, like a key ban, deletes the counters of the keys inside
+// it, so that a lifted range starts from nothing; keys outside it, and
+// wider keys that merely overlap it, keep counting.
+func testRangeBanResetsCounters(t *testing.T, env *Env) {
+	ctx := t.Context()
+	sp := env.space(t, "", limits(env.Unit))
+	type target struct {
+		k     protect.Key
+		a     netip.Addr
+		reset bool
+	}
+	var targets []target
+	for _, c := range []struct {
+		key, addr string
+		reset     bool
+	}{
+		{"198.51.100.7/32", "198.51.100.7", true},
+		{"198.51.100.200/32", "198.51.100.200", true},
+		{"198.51.101.7/32", "198.51.101.7", false},
+		{"2001:db8:0:1::/64", "2001:db8:0:1::9", true},
+		{"2001:db8:1:1::/64", "2001:db8:1:1::9", false},
+		{"2001:db8::/32", "2001:db8::9", false}, // wider than the range: not inside it
+	} {
+		tg := target{protect.Key{Prefix: netip.MustParsePrefix(c.key)}, netip.MustParseAddr(c.addr), c.reset}
+		take(t, sp, tg.k, tg.a, 4)
+		targets = append(targets, tg)
+	}
+	for _, r := range []string{"198.51.100.0/24", "2001:db8::/48"} {
+		rng := protect.Key{Prefix: netip.MustParsePrefix(r)}
+		addBan(t, sp, protect.Ban{Key: rng, Range: true, Source: protect.SourceManual}, 30*env.Unit)
+		if _, ok, err := sp.Lift(ctx, rng); !ok || err != nil {
+			t.Fatalf("Lift(%s) = %v, %v", rng, ok, err)
+		}
+	}
+	for _, tg := range targets {
+		want := int64(5)
+		if tg.reset {
+			want = 1
+		}
+		if r := take(t, sp, tg.k, tg.a, 1); r.Banned || r.Count != want {
+			t.Errorf("Take(%s) after a range ban and its lift = %+v, want count %d", tg.k, r, want)
+		}
 	}
 }
 
