@@ -573,16 +573,19 @@ func (sp *redisSpace) resetRange(ctx context.Context, r netip.Prefix) error {
 		}
 		return nil
 	}
-	var err error
-	switch c := sp.s.client.(type) {
+	return sp.s.eachNode(ctx, scan)
+}
+
+// eachNode runs f on every node that holds keys: every master of a
+// cluster, every shard of a ring, or the one server.
+func (s *RedisStore) eachNode(ctx context.Context, f func(context.Context, redis.Cmdable) error) error {
+	switch c := s.client.(type) {
 	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
 	case *redis.Ring:
-		err = c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
-	default:
-		err = scan(ctx, sp.s.client)
+		return c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
 	}
-	return err
+	return f(ctx, s.client)
 }
 
 // rangeText is the text that every key inside r starts with: the whole
