@@ -68,29 +68,44 @@ type resolver struct {
 	trustUnix bool
 }
 
-// resolve returns the normalised (unmapped, zone-free) client address of r.
-func (rv *resolver) resolve(r *http.Request) (netip.Addr, error) {
+// resolve returns the normalised (unmapped, zone-free) client address of
+// r. When there is none, err says why, and a is the trusted address the
+// walk ended on, if any: the peer itself when it sent no header, the
+// leftmost entry when every entry is a trusted hop (or, under
+// ProxyCount, when there are fewer entries than proxies). That address
+// was written by the network or by one of our proxies, never by the
+// client, so it may be believed for one question: whether it is in
+// SafeNetworks (health checks from the load balancer's subnet).
+func (rv *resolver) resolve(r *http.Request) (a netip.Addr, err error) {
+	a, _, err = rv.walk(r)
+	return a, err
+}
+
+// walk is resolve, also returning the entry that is not an address when
+// that is why the walk stopped.
+func (rv *resolver) walk(r *http.Request) (a netip.Addr, bad string, err error) {
 	peer, ok := parsePeer(r.RemoteAddr)
 	if !ok {
 		if !rv.trustUnix || !isUnixPeer(r) {
-			return netip.Addr{}, errBadPeer
+			return netip.Addr{}, "", errBadPeer
 		}
 	} else if !rv.peerTrusted(peer) {
-		return peer, nil
+		return peer, "", nil
 	}
 	lines := r.Header[rv.header]
 	if len(lines) == 0 {
-		return netip.Addr{}, errNoHeader
+		return peer, "", errNoHeader // peer is zero for a unix socket
 	}
 	switch rv.kind {
 	case forwardedHeader:
 		return rv.walkForwarded(lines)
 	case singleHeader:
-		a, ok := parseNode(trimOWS(lines[len(lines)-1]))
+		last := trimOWS(lines[len(lines)-1])
+		a, ok := parseNode(last)
 		if !ok {
-			return netip.Addr{}, errBadEntry
+			return netip.Addr{}, last, errBadEntry
 		}
-		return a, nil
+		return a, "", nil
 	default:
 		return rv.walkList(lines)
 	}
@@ -138,21 +153,24 @@ func (rv *resolver) walkEnd() error {
 }
 
 // walkList walks a comma-separated list over all header lines, last line
-// first, each line right to left. It does not allocate.
-func (rv *resolver) walkList(lines []string) (netip.Addr, error) {
+// first, each line right to left. A walk that runs out of entries returns
+// the last (leftmost) one with its error: see resolve. It does not
+// allocate.
+func (rv *resolver) walkList(lines []string) (a netip.Addr, bad string, err error) {
 	n := 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := lines[i]
 		end := len(line)
 		for {
 			start := strings.LastIndexByte(line[:end], ',') + 1
-			a, ok := parseNode(trimOWS(line[start:end]))
-			if !ok {
-				return netip.Addr{}, errBadEntry
+			entry := trimOWS(line[start:end])
+			var ok bool
+			if a, ok = parseNode(entry); !ok {
+				return netip.Addr{}, entry, errBadEntry
 			}
 			n++
 			if rv.hop(a, n) {
-				return a, nil
+				return a, "", nil
 			}
 			if start == 0 {
 				break
@@ -160,30 +178,30 @@ func (rv *resolver) walkList(lines []string) (netip.Addr, error) {
 			end = start - 1
 		}
 	}
-	return netip.Addr{}, rv.walkEnd()
+	return a, "", rv.walkEnd()
 }
 
-// walkForwarded walks RFC 7239 elements over all lines, right to left.
-func (rv *resolver) walkForwarded(lines []string) (netip.Addr, error) {
+// walkForwarded walks RFC 7239 elements over all lines, right to left, as
+// walkList does.
+func (rv *resolver) walkForwarded(lines []string) (a netip.Addr, bad string, err error) {
 	var buf [8]string
 	n := 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		fors, ok := parseForwarded(lines[i], buf[:0])
 		if !ok {
-			return netip.Addr{}, errBadEntry
+			return netip.Addr{}, lines[i], errBadEntry
 		}
 		for j := len(fors) - 1; j >= 0; j-- {
-			a, ok := parseForwardedNode(fors[j])
-			if !ok {
-				return netip.Addr{}, errBadEntry
+			if a, ok = parseForwardedNode(fors[j]); !ok {
+				return netip.Addr{}, fors[j], errBadEntry
 			}
 			n++
 			if rv.hop(a, n) {
-				return a, nil
+				return a, "", nil
 			}
 		}
 	}
-	return netip.Addr{}, rv.walkEnd()
+	return a, "", rv.walkEnd()
 }
 
 // parsePeer parses http.Request.RemoteAddr ("1.2.3.4:5", "[::1]:5", or a
@@ -480,4 +498,51 @@ func isTchar(c byte) bool {
 // canonicalHeader returns the canonical form of a header name.
 func canonicalHeader(name string) string {
 	return textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+}
+
+// A Resolution spells out how Verify finds the client of a request, for
+// tools that explain a decision (protectctl explain). Verify itself never
+// builds one. The zero value is a request with no usable peer.
+type Resolution struct {
+	// Peer is the connecting peer, normalised; zero for a unix socket or
+	// a RemoteAddr that is not an address.
+	Peer netip.Addr
+	// FromTrustedProxy reports that the peer's forwarding header was
+	// read (see Protector.FromTrustedProxy).
+	FromTrustedProxy bool
+	// Header is the forwarding header Verify reads, canonical.
+	Header string
+	// IgnoredHeader reports that the request carries Header from a peer
+	// that is not a trusted proxy, so it was not read: a client that
+	// connects directly can write any header.
+	IgnoredHeader bool
+	// Client is the client address; zero when unknown.
+	Client netip.Addr
+	// End is the trusted address a walk that found no client ended on:
+	// the peer when it sent no header, the leftmost entry when every
+	// entry is a trusted hop. The request is Safe when SafeNetworks
+	// holds it, and Unknown otherwise.
+	End netip.Addr
+	// BadEntry is the entry of Header that is not an address, when that
+	// is why the client is unknown.
+	BadEntry string
+	// Err says why the client is unknown (it wraps ErrUnknownClient);
+	// nil when Client is known.
+	Err error
+}
+
+// Resolve says who the client of r is and how Verify finds it, step by
+// step, changing nothing. Verify decides from the same walk.
+func (p *Protector) Resolve(r *http.Request) Resolution {
+	res := Resolution{Header: p.res.header, FromTrustedProxy: p.FromTrustedProxy(r)}
+	res.Peer, _ = parsePeer(r.RemoteAddr)
+	res.IgnoredHeader = !res.FromTrustedProxy && len(r.Header[p.res.header]) > 0
+	a, bad, err := p.res.walk(r)
+	switch {
+	case err == nil:
+		res.Client = a
+	default:
+		res.End, res.BadEntry, res.Err = a, bad, err
+	}
+	return res
 }

@@ -233,6 +233,12 @@ func (p *Protector) Check(ctx context.Context, r *http.Request) (d Decision, err
 func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Decision, error) {
 	addr, err := p.res.resolve(r)
 	if err != nil {
+		if addr.IsValid() && p.safe.contains(addr) {
+			// The walk ended on one of our own proxies, or on the peer
+			// itself, and it is safe: a health check from the load
+			// balancer's subnet (see resolve).
+			return Decision{Status: Safe, Addr: addr}, nil
+		}
 		return p.unknown(err), nil
 	}
 	if p.consumerFunc != nil {

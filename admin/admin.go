@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -301,6 +302,11 @@ type Explanation struct {
 	// LimitsPublished is Inspection.LimitsPublished.
 	LimitsPublished bool       `json:"limits_published"`
 	Ban             *BanRecord `json:"ban"` // the ban that refuses it
+	// Notes say what the resolution of the client did that a reader
+	// might not expect: a forwarding header ignored because the peer is
+	// not a trusted proxy, a request made Safe by the trusted address its
+	// walk ended on. [] when none.
+	Notes []string `json:"notes"`
 }
 
 // Explain resolves the client of a request given by its peer address and
@@ -308,7 +314,8 @@ type Explanation struct {
 // formatted: it counts nothing and writes nothing.
 func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]string) (Explanation, error) {
 	cfg := a.p.Config()
-	d, err := a.p.Check(ctx, newRequest(peer, header))
+	req := newRequest(peer, header)
+	d, err := a.p.Check(ctx, req)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -323,14 +330,41 @@ func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]st
 	if d.Addr.IsValid() {
 		ex.Client = d.Addr.String()
 	}
-	if d.Status == protect.Unknown {
-		ex.Reason = d.Err.Error()
-	}
+	ex.Reason, ex.Notes = a.resolution(req, d)
 	if d.Ban != nil {
 		r := Record(*d.Ban, a.now())
 		ex.Ban = &r
 	}
 	return ex, nil
+}
+
+// resolution explains how the client of req was found, for Explain: why
+// it is unknown, and notes on what a reader might not expect.
+func (a *Admin) resolution(req *http.Request, d protect.Decision) (reason string, notes []string) {
+	res := a.p.Resolve(req)
+	notes = []string{}
+	if res.IgnoredHeader {
+		notes = append(notes, fmt.Sprintf("%s ignored: the peer %s is not a trusted proxy, and a client that connects directly can write any header",
+			res.Header, res.Peer))
+	}
+	if res.Err == nil {
+		return "", notes
+	}
+	where := "the peer"
+	if len(req.Header[res.Header]) > 0 {
+		where = "the leftmost entry"
+	}
+	if d.Status == protect.Safe {
+		return "", append(notes, fmt.Sprintf("no client in %s: the walk ended on %s, %s, a trusted address in SafeNetworks: safe", res.Header, where, res.End))
+	}
+	reason = res.Err.Error()
+	switch {
+	case res.BadEntry != "":
+		reason += fmt.Sprintf(": %q", res.BadEntry)
+	case errors.Is(res.Err, protect.ErrUnknownClient) && res.End.IsValid():
+		reason += fmt.Sprintf(" (%s); the walk ended on %s, %s, which is not in SafeNetworks", res.Header, where, res.End)
+	}
+	return reason, notes
 }
 
 // ParseHeader parses "Name: value" as given to protectctl explain -H.

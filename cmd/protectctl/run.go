@@ -605,6 +605,9 @@ func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		if ex.Ban != nil {
 			fmt.Fprintf(tw, "ban\t%s: %s\n", cell(ex.Ban.Key), describe(ex.Ban))
 		}
+		for _, n := range ex.Notes {
+			fmt.Fprintf(tw, "note\t%s\n", cell(n))
+		}
 		return tw.Flush()
 	}
 }
