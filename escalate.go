@@ -104,12 +104,15 @@ func (p *Protector) newEscalation() (*escalation, error) {
 	lim.TTL = lim.OffenseWindow
 	lim.BanLimit = int64(c.EscalationThreshold - 1)
 	lim.BanReason = "escalation"
-	// Counters and bans of the escalation Space both live under the ban
-	// namespace, so that every protector sharing a ban list shares its
-	// escalation. (The ban namespace is the Namespace until Config grows
-	// a BanNamespace of its own.)
-	ns := p.ns + escalationSuffix
-	sp, err := p.store.Space(Scope{Namespace: ns, BanNamespace: ns, Limits: lim})
+	// The escalation Space's bans and offenses live with the ban list
+	// (BanNamespace), so that a lift by any protector of that list, such
+	// as protectctl, lets the range escalate again, and a range's offenses
+	// are the list's. Its counters stay under this protector's Namespace,
+	// whose Limits they derive from: protectors of one ban list may differ
+	// in BanDuration or OffenseWindow, and a store binds one namespace to
+	// one set of Limits. So bans written by two protectors with different
+	// Namespaces do not add up towards one wider prefix.
+	sp, err := p.store.Space(Scope{Namespace: p.ns + escalationSuffix, BanNamespace: c.BanNamespace + escalationSuffix, Limits: lim})
 	if err != nil {
 		return nil, err
 	}

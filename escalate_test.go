@@ -244,3 +244,30 @@ func TestEscalationOffTheHotPath(t *testing.T) {
 		t.Fatalf("VerifyAddr allocates %v times", n)
 	}
 }
+
+// Escalation lives with the ban list, not with one protector's counters:
+// a range that a protector with a Namespace of its own escalated, lifted
+// by another on the same ban list (protectctl, whose Namespace is the ban
+// namespace), escalates again, and its offenses are those of the list.
+func TestEscalationSharedBanNamespace(t *testing.T) {
+	clk := newFakeClock()
+	store := NewMemoryStore(MemoryOptions{Clock: clk.Now})
+	api, _ := newTestProtector(t, Config{Store: store, Clock: clk.Now, Namespace: "api:", MaxRequests: 1, BanLimit: 1})
+	admin, _ := newTestProtector(t, Config{Store: store, Clock: clk.Now})
+	for _, a := range []string{"2001:db8:1:1::1", "2001:db8:1:2::1", "2001:db8:1:3::1"} {
+		banKey(t, api, a)
+	}
+	if _, ok := rangeBans(t, admin)["2001:db8:1::/56"]; !ok {
+		t.Fatal("3 /64 bans: no /56 on the shared list")
+	}
+	if _, err := admin.Lift(t.Context(), "2001:db8:1::/56", "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"2001:db8:1:11::1", "2001:db8:1:12::1", "2001:db8:1:13::1"} {
+		banKey(t, api, a)
+	}
+	b, ok := rangeBans(t, admin)["2001:db8:1::/56"]
+	if !ok || !strings.HasSuffix(b.Reason, ", offense 2") {
+		t.Fatalf("3 more /64 bans after the lift: %+v %v; want the /56's second ban", b, ok)
+	}
+}
