@@ -13,7 +13,8 @@ import (
 // string: "created|expires|offense|source|by|reason", times in Unix
 // milliseconds by Redis' clock, expires 0 for a permanent ban. The
 // reason comes last, so it may hold '|'; by may not (AddBan replaces it).
-// Key bans are strings at <bns>{<key>}:b that expire by themselves (PX);
+// Key bans are strings at <bns>{<key>}:b that expire by themselves (PX),
+// each also an entry of the ban index (redisindex.go);
 // range bans are fields of one hash, <bns>ranges (bns: the ban namespace). The scripts write the
 // records (take.lua for automatic bans, ban.lua for manual ones) and
 // decodeBan is the one place that reads them.

@@ -62,6 +62,9 @@ type RedisOptions struct {
 // three sit in one cluster slot whatever the namespaces, and the script is
 // legal on Redis Cluster. Expiry is Redis' own (PX), by Redis' clock.
 //
+// Key bans are listed from an index that the scripts keep beside them
+// (redisindex.go), never by scanning the keyspace.
+//
 // Range bans live in one hash, <BanNamespace>ranges, and are checked against
 // a local copy refreshed every RangeRefresh; bans this instance has seen
 // are answered from a local cache for BanCacheTTL. Both keep a banned
