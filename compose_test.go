@@ -1,6 +1,8 @@
 package protect
 
 import (
+	"fmt"
+	"log/slog"
 	"net/netip"
 	"testing"
 
@@ -48,4 +50,51 @@ func TestOneBanListAcrossNamespaces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A dry-run protector never writes a ban that a live protector on the same
+// store enforces: it decides "would ban" (logged once), sets the headers,
+// refuses nothing, and the live protector keeps serving the client.
+func TestDryRunWritesNoBan(t *testing.T) {
+	for _, st := range storesUnderTest {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.make(t)
+			logs := &recorder{}
+			dry, _ := newTestProtector(t, Config{Store: s, Namespace: "canary:", MaxRequests: 1, BanLimit: 2, DryRun: true, Logger: slog.New(logs)})
+			live, _ := newTestProtector(t, Config{Store: s, Namespace: "live:", MaxRequests: 100})
+			a := netip.MustParseAddr("192.0.2.60")
+			var got []string
+			for range 5 {
+				d, _ := dry.VerifyAddr(t.Context(), a)
+				got = append(got, fmt.Sprintf("%v/%v/%d", d.Status, d.Refused(), d.StatusCode()))
+			}
+			if want := "[allowed/false/200 limited/false/200 banned/false/200 banned/false/200 banned/false/200]"; fmt.Sprint(got) != want {
+				t.Fatalf("dry run: %v; want %s", got, want)
+			}
+			if d, _ := live.VerifyAddr(t.Context(), a); d.Status != Allowed {
+				t.Fatalf("live protector: %v; want allowed: the dry run must not have banned the client", d.Status)
+			}
+			for _, p := range []*Protector{dry, live} {
+				if bans, err := p.Bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
+					t.Fatalf("bans %v %v; want none", bans, err)
+				}
+			}
+			if n := logs.count("protect: dry run: would ban"); n != 1 {
+				t.Fatalf("%d \"would ban\" lines; want 1", n)
+			}
+		})
+	}
+}
+
+// count returns how many records have message msg.
+func (h *recorder) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.records {
+		if r["msg"] == msg {
+			n++
+		}
+	}
+	return n
 }

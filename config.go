@@ -153,9 +153,13 @@ type Config struct {
 	// StoreTimeout bounds every store call [100ms].
 	StoreTimeout time.Duration
 
-	// DryRun decides, logs and writes headers, but never refuses.
-	// Counters and bans are written as they would be, so that what would
-	// have happened can be inspected.
+	// DryRun decides, logs and writes headers, but never refuses. It
+	// counts as a live protector does, and reads the ban list, but never
+	// writes a ban: a live protector on the same ban list would enforce
+	// it. A stream past BanLimit is decided Banned ("would ban", logged
+	// once) with no ban written. Give a dry-run protector a Namespace of
+	// its own: one that shares a live protector's counters would count
+	// each request twice.
 	DryRun bool
 	// BanStatus is the status code of a ban refusal [403].
 	BanStatus int

@@ -145,9 +145,12 @@ func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a neti
 	if stream {
 		d.Count = res.Count
 	}
-	if res.Banned {
+	switch {
+	case res.Banned:
 		p.banned(ctx, d, &res.Result)
-	} else {
+	case stream && p.dryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
+		p.wouldBan(ctx, d, cost)
+	default:
 		p.fillPlan(d, plan, res, cost)
 	}
 	if p.dryRun && cost > 0 { // a Check refuses nothing it could log

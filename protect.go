@@ -130,6 +130,12 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		p.shared = newSharedStore(p.store)
 	}
 	scope := Scope{Namespace: p.ns, BanNamespace: c.BanNamespace, Limits: p.lim}
+	if p.dryRun {
+		// A dry run writes no ban: its bans would be enforced by every
+		// live protector on the ban list. It decides "would ban" itself,
+		// from p.lim (see wouldBan).
+		scope.Limits.BanLimit = -1
+	}
 	if p.space, err = p.store.Space(scope); err != nil {
 		if p.shared != nil && shared == nil { // made here; a sibling's is released by Sibling
 			p.shared.release()
@@ -360,6 +366,8 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	case res.Banned:
 		d.Remaining = 0
 		p.banned(ctx, d, &res)
+	case p.dryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
+		p.wouldBan(ctx, d, n)
 	case res.Count > p.max, n == 0 && res.Count >= p.max:
 		// Counted, the stream is past the limit; checked, it has nothing
 		// left (Remaining 0), so its next request would be.
@@ -369,6 +377,24 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 		p.logDryRun(d)
 	}
 	return nil
+}
+
+// wouldBan decides, in a dry run, a stream whose count d.Count is past
+// BanLimit: Banned, as a live protector would answer, with no ban
+// written (the store's scope has no BanLimit). The crossing request logs
+// "would ban" once; the ones after it are logged as refusals, as the
+// banned client's would be. The length is BanDuration's: a dry run keeps
+// no offense history to escalate.
+//
+//go:noinline
+func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
+	d.Status, d.code, d.Remaining, d.RetryAfter = Banned, p.banStatus, 0, p.lim.BanDuration
+	if n > 0 && d.Count-n <= p.lim.BanLimit {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: dry run: would ban",
+			slog.String("key", d.Key.String()), slog.String("addr", addrString(d.Addr)),
+			slog.Int64("count", d.Count), slog.Int64("ban_limit", p.lim.BanLimit),
+			slog.Duration("length", p.lim.BanDuration), slog.String("namespace", p.ns))
+	}
 }
 
 // storeFailed applies the failure policy to the store error err, writing
