@@ -69,11 +69,7 @@ func TestHostileReasons(t *testing.T) {
 	for name, mk := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			s := mk(t)
-			cfg, err := protect.ConfigFromEnv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sv := newService(t, s, cfg)
+			sv := newEnvService(t, s)
 			for _, target := range []string{"203.0.113.7", "198.51.100.0/24"} {
 				if _, err := sv.p.Ban(t.Context(), target, protect.BanOptions{Reason: reason, By: by}); err != nil {
 					t.Fatal(err)

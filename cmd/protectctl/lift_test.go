@@ -53,11 +53,7 @@ func TestExplainDryRun(t *testing.T) {
 	for name, mk := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			s := mk(t)
-			cfg, err := protect.ConfigFromEnv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sv := newService(t, s, cfg)
+			sv := newEnvService(t, s)
 			if _, err := sv.p.Ban(t.Context(), "203.0.113.7", protect.BanOptions{}); err != nil {
 				t.Fatal(err)
 			}

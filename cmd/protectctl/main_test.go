@@ -84,6 +84,17 @@ func newService(t *testing.T, s server, cfg protect.Config) *service {
 	return &service{p: p, store: store, clock: clk}
 }
 
+// newEnvService is newService with the settings of the HTTP_PROTECT_*
+// environment, as protectctl reads them.
+func newEnvService(t *testing.T, s server) *service {
+	t.Helper()
+	cfg, err := protect.ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newService(t, s, cfg)
+}
+
 func (sv *service) verify(t *testing.T, addr string) protect.Decision {
 	t.Helper()
 	d, err := sv.p.VerifyAddr(t.Context(), netip.MustParseAddr(addr))
@@ -337,11 +348,7 @@ func TestExplain(t *testing.T) {
 	for name, mk := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			s := mk(t)
-			cfg, err := protect.ConfigFromEnv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sv := newService(t, s, cfg)
+			sv := newEnvService(t, s)
 			sv.verify(t, "1.2.3.4") // one request left
 			for range 2 {
 				sv.verify(t, "5.6.7.8") // at its limit: nothing left
