@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -137,7 +138,8 @@ type indexCursor struct {
 
 // listKeyBans reads every key ban of the namespace from its indexes, in
 // pages of about banPage bans, each page under a deadline of perPage,
-// and passes those f selects to keep. Entries of bans that expired are
+// and passes those f selects to keep, which the shards of a Ring call at
+// once. Entries of bans that expired are
 // pruned on the way; entries whose ban is gone (lifted by hand, or
 // expired within the page) are skipped.
 func (sp *redisSpace) listKeyBans(ctx context.Context, f BanFilter, perPage time.Duration, keep func(Ban)) error {
@@ -293,7 +295,7 @@ func (sp *redisSpace) migrate(ctx context.Context, perPage time.Duration) error 
 	if err != nil || n == 1 {
 		return err
 	}
-	indexed := 0
+	var indexed atomic.Int64 // ForEachMaster scans the masters at once
 	scan := func(ctx context.Context, c *redis.Client) error {
 		var cursor uint64
 		for {
@@ -325,13 +327,13 @@ func (sp *redisSpace) migrate(ctx context.Context, perPage time.Duration) error 
 						continue
 					}
 					n, _ := toInt(v[0])
-					indexed += int(n)
+					indexed.Add(n)
 					for _, old := range v[1:] {
 						// An earlier release's hash: rewrite it, then index it.
 						if rec, uerr := s.upgrade.Run(pctx, c, []string{str(old)}).Text(); uerr == nil && rec != "" {
 							s.log.Info("protect: upgraded a ban record of an earlier release", "key", str(old))
 							c.Eval(pctx, indexLua, []string{cmds[i].Args()[3].(string), str(old)})
-							indexed++
+							indexed.Add(1)
 						}
 					}
 				}
@@ -358,8 +360,8 @@ func (sp *redisSpace) migrate(ctx context.Context, perPage time.Duration) error 
 	if err != nil {
 		return fmt.Errorf("protect: redis ban index: indexing earlier bans: %w", err)
 	}
-	if indexed > 0 {
-		s.log.Info("protect: indexed key bans of an earlier release", "namespace", bns, "bans", indexed)
+	if n := indexed.Load(); n > 0 {
+		s.log.Info("protect: indexed key bans of an earlier release", "namespace", bns, "bans", n)
 	}
 	pctx, cancel = pageContext(ctx, perPage)
 	defer cancel()

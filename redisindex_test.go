@@ -131,3 +131,29 @@ func TestSlotTags(t *testing.T) {
 		}
 	}
 }
+
+// A ban the plan script writes (Config.Plan, crossing BanLimit) is in
+// the index like one the take script writes.
+func TestRedisPlanBansListed(t *testing.T) {
+	plan, err := NewPlan("login", Rate{Limit: 100, Period: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range redisTargets {
+		t.Run(target.name, func(t *testing.T) {
+			addr := target.addr(t)
+			in := newInstance(t, addr, testNamespace(t, addr), Config{Plan: plan, BanLimit: 2}, RedisOptions{RangeRefresh: -1})
+			if _, err := in.p.Bans(t.Context(), BanFilter{}); err != nil { // the one SCAN, done
+				t.Fatal(err)
+			}
+			a := netip.MustParseAddr("192.0.2.77")
+			for range 3 {
+				in.p.VerifyAddr(t.Context(), a)
+			}
+			bans, err := in.p.Bans(t.Context(), BanFilter{})
+			if err != nil || len(bans) != 1 || bans[0].Key.String() != "192.0.2.77" || bans[0].Source != SourceAuto {
+				t.Fatalf("Bans = %+v, %v; want the plan's stream ban", bans, err)
+			}
+		})
+	}
+}

@@ -452,7 +452,13 @@ func (sp *redisSpace) bansPaged(ctx context.Context, f BanFilter, perPage time.D
 	if f.RangesOnly {
 		return out, nil
 	}
-	if err := sp.listKeyBans(ctx, f, perPage, func(b Ban) { out = append(out, b) }); err != nil {
+	var mu sync.Mutex
+	keep := func(b Ban) {
+		mu.Lock()
+		out = append(out, b)
+		mu.Unlock()
+	}
+	if err := sp.listKeyBans(ctx, f, perPage, keep); err != nil {
 		return nil, fmt.Errorf("protect: redis list bans: %w", err)
 	}
 	return out, nil
