@@ -134,6 +134,9 @@ func (p *Protector) decidePlanLocal(ctx context.Context, d *Decision, k Key, a n
 	if lerr != nil {
 		return nil // the arguments were checked: this cannot happen
 	}
+	if res.NewBan {
+		p.keepBan(*res.Ban)
+	}
 	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
 	d.Err = err
 	return nil

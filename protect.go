@@ -26,6 +26,8 @@ type Protector struct {
 	deadlineOnly bool
 	deadlines    deadlines
 	local        Space        // FailLocal's per-process fallback; nil otherwise
+	held         heldBans     // the space, when it holds bans in this process (heldbans.go)
+	pending      pendingBans  // bans the local store wrote, for the shared one
 	localMem     *MemoryStore // the store behind local
 	timeout      time.Duration
 	onError      FailurePolicy
@@ -161,6 +163,7 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	p.held, _ = p.space.(heldBans)
 	if p.guarded && p.onError == FailLocal {
 		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
 		p.local, _ = p.localMem.Space(scope)
@@ -359,6 +362,9 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 		}
 		d.hdr = p.hdr
 		res, _ = p.local.Take(ctx, k, a, n)
+		if res.NewBan {
+			p.keepBan(*res.Ban)
+		}
 	}
 	d.Count = res.Count
 	d.Remaining = max(p.max-res.Count, 0)
@@ -409,6 +415,10 @@ func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (lo
 	}
 	p.stats.stripe().storeFailures.Add(1)
 	switch {
+	case p.heldBanDecision(ctx, d):
+		// A ban this instance knows holds whatever the store's health,
+		// under every policy.
+		return false, nil
 	case p.onError == FailClosed:
 		d.Status, d.RetryAfter = Unavailable, breakerCooldown
 		p.logDryRun(d)
@@ -467,6 +477,9 @@ func guarded[R any](p *Protector, ctx context.Context, call func(context.Context
 	if err == nil {
 		if p.brk.success() {
 			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
+		}
+		if p.pending.n.Load() != 0 {
+			p.writePending()
 		}
 		return res, nil
 	}

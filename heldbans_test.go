@@ -1,0 +1,99 @@
+package protect
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// Bans this instance knows refuse whatever the store's health: a range
+// ban and a cached key ban still refuse once Redis is dead and the circuit
+// open, under every failure policy, long after the cache's age, while
+// other clients follow the policy.
+func TestBansHoldWhileTheStoreIsDown(t *testing.T) {
+	for _, policy := range []FailurePolicy{FailLocal, FailOpen, FailClosed} {
+		t.Run(policy.String(), func(t *testing.T) {
+			m := miniredis.RunT(t)
+			in := newInstance(t, m.Addr(), "protect:", Config{OnStoreError: policy}, RedisOptions{RangeRefresh: -1})
+			ctx := t.Context()
+			if _, err := in.p.Ban(ctx, "198.51.100.0/24", BanOptions{For: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := in.p.Ban(ctx, "203.0.113.5", BanOptions{For: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			inRange, banned, other := netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("203.0.113.5"), netip.MustParseAddr("192.0.2.1")
+			for _, a := range []netip.Addr{inRange, banned} {
+				if d, _ := in.p.VerifyAddr(ctx, a); d.Status != Banned {
+					t.Fatalf("%v before the outage: %v", a, d.Status)
+				}
+			}
+			m.Close()
+			for i := range 2 * breakerThreshold {
+				d, _ := in.p.VerifyAddr(ctx, other)
+				if d.Err == nil {
+					t.Fatalf("request %d to a dead Redis: no error", i)
+				}
+				want := map[FailurePolicy]Status{FailLocal: Allowed, FailOpen: Allowed, FailClosed: Unavailable}[policy]
+				if d.Status != want {
+					t.Fatalf("a client with no ban, Redis dead: %v; want %v", d.Status, want)
+				}
+			}
+			// Past BanCacheTTL, short of the cooldown's end: the circuit is
+			// open, and the key ban's cached answer is older than the
+			// cache keeps it when Redis answers.
+			in.clock.Advance(breakerCooldown - 100*time.Millisecond)
+			for _, a := range []netip.Addr{inRange, banned} {
+				d, _ := in.p.VerifyAddr(ctx, a)
+				if d.Status != Banned || !d.Refused() || d.StatusCode() != 403 || d.RetryAfter <= 0 || !errors.Is(d.Err, ErrStoreUnavailable) {
+					t.Fatalf("%v with Redis dead and the circuit open (%v): %v %d; want banned 403", a, d.Err, d.Status, d.StatusCode())
+				}
+			}
+		})
+	}
+}
+
+// A ban the FailLocal store writes while Redis is down reaches Redis once
+// it answers again, so every instance enforces it.
+func TestBansWrittenLocallyReachTheStore(t *testing.T) {
+	m := miniredis.RunT(t)
+	cfg := Config{MaxRequests: 1, BanLimit: 2}
+	a := newInstance(t, m.Addr(), "protect:", cfg, RedisOptions{RangeRefresh: -1})
+	ctx := t.Context()
+	client := netip.MustParseAddr("192.0.2.9")
+	a.p.VerifyAddr(ctx, netip.MustParseAddr("192.0.2.200")) // connected, ranges loaded
+	m.Close()
+	var d Decision
+	for range 3 {
+		d, _ = a.p.VerifyAddr(ctx, client)
+	}
+	if d.Status != Banned || d.Err == nil {
+		t.Fatalf("third request on the local store: %v %v; want banned", d.Status, d.Err)
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	a.clock.Advance(breakerCooldown)
+	if d, _ := a.p.VerifyAddr(ctx, netip.MustParseAddr("192.0.2.201")); d.Err != nil {
+		t.Fatalf("after Redis came back: %v", d.Err)
+	}
+	b := newInstance(t, m.Addr(), "protect:", cfg, RedisOptions{RangeRefresh: -1})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// Check counts nothing: polling does not change the count.
+		d, _ := b.p.Check(ctx, request(client.String()+":1"))
+		if d.Status == Banned {
+			if d.Ban == nil || d.Ban.Source != SourceAuto || d.RetryAfter <= 0 || d.RetryAfter > time.Hour {
+				t.Fatalf("the ban in Redis: %+v, %v left", d.Ban, d.RetryAfter)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ban written on the local store never reached Redis: %v", d.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
