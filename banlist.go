@@ -58,6 +58,15 @@ func (b Ban) Covers(k Key, a netip.Addr) bool {
 	return a.IsValid() && b.Key.Prefix.Contains(a)
 }
 
+// resetsRange reports whether the range ban b resets the counters inside
+// it when written: only an operator's does. An automatic range ban
+// (prefix escalation) is written inside a client's request, which must
+// never wait for a walk of the store (on Redis a SCAN of every master);
+// it needs no reset either: the keys whose bans caused it were reset by
+// those bans, and the counters inside it, no longer counted, expire
+// within TTL.
+func resetsRange(b Ban) bool { return b.Source == SourceManual }
+
 // BanLength returns the length of the n-th automatic ban of a key within
 // the offense window: BanDuration × BanFactor^(n−1), capped at
 // MaxBanDuration (fail2ban's bantime.increment). n below 1 counts as 1.

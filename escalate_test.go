@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +270,64 @@ func TestEscalationSharedBanNamespace(t *testing.T) {
 	b, ok := rangeBans(t, admin)["2001:db8:1::/56"]
 	if !ok || !strings.HasSuffix(b.Reason, ", offense 2") {
 		t.Fatalf("3 more /64 bans after the lift: %+v %v; want the /56's second ban", b, ok)
+	}
+}
+
+// Escalation runs inside a client's request, so the range ban it writes
+// must not scan the store for the counters inside the range (on a shared
+// Redis of millions of keys the scan times out under StoreTimeout). An
+// operator's range ban still does, which proves the hook sees the scan.
+func TestEscalationNeverScans(t *testing.T) {
+	for _, target := range redisTargets[:2] { // a cluster's scan runs on node clients the hook does not see
+		t.Run(target.name, func(t *testing.T) {
+			addr := target.addr(t)
+			ns := testNamespace(t, addr)
+			a := newInstance(t, addr, ns, Config{MaxRequests: 1, BanLimit: 1, StoreTimeout: 10 * time.Second}, RedisOptions{RangeRefresh: -1})
+			banKey(t, a.p, "2001:db8:1:1::1")
+			banKey(t, a.p, "2001:db8:1:2::1")
+			status(t, a.p, "2001:db8:1:4::1") // a counter inside the /56, not banned
+			a.hook.take()
+			banKey(t, a.p, "2001:db8:1:3::1")
+			_, names := a.hook.take()
+			if _, ok := rangeBans(t, a.p)["2001:db8:1::/56"]; !ok {
+				t.Fatalf("3 /64 bans: no /56 (commands %v)", names)
+			}
+			if slices.Contains(names, "scan") {
+				t.Fatalf("the request that escalated sent %v; want no scan", names)
+			}
+			if _, err := a.p.Lift(t.Context(), "2001:db8:1::/56", "test"); err != nil {
+				t.Fatal(err)
+			}
+			// Not reset: the counter comes back at its count (1, so this
+			// request passes BanLimit 1; a reset one would be Allowed) and
+			// would expire within TTL, as the README says.
+			if got := status(t, a.p, "2001:db8:1:4::1"); got != Banned {
+				t.Fatalf("inside the lifted escalated /56: %v; want Banned (counter kept)", got)
+			}
+
+			a.hook.take()
+			if _, err := a.p.Ban(t.Context(), "198.51.100.0/24", BanOptions{For: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if _, names := a.hook.take(); !slices.Contains(names, "scan") {
+				t.Fatalf("an operator's range ban sent %v; want a scan that resets its counters", names)
+			}
+		})
+	}
+}
+
+// The memory store follows the same rule: an escalated range walks no
+// table, so a counter inside it is kept.
+func TestEscalationKeepsCountersMemory(t *testing.T) {
+	p, _ := newTestProtector(t, Config{MaxRequests: 1, BanLimit: 1})
+	banKey(t, p, "2001:db8:1:1::1")
+	banKey(t, p, "2001:db8:1:2::1")
+	status(t, p, "2001:db8:1:4::1")
+	banKey(t, p, "2001:db8:1:3::1")
+	if _, err := p.Lift(t.Context(), "2001:db8:1::/56", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, p, "2001:db8:1:4::1"); got != Banned {
+		t.Fatalf("inside the lifted escalated /56: %v; want Banned (counter kept, not walked)", got)
 	}
 }

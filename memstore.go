@@ -317,9 +317,13 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 		sp.s.mu.Lock()
 		sp.bns.ranges.Store(sp.bns.ranges.Load().with(*held))
 		sp.s.mu.Unlock()
-		// As a key ban does, a range ban resets the counters within it,
-		// so that a lifted range starts from nothing. A walk of the whole
-		// table, which an operator's ban can afford.
+		// As a key ban does, an operator's range ban resets the counters
+		// within it, so that a lifted range starts from nothing. A walk
+		// of the whole table, which an operator's ban can afford and a
+		// request (escalation) cannot: see resetsRange.
+		if !resetsRange(b) {
+			break
+		}
 		id, rng := sp.ns.id, b.Key.Prefix
 		sp.s.addrs.dropCounters(func(k addrKey) bool {
 			return k.meta>>8 == id && inRange(rng, k.key().Prefix)

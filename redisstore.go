@@ -359,6 +359,9 @@ func (sp *redisSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (
 	}
 	if b.Range {
 		s.reloadRanges(ctx, sp.bns) // this instance sees it at once
+		if !resetsRange(b) {
+			return stored, nil
+		}
 		if err := sp.resetRange(ctx, b.Key.Prefix); err != nil {
 			// The ban holds; the counters inside it expire within TTL,
 			// as no banned request is counted.
@@ -559,7 +562,9 @@ func (s *RedisStore) Published(ctx context.Context, namespace string) (Limits, b
 // deletes a banned key's: a lifted range starts from nothing. Counters
 // are found by SCAN on every master, narrowed by the text every key
 // inside r starts with (rangeText), and each checked by parsing its key.
-// An operator's ban can afford the scan; no request waits for it.
+// An operator's ban can afford the scan; no request waits for it: an
+// automatic range ban (escalation, inside a client's request) resets
+// nothing (resetsRange).
 func (sp *redisSpace) resetRange(ctx context.Context, r netip.Prefix) error {
 	pattern := globEscape(sp.ns+"{"+rangeText(r)) + "*}:c"
 	scan := func(ctx context.Context, c redis.Cmdable) error {

@@ -126,11 +126,16 @@ type Space interface {
 	// AddBan writes b, replacing any ban on the same key, and returns it
 	// as stored: Created is set by the store's clock, and Expires from
 	// length unless the ban is permanent (length 0). b.Range selects a
-	// range ban. A key ban also deletes the key's counter, and a range ban
-	// the counters of the keys inside it, in the space's Namespace, so
-	// that they start from nothing once the ban is lifted. (Counters in
-	// other namespaces sharing the ban list are left to expire: a banned
-	// request is never counted, so they are gone within their TTL.)
+	// range ban. A key ban also deletes the key's counter, and an
+	// operator's range ban (SourceManual) the counters of the keys inside
+	// it, in the space's Namespace, so that they start from nothing once
+	// the ban is lifted. An automatic range ban (prefix escalation,
+	// written inside a client's request) resets nothing: finding the
+	// counters inside a range may mean a scan of the whole store, which
+	// no request may wait for; the keys that caused it were reset by
+	// their own bans. (Counters left so, and counters in other namespaces
+	// sharing the ban list, expire: a banned request is never counted, so
+	// they are gone within their TTL.)
 	AddBan(ctx context.Context, b Ban, length time.Duration) (Ban, error)
 
 	// Lift removes the ban on exactly k, key or range, and reports the
