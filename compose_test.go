@@ -1,9 +1,13 @@
 package protect
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -97,4 +101,89 @@ func (h *recorder) count(msg string) int {
 		}
 	}
 	return n
+}
+
+// Nested protectors each add their item to the RateLimit fields, under
+// their own Config.Name (from Namespace by default), never overwriting
+// the outer one's; a protector writing again replaces its own item.
+func TestNestedRateLimitFields(t *testing.T) {
+	outer, _ := newTestProtector(t, Config{Namespace: "addr:", MaxRequests: 20})
+	inner, _ := newTestProtector(t, Config{Namespace: "key:", MaxRequests: 3, KeyFunc: func(*http.Request) (string, bool) { return "acme", true }})
+	h := outer.Middleware(inner.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	var w *httptest.ResponseRecorder
+	for range 2 {
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, request("192.0.2.70:1"))
+	}
+	if got, want := fmt.Sprintf("%q", w.Header().Values("RateLimit-Policy")), `["\"addr\";q=20;w=10" "\"key\";q=3;w=10"]`; got != want {
+		t.Errorf("RateLimit-Policy %s; want %s", got, want)
+	}
+	if got, want := fmt.Sprintf("%q", w.Header().Values("RateLimit")), `["\"addr\";r=18;t=10" "\"key\";r=1;t=10"]`; got != want {
+		t.Errorf("RateLimit %s; want %s", got, want)
+	}
+	// The same protector's decision written twice: one item, the last.
+	d1, _ := outer.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.71"))
+	d2, _ := outer.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.71"))
+	hdr := http.Header{}
+	d1.WriteHeaders(hdr)
+	inner.VerifyKey(t.Context(), "acme")
+	d3, _ := inner.VerifyKey(t.Context(), "globex")
+	d3.WriteHeaders(hdr)
+	d2.WriteHeaders(hdr)
+	if got, want := fmt.Sprintf("%q", hdr.Values("RateLimit")), `["\"key\";r=2;t=10" "\"addr\";r=18;t=10"]`; got != want {
+		t.Errorf("rewritten: RateLimit %s; want %s", got, want)
+	}
+	// The default name is the default namespace's.
+	p, _ := newTestProtector(t, Config{})
+	d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.72"))
+	hdr = http.Header{}
+	d.WriteHeaders(hdr)
+	if got := hdr.Get("RateLimit-Policy"); got != `"protect";q=200;w=10` {
+		t.Errorf("default policy %s", got)
+	}
+}
+
+func TestPolicyName(t *testing.T) {
+	for ns, want := range map[string]string{
+		"protect:": "protect", "login:": "login", "API:v2:": "api-v2", "123:": "protect", "a{b}:": "a-b-",
+	} {
+		if got := policyName(ns); got != want {
+			t.Errorf("policyName(%q) = %q; want %q", ns, got, want)
+		}
+	}
+	if _, err := New(Config{Name: "Bad Name"}); err == nil || !strings.Contains(err.Error(), `"Bad Name"`) {
+		t.Errorf("a bad Name: %v; want an error that quotes it", err)
+	}
+}
+
+// New publishes the protector's limits under its namespace, and warns
+// loudly when another instance (another store value, as another process
+// has) already published other ones for it; within one store value the
+// second set of limits is an error. A dry run publishes nothing.
+func TestNewPublishesLimits(t *testing.T) {
+	m := miniredis.RunT(t)
+	logs := &recorder{}
+	a := newInstance(t, m.Addr(), "svc:", Config{MaxRequests: 250}, RedisOptions{RangeRefresh: -1})
+	lim, ok, err := a.store.Published(t.Context(), "svc:")
+	if err != nil || !ok || lim.MaxRequests != 250 || lim.BanLimit != 1250 {
+		t.Fatalf("published %+v %v %v; want MaxRequests 250, BanLimit 1250", lim, ok, err)
+	}
+	newInstance(t, m.Addr(), "svc:", Config{MaxRequests: 250, Logger: slog.New(logs)}, RedisOptions{RangeRefresh: -1})
+	const warning = "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace."
+	if n := logs.count(warning); n != 0 {
+		t.Fatalf("same limits: %d warnings", n)
+	}
+	newInstance(t, m.Addr(), "svc:", Config{MaxRequests: 100, Logger: slog.New(logs)}, RedisOptions{RangeRefresh: -1})
+	if n := logs.count(warning); n != 1 {
+		t.Fatalf("other limits: %d warnings; want 1", n)
+	}
+	newInstance(t, m.Addr(), "dry:", Config{MaxRequests: 7, DryRun: true}, RedisOptions{RangeRefresh: -1})
+	if _, ok, _ := a.store.Published(t.Context(), "dry:"); ok {
+		t.Fatal("a dry run published limits")
+	}
+	// One store value, one namespace, two sets of limits: an error.
+	_, err = New(Config{Store: a.store, Namespace: "svc:", MaxRequests: 100, Logger: discardLogger()})
+	if !errors.Is(err, ErrLimitsDiffer) || !errors.Is(err, ErrConfig) {
+		t.Fatalf("a second set of limits on one store: %v", err)
+	}
 }

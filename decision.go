@@ -132,25 +132,28 @@ type Decision struct {
 // stream is counted (t is then always the TTL). Writing them allocates
 // nothing.
 type headerValues struct {
+	name   string // Config.Name: the item's key in both fields
 	policy []string
-	rate   [][]string // rate[r] is `"protect";r=<r>;t=<ttl>`
+	rate   [][]string // rate[r] is `"<name>";r=<r>;t=<ttl>`
 }
 
 // maxPrecomputed bounds the RateLimit values made in advance.
 const maxPrecomputed = 1024
 
-func newHeaderValues(limit int64, window time.Duration) *headerValues {
-	hv := &headerValues{policy: []string{`"protect";q=` + strconv.FormatInt(limit, 10) + ";w=" + strconv.FormatInt(seconds(window), 10)}}
+func newHeaderValues(name string, limit int64, window time.Duration) *headerValues {
+	hv := &headerValues{name: name, policy: []string{`"` + name + `";q=` + strconv.FormatInt(limit, 10) + ";w=" + strconv.FormatInt(seconds(window), 10)}}
 	hv.rate = make([][]string, min(limit, maxPrecomputed)+1)
 	for r := range hv.rate {
-		hv.rate[r] = []string{rateLimitValue(int64(r), seconds(window))}
+		hv.rate[r] = []string{hv.rateLimitValue(int64(r), seconds(window))}
 	}
 	return hv
 }
 
-func rateLimitValue(remaining, t int64) string {
-	var buf [64]byte
-	b := append(buf[:0], `"protect";r=`...)
+func (hv *headerValues) rateLimitValue(remaining, t int64) string {
+	var buf [128]byte
+	b := append(buf[:0], '"')
+	b = append(b, hv.name...)
+	b = append(b, `";r=`...)
 	b = strconv.AppendInt(b, remaining, 10)
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, t, 10)
@@ -205,28 +208,36 @@ func (d Decision) StatusCode() int {
 // refused, the time until the request fits, else the time until the
 // limit is whole again. A ban writes RateLimit-Policy alone.
 //
+// The fields compose: an item of another protector already in h (an
+// outer middleware's, under its own Config.Name) is kept, and this
+// decision's item is added after it, on a line of its own; an item of
+// this protector's (same name) is replaced. So nested protectors each
+// report their own limit, and the client sees the tightest.
+//
 // The value slices it stores may be shared between responses, so that
 // the hot path does not allocate: replace them (Header.Set), never modify
 // them in place.
 func (d Decision) WriteHeaders(h http.Header) {
 	if d.plan != nil {
-		h["Ratelimit-Policy"] = d.plan.policy
+		own := d.plan.limits[0].name
+		setField(h, "Ratelimit-Policy", own, d.plan.policy)
 		if d.Status != Banned {
-			h["Ratelimit"] = []string{d.planRateLimit()}
+			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
 		} else {
-			delete(h, "Ratelimit") // an earlier decision's field would say what is left
+			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
 		}
 	} else if d.hdr != nil {
-		h["Ratelimit-Policy"] = d.hdr.policy
+		own := d.hdr.name
+		setField(h, "Ratelimit-Policy", own, d.hdr.policy)
 		switch {
 		case d.Status != Banned && d.Remaining < int64(len(d.hdr.rate)):
-			h["Ratelimit"] = d.hdr.rate[d.Remaining]
+			setField(h, "Ratelimit", own, d.hdr.rate[d.Remaining])
 		case d.Status != Banned:
-			h["Ratelimit"] = []string{rateLimitValue(d.Remaining, seconds(d.Window))}
+			setField(h, "Ratelimit", own, []string{d.hdr.rateLimitValue(d.Remaining, seconds(d.Window))})
 		case d.RetryAfter > 0:
-			h["Ratelimit"] = []string{rateLimitValue(0, seconds(d.RetryAfter))}
+			setField(h, "Ratelimit", own, []string{d.hdr.rateLimitValue(0, seconds(d.RetryAfter))})
 		default: // a permanent ban: nothing is left, and nothing resets
-			delete(h, "Ratelimit")
+			dropField(h, "Ratelimit", own)
 		}
 	}
 	if !d.Refused() {

@@ -98,7 +98,7 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 			OffenseWindow:  c.OffenseWindow,
 		},
 		max:           c.MaxRequests,
-		hdr:           newHeaderValues(c.MaxRequests, c.TTL),
+		hdr:           newHeaderValues(c.Name, c.MaxRequests, c.TTL),
 		res:           resolver{trusted: trusted, header: header, kind: kindOf(header), count: c.ProxyCount, trustUnix: c.TrustUnixSocket},
 		safe:          safe,
 		agg:           aggregator{v4Bits: c.IPv4Prefix, v6Bits: c.IPv6Prefix},
@@ -164,11 +164,52 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	p.held, _ = p.space.(heldBans)
+	if !p.dryRun { // a dry run enforces nothing: it has no limits to publish
+		p.publish()
+	}
 	if p.guarded && p.onError == FailLocal {
 		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
 		p.local, _ = p.localMem.Space(scope)
 	}
 	return p, nil
+}
+
+// publish writes the protector's limits under its namespace, so that
+// protectctl and the service's other instances see the numbers it
+// enforces, after warning loudly when the store already holds other ones
+// for this namespace: another process counts the same counters against
+// them, and neither set of limits holds. (Within one store value a second
+// set of limits is an error from Space.) A store that cannot be reached
+// is logged, not fatal: the service starts, and publishes on its next
+// start.
+func (p *Protector) publish() {
+	type published struct {
+		lim Limits
+		ok  bool
+	}
+	ctx := context.Background()
+	call := func(f func(context.Context) (published, error)) (published, error) {
+		if !p.guarded {
+			return f(ctx)
+		}
+		return guarded(p, ctx, f)
+	}
+	was, err := call(func(ctx context.Context) (published, error) {
+		lim, ok, err := p.store.Published(ctx, p.ns)
+		return published{lim, ok}, err
+	})
+	if err == nil && was.ok && was.lim != p.lim {
+		theirs, ours := was.lim.diff(p.lim)
+		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace.",
+			slog.String("namespace", p.ns), slog.String("published", theirs), slog.String("ours", ours))
+	}
+	if err == nil {
+		_, err = call(func(ctx context.Context) (published, error) { return published{}, p.space.Publish(ctx) })
+	}
+	if err != nil {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: cannot publish this protector's limits; protectctl will show its own defaults",
+			slog.String("namespace", p.ns), slog.Any("error", err))
+	}
 }
 
 // Close releases what the protector owns: the store it made (not one

@@ -367,12 +367,12 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 				in.p.VerifyKey(t.Context(), secret)
 			}
 			keys, err := allKeys(t.Context(), in.store.client, globEscape(ns)+"*")
-			if err != nil || len(keys) != 3 {
-				t.Fatalf("keys %v %v; want a ban, an offense history and the ban index", keys, err)
+			if err != nil || len(keys) != 4 {
+				t.Fatalf("keys %v %v; want a ban, an offense history, the ban index and the published limits", keys, err)
 			}
 			for _, k := range keys {
-				if strings.HasSuffix(k, "bans") {
-					continue // the ban index, whose members are checked below
+				if strings.HasSuffix(k, "bans") || k == ns+"limits" {
+					continue // the ban index, whose members are checked below; the published limits
 				}
 				if strings.Contains(k, secret) || strings.Contains(k, "4eC39") || !strings.Contains(k, "{~") {
 					t.Fatalf("key name %q carries the secret", k)
@@ -391,6 +391,8 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 					v, err = c.Get(t.Context(), k).Result()
 				case typ == "zset" && (strings.HasSuffix(k, "}:o") || strings.HasSuffix(k, "bans")):
 					v, err = c.ZRange(t.Context(), k, 0, -1).Result()
+				case typ == "string" && k == ns+"limits":
+					v, err = c.Get(t.Context(), k).Result()
 				default:
 					t.Fatalf("key %q is a %s; want the ban string ...:b, the offense set ...:o or the ban index", k, typ)
 				}

@@ -50,7 +50,7 @@ func newStory(t *testing.T) (func(path, key, peer string) response, *clock) {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
-		res := response{code: w.Code, retryAfter: w.Header().Get("Retry-After"), policy: w.Header().Get("RateLimit-Policy"), rateLimit: w.Header().Get("RateLimit")}
+		res := response{code: w.Code, retryAfter: w.Header().Get("Retry-After"), policy: strings.Join(w.Header().Values("RateLimit-Policy"), ", "), rateLimit: strings.Join(w.Header().Values("RateLimit"), ", ")}
 		if w.Header().Get("Content-Type") == "application/problem+json" {
 			if err := json.Unmarshal(w.Body.Bytes(), &res.problem); err != nil {
 				t.Fatalf("problem body %q: %v", w.Body, err)
@@ -77,7 +77,9 @@ func TestAcmeSharesOneBucket(t *testing.T) {
 		t.Fatalf("acme: %s; want 10 served (pro's burst), then 429", got)
 	}
 	if last.retryAfter != "1" || last.problem.Code != "rate_limited" || last.problem.Policy != "burst" ||
-		last.policy != `"burst";q=5;w=1, "monthly";q=100000;w=2592000` || !strings.HasPrefix(last.rateLimit, `"burst";r=0;t=1, "monthly";r=99990;t=`) {
+		// The gate's item and the plan's, each protector's own.
+		last.policy != `"addr";q=20;w=10, "burst";q=5;w=1, "monthly";q=100000;w=2592000` ||
+		!strings.HasPrefix(last.rateLimit, `"addr";r=`) || !strings.Contains(last.rateLimit, `, "burst";r=0;t=1, "monthly";r=99990;t=`) {
 		t.Fatalf("acme's 429: %+v", last)
 	}
 	// Globex, behind the same address as Acme's first machine, has its own
