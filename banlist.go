@@ -119,7 +119,9 @@ const ConsumerPrefix = "consumer:"
 // exactly one ("2001:db8:1:2::/64"); "consumer:NAME" is the consumer key
 // Verify uses for NAME (or NAME itself, in lowercase, when it is already a
 // hashed key). Anything else is an error wrapping ErrBadTarget: a typo must not ban or
-// lift something nobody meant. isRange reports a range ban target.
+// lift something nobody meant. So is a CIDR inside 6to4, NAT64 or Teredo
+// whose clients Verify counts as the IPv4 addresses they embed: a ban on
+// it would be listed and never hold. isRange reports a range ban target.
 func (p *Protector) Target(s string) (k Key, isRange bool, err error) {
 	t, err := p.target(s)
 	return t.key, t.isRange, err
@@ -154,6 +156,13 @@ func (p *Protector) target(s string) (target, error) {
 			return target{}, fmt.Errorf("%w: %q is the unspecified address", ErrBadTarget, s)
 		}
 		return target{key: p.agg.key(a)}, nil
+	}
+	if name, v4, ok := tunnelRange(pfx); ok {
+		hint := "write the IPv4 range"
+		if v4.IsValid() {
+			hint = "did you mean " + v4.String() + "?"
+		}
+		return target{}, fmt.Errorf("%w: %q is inside %s, whose clients are counted as the IPv4 addresses they embed: no client resolves into it; %s", ErrBadTarget, s, name, hint)
 	}
 	if k := p.agg.key(a); k.Prefix == pfx {
 		return target{key: k, cidr: pfx}, nil

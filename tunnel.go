@@ -75,3 +75,40 @@ func hostEntry(p netip.Prefix) netip.Prefix {
 	a := embeddedIPv4(p.Addr())
 	return netip.PrefixFrom(a, a.BitLen())
 }
+
+// tunnelRange reports whether the IPv6 CIDR p lies inside 6to4, NAT64 or
+// Teredo and holds clients that normalize counts as IPv4 addresses: a
+// ban on it would be listed and never hold, as no client resolves into
+// it. It returns the tunnel's name and, where the embedded bits are
+// plain (6to4, NAT64), the IPv4 range the operator meant; invalid for
+// Teredo (its client bits are inverted and follow the server's).
+func tunnelRange(p netip.Prefix) (name string, v4 netip.Prefix, ok bool) {
+	if !p.Addr().Is6() {
+		return "", netip.Prefix{}, false
+	}
+	b := p.Addr().As16()
+	switch {
+	case sixToFour.Overlaps(p) && p.Bits() >= sixToFour.Bits():
+		name = "6to4"
+		v4 = netip.PrefixFrom(netip.AddrFrom4([4]byte(b[2:6])), min(p.Bits()-16, 32))
+	case nat64.Overlaps(p) && p.Bits() >= nat64.Bits():
+		name = "NAT64"
+		v4 = netip.PrefixFrom(netip.AddrFrom4([4]byte(b[12:16])), p.Bits()-96)
+	case teredo.Overlaps(p) && p.Bits() >= teredo.Bits():
+		return "Teredo", netip.Prefix{}, true
+	default:
+		return "", netip.Prefix{}, false
+	}
+	// Clients whose embedded address is private stay IPv6 (embeddedGlobal),
+	// and a ban on their range holds for them.
+	if v4.Bits() >= 8 && !embeddedGlobal(v4.Addr()) {
+		return "", netip.Prefix{}, false
+	}
+	return name, v4, true
+}
+
+var (
+	sixToFour = netip.MustParsePrefix("2002::/16")
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	teredo    = netip.MustParsePrefix("2001::/32")
+)

@@ -1,7 +1,10 @@
 package protect
 
 import (
+	"errors"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +69,36 @@ func TestSixToFourIsOneClient(t *testing.T) {
 	}
 	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("198.51.100.1")); d.Status != Banned {
 		t.Fatalf("the IPv4 host after a ban on its 6to4 address: %v; want Banned", d.Status)
+	}
+}
+
+// A CIDR inside 6to4, NAT64 or Teredo holds no client: each resolves to
+// the IPv4 address it embeds. A ban on one would be listed and never
+// hold, so it is refused with the IPv4 range meant, where there is one;
+// one whose clients stay IPv6 (a private embedded address) is taken.
+func TestTunnelRangeTargets(t *testing.T) {
+	p, _ := newTestProtector(t, Config{})
+	ctx := t.Context()
+	for _, c := range []struct{ target, hint string }{
+		{"2002:c000:204::/48", "192.0.2.4/32"}, // one 6to4 host's /48
+		{"2002:c000:204:1::/64", "192.0.2.4/32"},
+		{"2002:c000:200::/40", "192.0.2.0/24"},
+		{"2002::/16", "0.0.0.0/0"},
+		{"64:ff9b::c000:200/120", "192.0.2.0/24"},
+		{"2001:0:4136:e378::/64", "IPv4 range"},
+	} {
+		_, err := p.Ban(ctx, c.target, BanOptions{Force: true})
+		if !errors.Is(err, ErrBadTarget) || !strings.Contains(err.Error(), c.hint) || !strings.Contains(err.Error(), strconv.Quote(c.target)) {
+			t.Errorf("Ban(%q) = %v; want ErrBadTarget quoting it and naming %s", c.target, err, c.hint)
+		}
+	}
+	if got := bannedKeys(t, p); len(got) != 0 {
+		t.Fatalf("refused bans wrote %v", got)
+	}
+	if _, err := p.Ban(ctx, "2002:a00::/24", BanOptions{}); err != nil { // 10.0.0.0/8 inside: those clients stay IPv6
+		t.Fatalf("Ban(2002:a00::/24) = %v", err)
+	}
+	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("2002:a00:3::1")); d.Status != Banned {
+		t.Fatalf("inside a banned 6to4 range of private addresses: %v; want Banned", d.Status)
 	}
 }
