@@ -200,9 +200,13 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // guardedTakePlan calls the store's TakePlan through the deadline and
 // the circuit breaker, as guardedTake does for Take.
 func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
-	return guarded(p, ctx, func(ctx context.Context) (PlanResult, error) {
+	res, err := guarded(p, ctx, func(ctx context.Context) (PlanResult, error) {
 		return p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	})
+	if err == nil && cost > 0 && p.publishing.Load() == publishPending {
+		p.publishSoon()
+	}
+	return res, err
 }
 
 // consumerKeys caches the keys of consumer identifiers that ConsumerKey

@@ -96,7 +96,9 @@ func (p *Protector) writePending() {
 	if !pb.writing.CompareAndSwap(false, true) {
 		return
 	}
+	p.bg.Add(1)
 	go func() {
+		defer p.bg.Done()
 		defer pb.writing.Store(false)
 		pb.mu.Lock()
 		bans := pb.bans

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,10 +26,12 @@ type Protector struct {
 	// Done and Err, which deadlines makes cheaply (see deadlineCtx).
 	deadlineOnly bool
 	deadlines    deadlines
-	local        Space        // FailLocal's per-process fallback; nil otherwise
-	held         heldBans     // the space, when it holds bans in this process (heldbans.go)
-	pending      pendingBans  // bans the local store wrote, for the shared one
-	localMem     *MemoryStore // the store behind local
+	local        Space          // FailLocal's per-process fallback; nil otherwise
+	held         heldBans       // the space, when it holds bans in this process (heldbans.go)
+	pending      pendingBans    // bans the local store wrote, for the shared one
+	publishing   atomic.Int32   // publishPending, publishRunning, publishDone (publishlimits.go)
+	bg           sync.WaitGroup // background store calls, waited for by Close
+	localMem     *MemoryStore   // the store behind local
 	timeout      time.Duration
 	onError      FailurePolicy
 	brk          *breaker // the store's (circuitStore), or this protector's own
@@ -164,8 +167,12 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	p.held, _ = p.space.(heldBans)
-	if !p.dryRun { // a dry run enforces nothing: it has no limits to publish
+	switch {
+	case p.dryRun: // a dry run enforces nothing: it has no limits to publish
+		p.publishing.Store(publishDone)
+	case !p.guarded: // in process: at once, it costs nothing
 		p.publish()
+		p.publishing.Store(publishDone)
 	}
 	if p.guarded && p.onError == FailLocal {
 		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
@@ -174,49 +181,12 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 	return p, nil
 }
 
-// publish writes the protector's limits under its namespace, so that
-// protectctl and the service's other instances see the numbers it
-// enforces, after warning loudly when the store already holds other ones
-// for this namespace: another process counts the same counters against
-// them, and neither set of limits holds. (Within one store value a second
-// set of limits is an error from Space.) A store that cannot be reached
-// is logged, not fatal: the service starts, and publishes on its next
-// start.
-func (p *Protector) publish() {
-	type published struct {
-		lim Limits
-		ok  bool
-	}
-	ctx := context.Background()
-	call := func(f func(context.Context) (published, error)) (published, error) {
-		if !p.guarded {
-			return f(ctx)
-		}
-		return guarded(p, ctx, f)
-	}
-	was, err := call(func(ctx context.Context) (published, error) {
-		lim, ok, err := p.store.Published(ctx, p.ns)
-		return published{lim, ok}, err
-	})
-	if err == nil && was.ok && was.lim != p.lim {
-		theirs, ours := was.lim.diff(p.lim)
-		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace.",
-			slog.String("namespace", p.ns), slog.String("published", theirs), slog.String("ours", ours))
-	}
-	if err == nil {
-		_, err = call(func(ctx context.Context) (published, error) { return published{}, p.space.Publish(ctx) })
-	}
-	if err != nil {
-		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: cannot publish this protector's limits; protectctl will show its own defaults",
-			slog.String("namespace", p.ns), slog.Any("error", err))
-	}
-}
-
 // Close releases what the protector owns: the store it made (not one
 // passed in Config.Store), once the last of its siblings is closed too,
 // and its local fallback store. It is safe to call more than once.
 func (p *Protector) Close() error {
 	p.closeOnce.Do(func() {
+		p.bg.Wait()
 		if p.localMem != nil {
 			p.localMem.Close()
 		}
@@ -486,9 +456,13 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 // guardedTake calls a store outside this process: with a deadline, and
 // through the circuit breaker.
 func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	return guarded(p, ctx, func(ctx context.Context) (Result, error) {
+	res, err := guarded(p, ctx, func(ctx context.Context) (Result, error) {
 		return p.space.Take(ctx, k, a, n)
 	})
+	if err == nil && n > 0 && p.publishing.Load() == publishPending {
+		p.publishSoon()
+	}
+	return res, err
 }
 
 // guarded runs one store call with StoreTimeout and through the circuit

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +117,9 @@ func newInstance(t *testing.T, addr, ns string, cfg Config, opt RedisOptions) *i
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No publishing in the background, which tests that count round trips
+	// would see (TestServicePublishesLimits turns it back on).
+	p.publishing.Store(publishDone)
 	t.Cleanup(func() { p.Close(); s.Close(); c.Close() })
 	return &instance{p: p, store: s, hook: hook, clock: clk}
 }
@@ -367,12 +371,13 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 				in.p.VerifyKey(t.Context(), secret)
 			}
 			keys, err := allKeys(t.Context(), in.store.client, globEscape(ns)+"*")
-			if err != nil || len(keys) != 4 {
-				t.Fatalf("keys %v %v; want a ban, an offense history, the ban index and the published limits", keys, err)
+			keys = withoutPublished(keys, ns)
+			if err != nil || len(keys) != 3 {
+				t.Fatalf("keys %v %v; want a ban, an offense history and the ban index", keys, err)
 			}
 			for _, k := range keys {
-				if strings.HasSuffix(k, "bans") || k == ns+"limits" {
-					continue // the ban index, whose members are checked below; the published limits
+				if strings.HasSuffix(k, "bans") {
+					continue // the ban index, whose members are checked below
 				}
 				if strings.Contains(k, secret) || strings.Contains(k, "4eC39") || !strings.Contains(k, "{~") {
 					t.Fatalf("key name %q carries the secret", k)
@@ -391,8 +396,6 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 					v, err = c.Get(t.Context(), k).Result()
 				case typ == "zset" && (strings.HasSuffix(k, "}:o") || strings.HasSuffix(k, "bans")):
 					v, err = c.ZRange(t.Context(), k, 0, -1).Result()
-				case typ == "string" && k == ns+"limits":
-					v, err = c.Get(t.Context(), k).Result()
 				default:
 					t.Fatalf("key %q is a %s; want the ban string ...:b, the offense set ...:o or the ban index", k, typ)
 				}
@@ -632,4 +635,11 @@ func TestRedisRangeBansCost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutPublished drops the published limits of namespace ns from keys:
+// a protector writes them in the background once it has counted, so a
+// test that lists keys cannot tell whether they are there yet.
+func withoutPublished(keys []string, ns string) []string {
+	return slices.DeleteFunc(keys, func(k string) bool { return k == ns+"limits" })
 }

@@ -157,6 +157,7 @@ func TestSiblingsShareOnePool(t *testing.T) {
 					if d, _ := ps[i%4].VerifyAddr(t.Context(), a); d.Err != nil || d.Count != int64(i/4+1) {
 						t.Fatalf("request %d: count %d, %v", i, d.Count, d.Err)
 					}
+					waitPublished(t, ps[i%4]) // one call at a time: one connection is enough
 				}
 				want := 4
 				if siblings {
@@ -171,6 +172,17 @@ func TestSiblingsShareOnePool(t *testing.T) {
 					t.Fatalf("after the first protector closed: %v", d.Err)
 				}
 			})
+		}
+	}
+}
+
+// waitPublished waits for p to have published its limits, which it does
+// in the background after its first counted request.
+func waitPublished(t *testing.T, p *Protector) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); p.publishing.Load() != publishDone; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the protector never published its limits")
 		}
 	}
 }
