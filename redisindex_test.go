@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // Listing reads the index of key bans, a page at a time: more bans than
@@ -155,5 +157,66 @@ func TestRedisPlanBansListed(t *testing.T) {
 				t.Fatalf("Bans = %+v, %v; want the plan's stream ban", bans, err)
 			}
 		})
+	}
+}
+
+// The index of key bans stays the size of the bans in force even when
+// nobody lists bans: writing a ban, by an operator (ban.lua) or by the
+// threshold (take.lua), removes the entries of bans that ended over a
+// minute before.
+func TestRedisIndexPrunedOnWrite(t *testing.T) {
+	m := miniredis.RunT(t)
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m.SetTime(start)
+	in := newInstance(t, m.Addr(), "prune:", Config{MaxRequests: 1, BanLimit: 1, BanDuration: time.Second},
+		RedisOptions{RangeRefresh: -1, BanCacheTTL: -1})
+	ctx := t.Context()
+	advance := func(d time.Duration) {
+		t.Helper()
+		start = start.Add(d)
+		m.SetTime(start)
+		m.FastForward(d)
+	}
+	members := func() []string {
+		t.Helper()
+		got, err := m.ZMembers("prune:bans")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
+		if _, err := in.p.Ban(ctx, a, BanOptions{For: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := members(); len(got) != 2 {
+		t.Fatalf("index after two bans: %v", got)
+	}
+	advance(30 * time.Second) // ended, but not a minute ago: kept
+	if _, err := in.p.Ban(ctx, "192.0.2.3", BanOptions{For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if got := members(); len(got) != 3 {
+		t.Fatalf("index 30s after two bans ended: %v, want all three", got)
+	}
+	advance(time.Minute)
+	if _, err := in.p.Ban(ctx, "192.0.2.4", BanOptions{For: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if got := members(); !slices.Equal(got, []string{"192.0.2.3", "192.0.2.4"}) {
+		t.Fatalf("ban.lua left %v, want [192.0.2.3 192.0.2.4]", got)
+	}
+	advance(2 * time.Minute)
+	a := netip.MustParseAddr("192.0.2.5")
+	for range 2 {
+		in.p.VerifyAddr(ctx, a)
+	}
+	if d, _ := in.p.VerifyAddr(ctx, a); d.Status != Banned {
+		t.Fatalf("192.0.2.5: %v, want banned", d.Status)
+	}
+	if got := members(); !slices.Equal(got, []string{"192.0.2.3", "192.0.2.5"}) {
+		t.Fatalf("take.lua left %v, want [192.0.2.3 192.0.2.5]", got)
 	}
 }

@@ -26,4 +26,5 @@ else
   redis.call('SET', KEYS[2], rec)
   redis.call('ZADD', KEYS[3], '+inf', ARGV[6])
 end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 60000) -- as take.lua does
 return rec

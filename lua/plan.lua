@@ -114,7 +114,9 @@ if stream ~= '' then
       if len < 1 then len = 1 end
       local rec = string.format('%.0f|%.0f|%d|auto||', ms, ms + len, offense) .. reason
       redis.call('SET', keys[1], rec, 'PX', len)
-      redis.call('ZADD', KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans'), ms + len, string.match(bans, '{([^}]*)}$'))
+      local index = KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans')
+      redis.call('ZADD', index, ms + len, string.match(bans, '{([^}]*)}$'))
+      redis.call('ZREMRANGEBYSCORE', index, '-inf', ms - 60000) -- as take.lua does
       return {0, count, len, 1, rec}
     end
     -- What take.lua's INCRBY and PEXPIRE do, in one call.

@@ -52,5 +52,10 @@ len = math.floor(len)
 if len < 1 then len = 1 end
 rec = now .. '|' .. (now + len) .. '|' .. offense .. '|auto||' .. reason
 redis.call('SET', banKey, rec, 'PX', len)
-redis.call('ZADD', KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans'), now + len, string.match(bans, '{([^}]*)}$'))
+local index = KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans')
+redis.call('ZADD', index, now + len, string.match(bans, '{([^}]*)}$'))
+-- Entries of bans that ended over a minute ago leave here as well as when
+-- someone lists bans: an index nobody reads stays the size of the bans in
+-- force, not of every ban ever written. Each entry leaves once.
+redis.call('ZREMRANGEBYSCORE', index, '-inf', now - 60000)
 return {count, len, 1, rec}
