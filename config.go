@@ -54,7 +54,11 @@ type Config struct {
 	// limit for all of them. A Store passed here is not closed by Close.
 	Store Store
 	// RedisURL, when Store is nil, makes New connect a RedisStore to this
-	// URL (redis://, rediss://, or unix://) and close it on Close.
+	// URL (redis://, rediss://, or unix://) and close it on Close [none].
+	// The store is this protector's: build the service's other protectors
+	// with Protector.Sibling to share its pool, circuit breaker and ban
+	// list (two New calls with one URL make two pools; nothing in the
+	// process matches URLs).
 	RedisURL string
 
 	// TTL is the pause that resets a stream: the counter is forgotten
