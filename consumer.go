@@ -200,6 +200,11 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // guardedTakePlan calls the store's TakePlan through the deadline and
 // the circuit breaker, as guardedTake does for Take.
 func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
+	if p.brk.open() {
+		if res, ok := p.heldWhileOpen(k, a); ok {
+			return PlanResult{Result: res, Decider: -1}, nil
+		}
+	}
 	res, err := guarded(p, ctx, func(ctx context.Context) (PlanResult, error) {
 		return p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	})

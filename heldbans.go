@@ -44,6 +44,20 @@ func (sp *redisSpace) heldBan(k Key, addr netip.Addr) (Result, bool) {
 	return c.held.result(t), true
 }
 
+// heldWhileOpen answers, while the circuit is open, a request that a ban
+// held here refuses, without calling the store: a Take answered from
+// memory would count as the breaker's probe succeeding, and close the
+// circuit on a store that is still dead (three more timeouts each
+// cooldown, for as long as a banned client keeps trying).
+//
+//go:noinline
+func (p *Protector) heldWhileOpen(k Key, a netip.Addr) (Result, bool) {
+	if p.held == nil {
+		return Result{}, false
+	}
+	return p.held.heldBan(k, a)
+}
+
 // heldBanDecision writes into d a ban this instance knows on d's key or
 // address, and reports whether there was one. d.Key and d.Addr are set.
 func (p *Protector) heldBanDecision(ctx context.Context, d *Decision) bool {

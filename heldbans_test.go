@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -48,8 +47,11 @@ func TestBansHoldWhileTheStoreIsDown(t *testing.T) {
 			in.clock.Advance(breakerCooldown - 100*time.Millisecond)
 			for _, a := range []netip.Addr{inRange, banned} {
 				d, _ := in.p.VerifyAddr(ctx, a)
-				if d.Status != Banned || !d.Refused() || d.StatusCode() != 403 || d.RetryAfter <= 0 || !errors.Is(d.Err, ErrStoreUnavailable) {
+				if d.Status != Banned || !d.Refused() || d.StatusCode() != 403 || d.RetryAfter <= 0 {
 					t.Fatalf("%v with Redis dead and the circuit open (%v): %v %d; want banned 403", a, d.Err, d.Status, d.StatusCode())
+				}
+				if !in.p.brk.open() {
+					t.Fatal("the circuit should be open")
 				}
 			}
 		})
@@ -95,5 +97,31 @@ func TestBansWrittenLocallyReachTheStore(t *testing.T) {
 			t.Fatalf("the ban written on the local store never reached Redis: %v", d.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// While the circuit is open, a banned client is answered from the bans
+// held here without calling the store: its request must not be taken as
+// the breaker's probe, whose success would close the circuit on a Redis
+// that is still dead.
+func TestHeldBanDoesNotCloseTheCircuit(t *testing.T) {
+	m := miniredis.RunT(t)
+	in := newInstance(t, m.Addr(), "protect:", Config{OnStoreError: FailOpen}, RedisOptions{RangeRefresh: -1})
+	ctx := t.Context()
+	if _, err := in.p.Ban(ctx, "198.51.100.0/24", BanOptions{For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	inRange := netip.MustParseAddr("198.51.100.7")
+	in.p.VerifyAddr(ctx, inRange) // ranges loaded
+	m.Close()
+	for range breakerThreshold {
+		in.p.VerifyAddr(ctx, netip.MustParseAddr("192.0.2.1"))
+	}
+	in.clock.Advance(breakerCooldown) // the next call would be the probe
+	if d, _ := in.p.VerifyAddr(ctx, inRange); d.Status != Banned {
+		t.Fatalf("banned range with Redis dead: %v", d.Status)
+	}
+	if !in.p.brk.open() {
+		t.Fatal("a ban answered from memory closed the circuit of a dead Redis")
 	}
 }

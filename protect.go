@@ -456,6 +456,11 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 // guardedTake calls a store outside this process: with a deadline, and
 // through the circuit breaker.
 func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+	if p.brk.open() {
+		if res, ok := p.heldWhileOpen(k, a); ok {
+			return res, nil
+		}
+	}
 	res, err := guarded(p, ctx, func(ctx context.Context) (Result, error) {
 		return p.space.Take(ctx, k, a, n)
 	})
