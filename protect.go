@@ -61,6 +61,7 @@ type Protector struct {
 	log           *slog.Logger
 
 	closeOnce sync.Once
+	closed    atomic.Bool // Close was called: Sibling makes nothing
 	closeErr  error
 }
 
@@ -185,6 +186,7 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 // passed in Config.Store), once the last of its siblings is closed too,
 // and its local fallback store. It is safe to call more than once.
 func (p *Protector) Close() error {
+	p.closed.Store(true)
 	p.closeOnce.Do(func() {
 		p.bg.Wait()
 		if p.localMem != nil {

@@ -65,6 +65,10 @@ func (sh *sharedStore) release() error {
 // inherit them).
 func (p *Protector) Sibling(cfg Config) (*Protector, error) {
 	switch {
+	case p.closed.Load():
+		// Checked first: a sibling of a closed protector would otherwise
+		// be made whenever another protector still holds the store.
+		return nil, fmt.Errorf("protect: Sibling: %w", ErrClosed)
 	case cfg.Store != nil:
 		return nil, configErr("Sibling: Store must be nil: a sibling uses its protector's store")
 	case cfg.RedisURL != "" && cfg.RedisURL != p.cfg.RedisURL:

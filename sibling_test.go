@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -184,5 +185,43 @@ func waitPublished(t *testing.T, p *Protector) {
 		if time.Now().After(deadline) {
 			t.Fatal("the protector never published its limits")
 		}
+	}
+}
+
+// Sibling on a closed protector is ErrClosed, as its doc says, even while
+// another protector still holds the store open, and whichever way the
+// store was given: a closed protector makes nothing.
+func TestSiblingOfClosedProtector(t *testing.T) {
+	shared := NewMemoryStore(MemoryOptions{})
+	t.Cleanup(func() { shared.Close() })
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"store made by New", Config{}},
+		{"Config.Store", Config{Store: shared}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{Namespace: "rv3sib:"}
+			q, err := p.Sibling(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { q.Close() })
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := p.Sibling(Config{Namespace: "rv3sib2:"})
+			if r != nil {
+				r.Close()
+			}
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("Sibling after Close: err %v; want ErrClosed", err)
+			}
+		})
 	}
 }
