@@ -279,7 +279,12 @@ func configFromVars(prefix string, vars map[string]string, own []string) (Config
 	slices.Sort(unknown)
 	for _, name := range unknown {
 		msg := fmt.Sprintf("%s%s: not a setting", prefix, name)
-		if near := nearestEnvName(name, own); near != "" {
+		if sub := subPrefix(name); sub != "" {
+			// Not a typo: a setting read under a longer prefix. Naming
+			// the nearest setting of this prefix would send the user to
+			// change the wrong protector's limit.
+			msg += fmt.Sprintf("; if a second protector reads %s%s, declare %q", prefix, sub, sub+"*")
+		} else if near := nearestEnvName(name, own); near != "" {
 			msg += fmt.Sprintf("; did you mean %s%s?", prefix, near)
 		}
 		errs = append(errs, configErr("%s (a name your program reads itself is declared to ConfigFromEnv or ConfigFromEnvPrefix)", msg))
@@ -315,6 +320,19 @@ func envOwn(name string, own []string) bool {
 		}
 	}
 	return false
+}
+
+// subPrefix returns the part of name before a known setting's name
+// ("LOGIN_" of "LOGIN_MAX_REQUESTS"), or "" when name does not end in
+// "_" and a setting's name.
+func subPrefix(name string) string {
+	sub := ""
+	for _, ev := range envVars {
+		if p, ok := strings.CutSuffix(name, "_"+ev.name); ok && p != "" && (sub == "" || len(p)+1 < len(sub)) {
+			sub = p + "_" // the longest setting name wins: LOGIN_ of LOGIN_BAN_LIMIT, not LOGIN_BAN_
+		}
+	}
+	return sub
 }
 
 // nearestEnvName returns the known or declared name closest to name, or

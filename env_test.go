@@ -222,3 +222,34 @@ func FuzzConfigFromEnv(f *testing.F) {
 		}
 	})
 }
+
+// A name that is a setting under a longer prefix (HTTP_PROTECT_LOGIN_
+// read by a second protector) is not a typo of that setting: the message
+// says how to declare the second prefix's names, and does not send the
+// user to the first protector's setting, which would change its limit.
+func TestConfigFromEnvSecondPrefixHint(t *testing.T) {
+	for _, tc := range []struct {
+		env     string
+		want    string
+		notWant string
+	}{
+		{"HTTP_PROTECT_LOGIN_MAX_REQUESTS=5", `declare "LOGIN_*"`, "did you mean HTTP_PROTECT_MAX_REQUESTS"},
+		{"HTTP_PROTECT_API_V2_BAN_LIMIT=5", `declare "API_V2_*"`, "did you mean HTTP_PROTECT_BAN_LIMIT"},
+		{"HTTP_PROTECT_LOGIN_TTL=1m", `declare "LOGIN_*"`, "did you mean"},
+		{"HTTP_PROTECT_LOGIN_MAX_BAN_DURATION=1h", `declare "LOGIN_*"`, `"LOGIN_MAX_*"`},
+		{"HTTP_PROTECT_MAX_REQUEST=5", "did you mean HTTP_PROTECT_MAX_REQUESTS?", `declare "`},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			_, err := ConfigFromEnviron([]string{tc.env}, DefaultEnvPrefix)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("error %q\nwant it not to contain %q", err, tc.notWant)
+			}
+		})
+	}
+}
