@@ -37,7 +37,6 @@ var (
 	indexLua string
 
 	unbanScript = redis.NewScript(unbanLua)
-	indexScript = redis.NewScript(indexLua)
 )
 
 // banPage is how many bans one page of a listing reads: one pipelined
