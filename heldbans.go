@@ -103,7 +103,8 @@ func (p *Protector) keepBan(b Ban) {
 // writePending writes the kept bans to the shared store, in the
 // background: the request that found the store back is not held up. Each
 // ban is written for the time it has left; one that has ended is dropped;
-// one the store refuses stays for the next try. Its offense is not
+// one the store refuses stays for the next try; one the store already
+// holds a ban on, as long or longer, is left as the store has it. Its offense is not
 // written: escalation on the shared store does not count it.
 func (p *Protector) writePending() {
 	pb := &p.pending
@@ -129,7 +130,17 @@ func (p *Protector) writePending() {
 				left = 0
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-			_, err := p.space.AddBan(ctx, Ban{Key: b.Key, Range: b.Range, Reason: b.Reason, Source: b.Source, By: b.By}, left)
+			// AddBan replaces: a ban the store got meanwhile (an
+			// operator's, another instance's escalated one) that lasts
+			// as long or longer stays, rather than be cut down to ours.
+			st, err := p.space.Inspect(ctx, b.Key)
+			if err == nil && outlasts(st.Ban, b) {
+				cancel()
+				continue
+			}
+			if err == nil {
+				_, err = p.space.AddBan(ctx, Ban{Key: b.Key, Range: b.Range, Reason: b.Reason, Source: b.Source, By: b.By}, left)
+			}
 			cancel()
 			if err != nil {
 				failed = append(failed, b)
@@ -145,4 +156,18 @@ func (p *Protector) writePending() {
 			pb.mu.Unlock()
 		}
 	}()
+}
+
+// outlasts reports whether have, the store's ban on b's key, ends no
+// sooner than b.
+func outlasts(have *Ban, b Ban) bool {
+	switch {
+	case have == nil:
+		return false
+	case have.Permanent():
+		return true
+	case b.Permanent():
+		return false
+	}
+	return !have.Expires.Before(b.Expires)
 }

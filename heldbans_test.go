@@ -125,3 +125,48 @@ func TestHeldBanDoesNotCloseTheCircuit(t *testing.T) {
 		t.Fatal("a ban answered from memory closed the circuit of a dead Redis")
 	}
 }
+
+// A ban replayed from the local store never replaces a ban the shared
+// store already holds on its key: an operator's permanent ban written
+// while this instance was cut off stays permanent (AddBan replaces, so a
+// blind replay would cut it down to the local ban's hour).
+func TestReplayedBanKeepsTheStoresBan(t *testing.T) {
+	m := miniredis.RunT(t)
+	cfg := Config{MaxRequests: 1, BanLimit: 2}
+	a := newInstance(t, m.Addr(), "protect:", cfg, RedisOptions{RangeRefresh: -1})
+	ctx := t.Context()
+	client := netip.MustParseAddr("192.0.2.9")
+	a.p.VerifyAddr(ctx, netip.MustParseAddr("192.0.2.200"))
+	m.Close()
+	for range 3 {
+		a.p.VerifyAddr(ctx, client)
+	}
+	if a.p.pending.n.Load() != 1 {
+		t.Fatalf("%d bans kept for the store; want 1", a.p.pending.n.Load())
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	b := newInstance(t, m.Addr(), "protect:", cfg, RedisOptions{RangeRefresh: -1})
+	if _, err := b.p.Ban(ctx, client.String(), BanOptions{Permanent: true, Reason: "operator", By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	a.clock.Advance(breakerCooldown)
+	if d, _ := a.p.VerifyAddr(ctx, netip.MustParseAddr("192.0.2.201")); d.Err != nil {
+		t.Fatalf("after Redis came back: %v", d.Err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for a.p.pending.n.Load() != 0 || a.p.pending.writing.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the kept ban was never replayed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st, err := b.p.Inspect(ctx, b.p.agg.key(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ban == nil || !st.Ban.Permanent() || st.Ban.Reason != "operator" {
+		t.Fatalf("ban in the store after the replay: %+v; want the operator's permanent ban", st.Ban)
+	}
+}
