@@ -357,6 +357,10 @@ func TestExplain(t *testing.T) {
 				sv.verify(t, "6.7.8.9") // past its ban limit: banned
 			}
 			sv.p.Ban(t.Context(), "198.51.100.0/24", protect.BanOptions{For: time.Hour, Reason: "range"})
+			// The service publishes its limits in the background after its
+			// first counted request; Close waits for that, so the snapshot
+			// holds everything the service wrote and nothing of explain's.
+			sv.p.Close()
 			before := snapshot(t, s)
 			tests := []struct {
 				peer    string
