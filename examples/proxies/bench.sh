@@ -8,11 +8,14 @@
 #   1. nginx → a hello-world upstream (nginx alone)
 #   2. nginx → auth_request to protectd (memory store) → the same upstream,
 #      with examples/proxies/nginx as shipped (site-fail-closed.conf)
-#   3. protectd's /verify alone, memory store
-#   4. protectd's /verify alone, Redis store (when PROTECT_REDIS_ADDR is
+#   3. nginx → the same auth_request asked of an nginx that answers 200
+#      at once (the hop with an auth service that does nothing: the
+#      ceiling)
+#   4. protectd's /verify alone, memory store
+#   5. protectd's /verify alone, Redis store (when PROTECT_REDIS_ADDR is
 #      set; its keys get a namespace of their own, deleted afterwards)
-# and prints requests/s, p50 latency, the throughput ratio of 2 to 1 and
-# the p50 latency 2 adds. Needs go, nginx (with auth_request) and wrk.
+# and prints requests/s, p50 latency, and the throughput ratios of 2 and 3
+# to 1 with the p50 latency each adds. Needs go, nginx (with auth_request) and wrk.
 # Every process it starts it stops by its PID.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -114,10 +117,19 @@ start_nginx alone "$pd" "$app"
 alone=$listen
 start_nginx guarded "$pd" "$app" with-protect
 guarded=$listen
+# The same auth_request, asked of an nginx that answers 200 at once
+# instead of protectd: what the extra hop costs with an auth service that
+# does nothing, the ceiling for any auth service on this machine.
+stub=$(port)
+mkdir -p "$dir/stub"
+echo "server { listen 127.0.0.1:$stub; location / { return 200; } }" >"$dir/stub/site.conf"
+nginx_up stub "$stub" auto
+start_nginx hop "$stub" "$app" with-protect
+hop=$listen
 
 # Every request must be served, or the figures measure refusals.
 xff="X-Forwarded-For: 198.51.100.7"
-for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$pd/verify"; do
+for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$hop/" "http://127.0.0.1:$pd/verify"; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -H "$xff" "$u")
 	[ "$code" = 200 ] || { echo "bench.sh: $u answered $code" >&2; cat "$dir/protectd.log" >&2; exit 1; }
 done
@@ -135,6 +147,7 @@ bench() {
 results=()
 results+=("$(bench nginx-alone "http://127.0.0.1:$alone/")")
 results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/")")
+results+=("$(bench nginx+auth-to-nginx "http://127.0.0.1:$hop/")")
 results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify")")
 if [ -n "${PROTECT_REDIS_ADDR:-}" ]; then
 	ns="bench$$:"
@@ -157,6 +170,9 @@ for r in "${results[@]}"; do
 done
 read -r _ a_rps a_p50 _ <<<"${results[0]}"
 read -r _ g_rps g_p50 _ <<<"${results[1]}"
+read -r _ h_rps h_p50 _ <<<"${results[2]}"
 echo
-awk -v a="$a_rps" -v g="$g_rps" -v ap="$a_p50" -v gp="$g_p50" \
-	'BEGIN { printf "nginx+protectd / nginx alone: %.2f× throughput, p50 +%.0f µs\n", (a > 0 ? g / a : 0), gp - ap }'
+ratio() { awk -v a="$a_rps" -v g="$2" -v ap="$a_p50" -v gp="$3" -v name="$1" \
+	'BEGIN { printf "%s / nginx alone: %.2f× throughput, p50 +%.0f µs\n", name, (a > 0 ? g / a : 0), gp - ap }'; }
+ratio nginx+protectd "$g_rps" "$g_p50"
+ratio nginx+auth-to-nginx "$h_rps" "$h_p50"
