@@ -149,8 +149,12 @@ type Config struct {
 	// RateLimit-Policy fields [Namespace without its trailing ':', made an
 	// RFC 9651 key: "protect" by default, "login" for "login:"]. Nested
 	// protectors each add an item under their own name, so give each its
-	// own. It must be an RFC 9651 key: a-z, 0-9, _ - . *, starting with a
-	// letter or *, at most 64 bytes.
+	// own: an inner protector replaces an outer one's item of the same
+	// name, and nothing can tell two independent protectors apart that
+	// derive one name ("api:v2:" and "api-v2:" both give "api-v2";
+	// "LOGIN:" and "login:" both give "login"). It must be an RFC 9651
+	// key: a-z, 0-9, _ - . *, starting with a letter or *, at most 64
+	// bytes.
 	Name string
 	// OnStoreError is what happens when the store fails [FailLocal].
 	OnStoreError FailurePolicy
