@@ -212,7 +212,7 @@ func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now,
 // charge charges cost to every limit of plan, from the states in raw,
 // and leaves the new states in raw. It is the only place that allocates:
 // a key's first charge, or its first under a plan with new limit names.
-func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) *planEntry {
+func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) {
 	if e == nil {
 		if len(sh.entries) >= t.perShard {
 			sh.evict(now)
@@ -235,7 +235,6 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 		sl.quota, sl.a, sl.b = l.quota, raw[i].a, raw[i].b
 		e.exp = max(e.exp, sl.over())
 	}
-	return e
 }
 
 // find returns the slot of limit l (the i-th of its plan), or nil.

@@ -221,7 +221,7 @@ func (s *RedisStore) Space(scope Scope) (Space, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.namespace(scope.banNamespace()), offenseWindow: lim.OffenseWindow.Milliseconds()}
+	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.namespace(scope.banNamespace())}
 	// The take script's arguments, boxed once here rather than on every
 	// request: n, and the limits in one string.
 	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
@@ -248,12 +248,11 @@ func checkRedisKey(k Key) error {
 
 // redisSpace is a RedisStore bound to one Scope.
 type redisSpace struct {
-	s             *RedisStore
-	lim           Limits
-	ns            string          // counters and plan states
-	bns           *redisNamespace // bans and offenses, with their local copies
-	args          [2][]any        // the take script's arguments for n = 0 and n = 1
-	offenseWindow int64           // ms
+	s    *RedisStore
+	lim  Limits
+	ns   string          // counters and plan states
+	bns  *redisNamespace // bans and offenses, with their local copies
+	args [2][]any        // the take script's arguments for n = 0 and n = 1
 }
 
 // scriptKeys returns the declared keys of the take and plan scripts: k's
@@ -309,7 +308,9 @@ func (sp *redisSpace) Take(ctx context.Context, k Key, addr netip.Addr, n int64)
 	}
 	keys := sp.scriptKeys(k)
 	v, err := s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
-	if s.upgraded(ctx, keys[min(len(keys), 2)-1]+":b", err) {
+	// The ban key's name is built only after an error: a request pays no
+	// allocation for it.
+	if err != nil && s.upgraded(ctx, keys[min(len(keys), 2)-1]+":b", err) {
 		v, err = s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
 	}
 	if err != nil {
@@ -486,9 +487,9 @@ func (sp *redisSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
 	}
 	s := sp.s
 	c, b, o := redisKeys(sp.ns, sp.bns.name, k)
-	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
+	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
 	if s.upgraded(ctx, b, err) {
-		v, err = s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.offenseWindow).Slice()
+		v, err = s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
 	}
 	if err != nil {
 		return KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
