@@ -77,3 +77,30 @@ func TestAddressBanHoldsWhateverIsCounted(t *testing.T) {
 		}
 	}
 }
+
+// With Redis down, a request that counts a consumer meets the failure
+// policy once: the address's ban check before it reads "not banned" and
+// leaves the policy to the consumer's own decision, rather than applying
+// it a second time (one request, one failure, two calls to the store).
+func TestAddressBanCheckAppliesNoPolicy(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	s := protect.NewRedisStore(c, protect.RedisOptions{RangeRefresh: -1, Logger: slog.New(slog.DiscardHandler)})
+	p, err := protect.New(protect.Config{
+		Store: s, OnStoreError: protect.FailOpen, Logger: slog.New(slog.DiscardHandler),
+		KeyFunc: func(*http.Request) (string, bool) { return "acme", true },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(); s.Close() })
+	m.Close()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "203.0.113.7:4000"
+	d, _ := p.Verify(t.Context(), r)
+	st := p.Stats()
+	if d.Status != protect.Allowed || st.StoreFailures != 1 || st.StoreCalls != 2 {
+		t.Fatalf("status %v, store failures %d, calls %d; want allowed, 1 failure, 2 calls", d.Status, st.StoreFailures, st.StoreCalls)
+	}
+}

@@ -283,7 +283,7 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 				return d, nil
 			}
 			var d Decision
-			err := p.decide(ctx, &d, ConsumerKey(id), addr, n)
+			err := p.decide(ctx, &d, p.consumerKeys.key(id), addr, n)
 			return d, err
 		}
 	}
@@ -296,12 +296,17 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 // gets hold of any API key (a free trial, say) would walk past its ban.
 // Range bans are checked with the consumer's key, in the same step. On
 // Redis this is one more round trip, answered locally once this instance
-// has seen the ban; a store error here is left to the consumer's own
-// decision, which applies the failure policy.
+// has seen the ban. It asks the store for the ban alone: not the plan of
+// Config.Plan, and not the failure policy, which the consumer's own
+// decision applies once (a store error here is "not banned").
 func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decision, banned bool) {
-	if p.decide(ctx, &d, p.agg.key(addr), addr, 0) != nil || d.Status != Banned {
+	k := p.agg.key(addr)
+	res, err := p.take(ctx, k, addr, 0)
+	if err != nil || !res.Banned {
 		return Decision{}, false
 	}
+	d = Decision{Addr: addr, Key: k, Limit: p.max, Window: p.lim.TTL, DryRun: p.dryRun, hdr: p.hdr}
+	p.banned(ctx, &d, &res)
 	if p.dryRun {
 		p.logDryRun(&d)
 		return Decision{}, false // a dry run only logs: the consumer is decided as usual
@@ -342,7 +347,7 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err 
 	if key == "" {
 		return p.unknown(fmt.Errorf("%w: empty consumer key", ErrUnknownClient)), nil
 	}
-	err = p.decide(ctx, &d, ConsumerKey(key), netip.Addr{}, 1)
+	err = p.decide(ctx, &d, p.consumerKeys.key(key), netip.Addr{}, 1)
 	return d, err
 }
 
@@ -361,12 +366,13 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	if p.plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
 		return p.decidePlan(ctx, d, k, a, p.plan, n, true)
 	}
+	// The switch of take, written out: the hot path pays no call for it.
 	var res Result
 	var err error
 	if p.guarded {
 		res, err = p.guardedTake(ctx, k, a, n)
 	} else {
-		res, err = p.space.Take(ctx, k, a, n) // in process: no deadline, no breaker
+		res, err = p.space.Take(ctx, k, a, n)
 	}
 	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.max, p.lim.TTL, p.dryRun, p.hdr
 	if err != nil {
@@ -453,6 +459,15 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 		p.logBan(ctx, "protect: ban added", *res.Ban)
 		p.escalate(ctx, res.Ban)
 	}
+}
+
+// take calls the store: guarded when it is outside this process; in
+// process, with no deadline and no breaker.
+func (p *Protector) take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+	if p.guarded {
+		return p.guardedTake(ctx, k, a, n)
+	}
+	return p.space.Take(ctx, k, a, n)
 }
 
 // guardedTake calls a store outside this process: with a deadline, and
