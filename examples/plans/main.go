@@ -16,7 +16,7 @@
 // used up: Retry-After runs to the first of next month; do not retry).
 //
 //	go run ./examples/plans
-//	curl -i -H 'Authorization: Bearer key_acme_1' http://127.0.0.1:8082/v1/things
+//	curl -i -H 'Authorization: Bearer key_acme_1' http://127.0.0.1:8084/v1/things
 package main
 
 import (
@@ -126,7 +126,7 @@ func newHandler(clock func() time.Time, logger *slog.Logger) (http.Handler, func
 }
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8082", "listen address")
+	addr := flag.String("addr", "127.0.0.1:8084", "listen address")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(*addr, os.Stdout, logger); err != nil {
