@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 )
 
 // ParsePlans reads a plans file: a JSON object of plans by name, each
@@ -236,4 +238,19 @@ func truncate(raw json.RawMessage) string {
 		s = s[:max] + "…"
 	}
 	return s
+}
+
+// LoadPlans reads plans as HTTP_PROTECT_PLANS gives them: the JSON itself
+// when the value starts with '{', and otherwise the path of a file that
+// holds it, parsed by ParsePlans. protectd and protectctl both read the
+// setting through it, so a value one accepts the other does too.
+func LoadPlans(value string) (map[string]*Plan, error) {
+	data := []byte(value)
+	if !strings.HasPrefix(value, "{") {
+		var err error
+		if data, err = os.ReadFile(value); err != nil {
+			return nil, err
+		}
+	}
+	return ParsePlans(data)
 }

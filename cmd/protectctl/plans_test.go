@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,14 @@ func TestInspectConsumerPlans(t *testing.T) {
 			}
 			if len(monthly.Left) != 2 || monthly.Left[0] != (admin.PlanLeft{Plan: "free", Limit: 1000, Left: 997}) || monthly.Left[1] != (admin.PlanLeft{Plan: "pro", Limit: 100000, Left: 99997}) {
 				t.Fatalf("monthly left: %+v", monthly.Left)
+			}
+
+			// The plans as protectd also takes them, inline in the value of
+			// HTTP_PROTECT_PLANS, read the same.
+			var inline admin.Inspection
+			ctlJSON(t, s, &inline, "inspect", "-plans", plansJSON, "consumer:acme")
+			if len(inline.Limits) != 2 || !slices.Equal(inline.Limits[0].Left, burst.Left) || !slices.Equal(inline.Limits[1].Left, monthly.Left) {
+				t.Fatalf("inspect -plans with the JSON inline: %+v", inline.Limits)
 			}
 
 			ctlJSON(t, s, &in, "inspect", "-plans", file, "-plan", "pro", "consumer:acme")

@@ -492,13 +492,9 @@ func readPlans(file, name string) (map[string]*protect.Plan, error) {
 		}
 		return nil, nil
 	}
-	data, err := os.ReadFile(file)
+	plans, err := protect.LoadPlans(file) // a path, or the JSON itself as protectd takes it
 	if err != nil {
 		return nil, usagef("-plans: %v", err)
-	}
-	plans, err := protect.ParsePlans(data)
-	if err != nil {
-		return nil, usagef("-plans %s: %v", file, err)
 	}
 	if name == "" {
 		return plans, nil

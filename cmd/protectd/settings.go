@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 
@@ -51,13 +50,7 @@ func loadSettings(env []string) (settings, error) {
 		s.listen = v
 	}
 	if v := strings.TrimSpace(vars[envPlans]); v != "" {
-		data := []byte(v)
-		if !strings.HasPrefix(v, "{") {
-			if data, err = os.ReadFile(v); err != nil {
-				return settings{}, fmt.Errorf("%s=%q: %w", envPlans, v, err)
-			}
-		}
-		if s.plans, err = protect.ParsePlans(data); err != nil {
+		if s.plans, err = protect.LoadPlans(v); err != nil {
 			return settings{}, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err)
 		}
 	}
