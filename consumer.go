@@ -17,6 +17,11 @@ import (
 
 var errNoConsumer = fmt.Errorf("%w: empty consumer", ErrUnknownClient)
 
+// ErrNoPlan is the error of the Unknown decision for a consumer that came
+// with no plan (ConsumerFunc's plan nil, or a plan name a gateway sent
+// that nobody configured): never unlimited. It wraps ErrUnknownClient.
+var ErrNoPlan = fmt.Errorf("%w: consumer has no plan", ErrUnknownClient)
+
 // VerifyConsumer decides one request of an authenticated consumer under
 // its plan, in this order: an empty consumer is Unknown; a ban on
 // consumer:NAME (or on a range holding the client address, through
@@ -86,7 +91,7 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 	}
 	k := p.consumerKeys.key(id)
 	if plan == nil || len(plan.limits) == 0 {
-		d := p.unknown(fmt.Errorf("%w: consumer %s has no plan", ErrUnknownClient, k))
+		d := p.unknown(fmt.Errorf("%w: %s", ErrNoPlan, k))
 		d.Addr, d.Key = a, k
 		return d, nil
 	}

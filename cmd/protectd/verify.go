@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -80,15 +81,17 @@ func (v *verifier) consumerFunc(r *http.Request) (string, *protect.Plan, bool) {
 
 func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	// A consumer under a plan protectd does not know is refused, never
-	// let through unlimited nor moved to the address limit: the gateway
-	// and protectd disagree, and only their operator can settle it, so the
-	// answer is a 503 with its own code, and an error in the log.
-	if _, plan, ok := v.consumerFunc(r); ok && plan == nil {
+	d, _ := v.p.Verify(r.Context(), r)
+	// A consumer under a plan protectd does not know (Verify: Unknown,
+	// ErrNoPlan) is refused, never let through unlimited nor moved to the
+	// address limit: the gateway and protectd disagree, and only their
+	// operator can settle it, so the answer is a 503 with its own code,
+	// and an error in the log. Under DryRun it is logged and served, as
+	// every refusal is.
+	if d.Refused() && errors.Is(d.Err, protect.ErrNoPlan) {
 		v.unknownPlan(w, r)
 		return
 	}
-	d, _ := v.p.Verify(r.Context(), r)
 	if !d.Key.IsZero() {
 		h[hdrKey] = []string{d.Key.String()}
 	}

@@ -156,6 +156,16 @@ func TestVerifyUnknownPlanLogs(t *testing.T) {
 	}
 }
 
+// TestVerifyUnknownPlanDryRun: a dry run refuses nothing, an unknown plan
+// included; it is logged as a dry run's refusal.
+func TestVerifyUnknownPlanDryRun(t *testing.T) {
+	h, _ := testVerifier(t, trusted, plans, "HTTP_PROTECT_DRY_RUN=true")
+	w := ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.7", hdrConsumer, "acme", hdrPlan, "gold")
+	if w.Code != 200 || w.Header().Get(hdrStatus) != "200" {
+		t.Fatalf("dry run, unknown plan: %d %v", w.Code, w.Header())
+	}
+}
+
 // TestVerifyRefusalStatus: a proxy that understands only 401 and 403
 // (nginx) gets refusals as asked, the real status, code and body in
 // headers.
