@@ -235,23 +235,6 @@ func ConfigFromEnviron(environ []string, prefix string, own ...string) (Config, 
 	return configFromVars(prefix, vars, own)
 }
 
-// ConfigFromLookup reads the variables ConfigFromEnv reads, under
-// DefaultEnvPrefix, through lookup (os.LookupEnv's signature). A lookup
-// cannot list the names it holds, so unlike ConfigFromEnviron it cannot
-// reject a misspelt name: prefer ConfigFromEnviron. A nil lookup reads
-// nothing: the zero Config.
-func ConfigFromLookup(lookup func(name string) (value string, ok bool)) (Config, error) {
-	vars := make(map[string]string)
-	if lookup != nil {
-		for _, ev := range envVars {
-			if v, ok := lookup(DefaultEnvPrefix + ev.name); ok {
-				vars[ev.name] = v
-			}
-		}
-	}
-	return configFromVars(DefaultEnvPrefix, vars, nil)
-}
-
 // configFromVars sets a Config from vars, the variables under prefix by
 // their names after it; the names left over that own does not declare
 // are errors.

@@ -185,21 +185,6 @@ func TestConfigFromEnvUsesTheProcessEnvironment(t *testing.T) {
 	}
 }
 
-func TestConfigFromLookup(t *testing.T) {
-	env := map[string]string{"HTTP_PROTECT_MAX_REQUESTS": "50", "HTTP_PROTECT_TTL": "0.5", "HTTP_PROTECT_LISTEN": ":80"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if c, err := ConfigFromLookup(lookup); err != nil || c.MaxRequests != 50 || c.TTL != 500*time.Millisecond {
-		t.Fatalf("ConfigFromLookup = %d %v, %v", c.MaxRequests, c.TTL, err)
-	}
-	if c, err := ConfigFromLookup(nil); err != nil || c.MaxRequests != 0 {
-		t.Fatalf("ConfigFromLookup(nil) = %+v, %v", c.MaxRequests, err)
-	}
-	env["HTTP_PROTECT_STORE_TIMEOUT"] = "100"
-	if _, err := ConfigFromLookup(lookup); !errors.Is(err, ErrConfig) {
-		t.Fatalf("STORE_TIMEOUT=100 through a lookup: %v", err)
-	}
-}
-
 // Whatever the environment holds, reading it returns a config or an error
 // that wraps ErrConfig, and a bare number is always seconds.
 func FuzzConfigFromEnv(f *testing.F) {

@@ -220,17 +220,17 @@ func TestEscalationConfigErrors(t *testing.T) {
 }
 
 func TestEscalationEnv(t *testing.T) {
-	env := map[string]string{
-		"HTTP_PROTECT_ESCALATION_THRESHOLD": "4",
-		"HTTP_PROTECT_IPV6_ESCALATION":      "none",
-		"HTTP_PROTECT_IPV4_ESCALATION":      "24, /20",
+	env := []string{
+		"HTTP_PROTECT_ESCALATION_THRESHOLD=4",
+		"HTTP_PROTECT_IPV6_ESCALATION=none",
+		"HTTP_PROTECT_IPV4_ESCALATION=24, /20",
 	}
-	c, err := ConfigFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	c, err := ConfigFromEnviron(env, DefaultEnvPrefix)
 	if err != nil || c.EscalationThreshold != 4 || c.IPv6Escalation == nil || len(c.IPv6Escalation) != 0 || len(c.IPv4Escalation) != 2 || c.IPv4Escalation[1] != 20 {
-		t.Fatalf("ConfigFromLookup = %+v %v", c, err)
+		t.Fatalf("ConfigFromEnviron = %+v %v", c, err)
 	}
-	env["HTTP_PROTECT_IPV6_ESCALATION"] = "56;48"
-	if _, err := ConfigFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), `"56;48"`) {
+	env[1] = "HTTP_PROTECT_IPV6_ESCALATION=56;48"
+	if _, err := ConfigFromEnviron(env, DefaultEnvPrefix); err == nil || !strings.Contains(err.Error(), `"56;48"`) {
 		t.Fatalf("bad list: %v; want an error quoting it", err)
 	}
 }
