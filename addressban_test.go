@@ -10,6 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ func TestAddressBanHoldsWhateverIsCounted(t *testing.T) {
 		"miniredis": func(t *testing.T) protect.Store {
 			c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 			t.Cleanup(func() { c.Close() })
-			return protect.NewRedisStore(c, protect.RedisOptions{RangeRefresh: -1, Logger: slog.New(slog.DiscardHandler)})
+			return redisstore.New(c, redisstore.Options{RangeRefresh: -1, Logger: slog.New(slog.DiscardHandler)})
 		},
 	}
 	counting := map[string]func(*protect.Config){
@@ -86,7 +87,7 @@ func TestAddressBanCheckAppliesNoPolicy(t *testing.T) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
-	s := protect.NewRedisStore(c, protect.RedisOptions{RangeRefresh: -1, Logger: slog.New(slog.DiscardHandler)})
+	s := redisstore.New(c, redisstore.Options{RangeRefresh: -1, Logger: slog.New(slog.DiscardHandler)})
 	p, err := protect.New(protect.Config{
 		Store: s, OnStoreError: protect.FailOpen, Logger: slog.New(slog.DiscardHandler),
 		KeyFunc: func(*http.Request) (string, bool) { return "acme", true },

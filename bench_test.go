@@ -4,17 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // benchProtector never limits nor bans, so every iteration takes the full
@@ -156,79 +151,4 @@ func BenchmarkHTTP(b *testing.B) {
 			})
 		})
 	}
-}
-
-// redisBenchClient connects to PROTECT_REDIS_ADDR with the options
-// DialRedis uses.
-func redisBenchClient(b *testing.B) *redis.Client {
-	b.Helper()
-	addr := os.Getenv("PROTECT_REDIS_ADDR")
-	if addr == "" {
-		b.Skip("PROTECT_REDIS_ADDR not set")
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-	b.Cleanup(func() { c.Close() })
-	return c
-}
-
-// BenchmarkRedisPing is the floor for BenchmarkVerifyRedis: one bare
-// round trip on the same server with the same client.
-func BenchmarkRedisPing(b *testing.B) {
-	c := redisBenchClient(b)
-	ctx := context.Background()
-	b.Run("seq", func(b *testing.B) {
-		for b.Loop() {
-			if err := c.Ping(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.SetParallelism(8) // 16 requests in flight on this machine: load, not latency
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := c.Ping(ctx).Err(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
-}
-
-// BenchmarkVerifyRedis counts one hot address on a real Redis: one
-// EVALSHA per request. Any store error under load fails the benchmark.
-func BenchmarkVerifyRedis(b *testing.B) {
-	c := redisBenchClient(b)
-	s := NewRedisStore(c, RedisOptions{Logger: discardLogger()})
-	b.Cleanup(func() { s.Close() })
-	p, err := New(Config{Store: s, Namespace: fmt.Sprintf("bench:%x:", rand.Uint64()), MaxRequests: 1 << 40, BanLimit: -1, StoreTimeout: time.Second, Logger: discardLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Close() })
-	ctx := context.Background()
-	addr := netip.MustParseAddr("203.0.113.7")
-	p.VerifyAddr(ctx, addr)
-	b.Run("seq", func(b *testing.B) {
-		for b.Loop() {
-			if d, _ := p.VerifyAddr(ctx, addr); d.Err != nil {
-				b.Fatal(d.Err)
-			}
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		var errs atomic.Int64
-		b.SetParallelism(8)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if d, _ := p.VerifyAddr(ctx, addr); d.Err != nil {
-					errs.Add(1)
-				}
-			}
-		})
-		if n := errs.Load(); n != 0 {
-			b.Fatalf("%d errors on one hot key", n)
-		}
-	})
 }

@@ -2,6 +2,7 @@ package protect
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,41 +19,46 @@ const (
 	breakerCooldown = time.Second
 )
 
-// A breaker stops calling a store that keeps failing, so that a dead Redis
-// costs one StoreTimeout every cooldown rather than one per request. After
-// the cooldown a single probe goes through: success closes the circuit,
-// failure opens it for another cooldown. Recovery needs no operator.
+// A Circuit is a circuit breaker in front of a store: it stops calling a
+// store that keeps failing, so that a dead Redis costs one StoreTimeout
+// every cooldown rather than one per request. After the cooldown a single
+// probe goes through: success closes the circuit, failure opens it for
+// another cooldown. Recovery needs no operator.
 //
-// One breaker belongs to one store (see circuitStore), so that every
-// protector on that store shares it: a dead Redis costs breakerThreshold
-// timeouts in all, not that many per protector.
-//
-// The cooldown is measured on the monotonic clock: elapsed is time since
-// an origin taken with Sub, which time.Now's readings answer from the
-// monotonic clock. A wall clock stepped back (by an operator, by NTP) must
-// not keep the circuit open for as long as the step.
+// A store that keeps one Circuit and hands it out (CircuitStore) gives
+// every protector built on it one breaker: a dead Redis then costs
+// breakerThreshold timeouts in all, not that many per protector. The zero
+// Circuit is closed; it measures time by the clock of the first protector
+// that uses it (Config.Clock), as elapsed time, so that a wall clock
+// stepped back (by an operator, by NTP) does not keep the circuit open for
+// as long as the step: time.Now's readings subtract on the monotonic
+// clock.
 //
 // The closed path is one atomic load.
-type breaker struct {
+type Circuit struct {
 	fails     atomic.Int64
 	openUntil atomic.Int64 // elapsed nanoseconds; 0 when closed
 	probing   atomic.Bool
+	once      sync.Once
 	elapsed   func() time.Duration
 }
 
-// newBreaker returns a closed breaker that measures time by clock, as
-// elapsed time since now: monotonic for time.Now, the fake's own time for
-// a test's clock.
-func newBreaker(clock func() time.Time) *breaker {
-	origin := clock()
-	return &breaker{elapsed: func() time.Duration { return clock().Sub(origin) }}
+// init sets the clock the circuit measures its cooldown by, once.
+func (b *Circuit) init(clock func() time.Time) {
+	b.once.Do(func() {
+		if clock == nil {
+			clock = time.Now
+		}
+		origin := clock()
+		b.elapsed = func() time.Duration { return clock().Sub(origin) }
+	})
 }
 
 // deadline is the end of a cooldown that starts now, never 0 (closed).
-func (b *breaker) deadline() int64 { return max(int64(b.elapsed()+breakerCooldown), 1) }
+func (b *Circuit) deadline() int64 { return max(int64(b.elapsed()+breakerCooldown), 1) }
 
 // allow reports whether to call the store now.
-func (b *breaker) allow() bool {
+func (b *Circuit) allow() bool {
 	until := b.openUntil.Load()
 	if until == 0 {
 		return true
@@ -65,7 +71,7 @@ func (b *breaker) allow() bool {
 
 // success records a store call that worked; recovered reports that it
 // closed an open circuit.
-func (b *breaker) success() (recovered bool) {
+func (b *Circuit) success() (recovered bool) {
 	if b.fails.Load() != 0 {
 		b.fails.Store(0)
 	}
@@ -78,7 +84,7 @@ func (b *breaker) success() (recovered bool) {
 
 // failure records a failed store call; opened reports that it opened a
 // closed circuit.
-func (b *breaker) failure() (opened bool) {
+func (b *Circuit) failure() (opened bool) {
 	n := b.fails.Add(1)
 	if b.probing.Load() {
 		b.openUntil.Store(b.deadline())
@@ -92,17 +98,7 @@ func (b *breaker) failure() (opened bool) {
 // the store (its caller gave up): the next call after the cooldown probes
 // instead. Outside a probe it changes nothing, since only the probe calls
 // the store while the circuit is open.
-func (b *breaker) release() { b.probing.Store(false) }
+func (b *Circuit) release() { b.probing.Store(false) }
 
 // open reports whether the circuit is open.
-func (b *breaker) open() bool { return b.openUntil.Load() != 0 }
-
-// A circuitStore is a store that keeps its own circuit breaker, shared by
-// every protector built on it. A store that is not one (a third party's)
-// gets a breaker per protector.
-type circuitStore interface {
-	circuit() *breaker
-}
-
-// circuit implements circuitStore: one breaker for the store's one pool.
-func (s *RedisStore) circuit() *breaker { return s.brk }
+func (b *Circuit) open() bool { return b.openUntil.Load() != 0 }

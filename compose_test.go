@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,12 +8,12 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/alicebob/miniredis/v2"
 )
 
 // storesUnderTest makes a fresh shared store of each kind that every
-// store test here runs on: memory and miniredis.
+// store test here runs on: memory, and a store outside the process
+// (remoteStore), which the Protector guards. Package redisstore runs the
+// same on Redis.
 var storesUnderTest = []struct {
 	name string
 	make func(t *testing.T) Store
@@ -24,10 +23,9 @@ var storesUnderTest = []struct {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}},
-	{"miniredis", func(t *testing.T) Store {
-		c := dial(miniredis.RunT(t).Addr())
-		s := NewRedisStore(c, RedisOptions{RangeRefresh: -1, Logger: discardLogger()})
-		t.Cleanup(func() { s.Close(); c.Close() })
+	{"remote", func(t *testing.T) Store {
+		s := remoteStore{NewMemoryStore(MemoryOptions{})}
+		t.Cleanup(func() { s.Close() })
 		return s
 	}},
 }
@@ -83,24 +81,11 @@ func TestDryRunWritesNoBan(t *testing.T) {
 					t.Fatalf("bans %v %v; want none", bans, err)
 				}
 			}
-			if n := logs.count("protect: dry run: would ban"); n != 1 {
+			if n := logs.Count("protect: dry run: would ban"); n != 1 {
 				t.Fatalf("%d \"would ban\" lines; want 1", n)
 			}
 		})
 	}
-}
-
-// count returns how many records have message msg.
-func (h *recorder) count(msg string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, r := range h.records {
-		if r["msg"] == msg {
-			n++
-		}
-	}
-	return n
 }
 
 // Nested protectors each add their item to the RateLimit fields, under
@@ -153,67 +138,5 @@ func TestPolicyName(t *testing.T) {
 	}
 	if _, err := New(Config{Name: "Bad Name"}); err == nil || !strings.Contains(err.Error(), `"Bad Name"`) {
 		t.Errorf("a bad Name: %v; want an error that quotes it", err)
-	}
-}
-
-// A service publishes its limits under its namespace once it has counted
-// a request, and warns loudly when another instance (another store value,
-// as another process has) already published other ones for it; within
-// one store value the second set of limits is an error. A protector that
-// only checks (protectctl) and a dry run publish nothing.
-func TestServicePublishesLimits(t *testing.T) {
-	m := miniredis.RunT(t)
-	logs := &recorder{}
-	const warning = "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace."
-	// newInstance turns publishing off, for tests that count round trips.
-	instance := func(cfg Config) *instance {
-		in := newInstance(t, m.Addr(), "svc:", cfg, RedisOptions{RangeRefresh: -1})
-		in.p.publishing.Store(publishPending)
-		return in
-	}
-	a := instance(Config{MaxRequests: 250})
-	published := func() (Limits, bool) {
-		lim, ok, err := a.store.Published(t.Context(), "svc:")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return lim, ok
-	}
-	a.p.Check(t.Context(), request("192.0.2.1:1"))
-	a.p.Close() // waits for what runs in the background
-	if _, ok := published(); ok {
-		t.Fatal("a protector that only checked published its limits")
-	}
-	a = instance(Config{MaxRequests: 250})
-	a.p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1"))
-	a.p.Close()
-	if lim, ok := published(); !ok || lim.MaxRequests != 250 || lim.BanLimit != 1250 {
-		t.Fatalf("published %+v %v; want MaxRequests 250, BanLimit 1250", lim, ok)
-	}
-	for _, tt := range []struct {
-		max      int64
-		warnings int
-	}{{250, 0}, {100, 1}} {
-		b := instance(Config{MaxRequests: tt.max, Logger: slog.New(logs)})
-		b.p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1"))
-		b.p.Close()
-		if n := logs.count(warning); n != tt.warnings {
-			t.Fatalf("MaxRequests %d after 250: %d warnings; want %d", tt.max, n, tt.warnings)
-		}
-	}
-	dry, err := New(Config{Store: a.store, Namespace: "dry:", MaxRequests: 7, DryRun: true, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dry.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1"))
-	dry.Close()
-	if _, ok, _ := a.store.Published(t.Context(), "dry:"); ok {
-		t.Fatal("a dry run published limits")
-	}
-	// One store value, one namespace, two sets of limits: an error.
-	// (a.store counts "svc:" with MaxRequests 250.)
-	_, err = New(Config{Store: a.store, Namespace: "svc:", MaxRequests: 100, Logger: discardLogger()})
-	if !errors.Is(err, ErrLimitsDiffer) || !errors.Is(err, ErrConfig) {
-		t.Fatalf("a second set of limits on one store: %v", err)
 	}
 }

@@ -50,16 +50,11 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 // every zero field takes the default shown in brackets.
 type Config struct {
 	// Store keeps counters and bans [a new MemoryStore, closed by
-	// Protector.Close]. Share a RedisStore between instances to get one
-	// limit for all of them. A Store passed here is not closed by Close.
+	// Protector.Close]. Give every protector of a service the same Store,
+	// and every instance a store they share (package redisstore) to get
+	// one limit for all of them. A Store passed here is not closed by
+	// Close: whoever made it closes it, after the protectors on it.
 	Store Store
-	// RedisURL, when Store is nil, makes New connect a RedisStore to this
-	// URL (redis://, rediss://, or unix://) and close it on Close [none].
-	// The store is this protector's: build the service's other protectors
-	// with Protector.Sibling to share its pool, circuit breaker and ban
-	// list (two New calls with one URL make two pools; nothing in the
-	// process matches URLs).
-	RedisURL string
 
 	// TTL is the pause that resets a stream: the counter is forgotten
 	// after TTL without a request from the key [10s].

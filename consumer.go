@@ -202,23 +202,6 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 	d.Err = fmt.Errorf("%w: %s: cost %d, but limit %q of plan %q holds %d", ErrCostTooHigh, d.Key, cost, l.name, plan.name, capacity)
 }
 
-// guardedTakePlan calls the store's TakePlan through the deadline and
-// the circuit breaker, as guardedTake does for Take.
-func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
-	if p.brk.open() {
-		if res, ok := p.heldWhileOpen(k, a); ok {
-			return PlanResult{Result: res, Decider: -1}, nil
-		}
-	}
-	res, err := guarded(p, ctx, func(ctx context.Context) (PlanResult, error) {
-		return p.space.TakePlan(ctx, k, a, plan, cost, stream)
-	})
-	if err == nil && cost > 0 && p.publishing.Load() == publishPending {
-		p.publishSoon()
-	}
-	return res, err
-}
-
 // consumerKeys caches the keys of consumer identifiers that ConsumerKey
 // hashes (secrets, and identifiers shaped like addresses): hashing costs
 // a SHA-256 and an allocation per request, a hit in the cache neither.

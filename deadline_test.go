@@ -3,11 +3,8 @@ package protect
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A deadlineCtx is done within one slot after its deadline, reports the
@@ -50,42 +47,5 @@ func TestDeadlineContext(t *testing.T) {
 	defer cancelEarly()
 	if got := w.context(early, time.Now().Add(time.Hour)); got != early {
 		t.Fatal("a parent with an earlier deadline was wrapped; want it returned as it is")
-	}
-}
-
-// A Redis call waiting for a free pooled connection gives up at
-// StoreTimeout, not at the client's PoolTimeout: go-redis waits on Done.
-// The wait is the client's own, so miniredis shows it as well as a real
-// server does.
-func TestStoreTimeoutBoundsPoolWait(t *testing.T) {
-	for _, target := range redisTargets[:2] { // one node: the pool is one client's
-		t.Run(target.name, func(t *testing.T) {
-			addr := target.addr(t)
-			c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, PoolTimeout: 5 * time.Second, ContextTimeoutEnabled: true, MaxRetries: -1})
-			t.Cleanup(func() { c.Close() })
-			store := NewRedisStore(c, RedisOptions{RangeRefresh: -1, Logger: discardLogger()})
-			t.Cleanup(func() { store.Close() })
-			ns := testNamespace(t, addr)
-			p, err := New(Config{Store: store, Namespace: ns, StoreTimeout: 100 * time.Millisecond, OnStoreError: FailOpen, Logger: discardLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { p.Close() })
-			if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1")); d.Err != nil {
-				t.Fatalf("VerifyAddr before the pool is taken: %v", d.Err)
-			}
-			busy := make(chan struct{})
-			go func() { // the pool's only connection, busy for 2s
-				defer close(busy)
-				c.BLPop(context.Background(), 2*time.Second, ns+"never")
-			}()
-			time.Sleep(50 * time.Millisecond)
-			start := time.Now()
-			d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1"))
-			if took := time.Since(start); d.Err == nil || took > 400*time.Millisecond {
-				t.Fatalf("VerifyAddr with the pool taken: %v after %v; want a store error within StoreTimeout (100ms) plus slack", d.Err, took)
-			}
-			<-busy
-		})
 	}
 }

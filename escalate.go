@@ -4,9 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
-	"slices"
 	"strconv"
-	"strings"
 )
 
 // Prefix escalation: a client that holds many counting keys (an IPv6 /48
@@ -182,32 +180,4 @@ func (p *Protector) liftEscalation(ctx context.Context, k Key) {
 	sctx, cancel := p.storeContext(ctx)
 	defer cancel()
 	p.esc.space.Lift(sctx, k) // best effort: the range itself is lifted
-}
-
-// parseLevels reads an escalation list from the environment: prefix
-// lengths separated by commas ("56,48"), or "none".
-func parseLevels(v string) ([]int, error) {
-	if strings.EqualFold(v, "none") {
-		return []int{}, nil
-	}
-	var out []int
-	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f), "/")))
-		if err != nil {
-			return nil, errEnvValue("want prefix lengths such as 56,48, or none")
-		}
-		out = append(out, n)
-	}
-	return slices.Clip(out), nil
-}
-
-func envLevels(field func(*Config) *[]int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		l, err := parseLevels(v)
-		if err != nil {
-			return err
-		}
-		*field(c) = l
-		return nil
-	}
 }

@@ -4,30 +4,14 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/httpprotect/protect/internal/testclock"
 )
 
 // fakeClock is a clock tests move by hand, so that nothing sleeps.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = testclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+var newFakeClock = testclock.New
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

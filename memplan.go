@@ -101,12 +101,12 @@ func (s *MemoryStore) micros(t int64) int64 {
 // then decides and charges every limit: a plan's whole step is atomic.
 // The key is hashed once for both tables.
 func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) (res PlanResult, err error) {
-	if err := checkTakePlan(k, plan, cost); err != nil {
+	if err := CheckTakePlan(k, plan, cost); err != nil {
 		return res, err
 	}
 	t := sp.s.now()
 	if addr.IsValid() {
-		if r, banned := sp.bns.ranges.Load().banned(addr, t); banned {
+		if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
 			res.Result, res.Decider = r, -1
 			return res, nil
 		}
@@ -151,7 +151,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 		return res, nil
 	}
 	now := sp.s.micros(t)
-	var raw [MaxPlanLimits]planRaw
+	var raw [MaxPlanLimits]LimitOutcome
 	all := sp.s.plans.decide(sh, pk, h, plan, now, cost, &raw)
 	sh.mu.Unlock()
 	// What each limit has left, and which decided, is arithmetic on what
@@ -168,7 +168,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 // decide decides and charges plan for pk (of hash h) at now (µs), under
 // sh's lock: it reports whether every limit admits the request, and each
 // limit's outcome in raw.
-func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) bool {
+func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome) bool {
 	e := sh.entries[h]
 	if e != nil && e.key != pk {
 		e = nil // another key of the same hash: this one starts afresh
@@ -183,25 +183,25 @@ func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now,
 			sl = e.find(l, i)
 		}
 		if l.quota != 0 {
-			r := planRaw{b: 0}
+			r := LimitOutcome{B: 0}
 			if sl != nil && sl.quota == l.quota && sl.b > now {
-				r.a, r.b = sl.a, sl.b
+				r.A, r.B = sl.a, sl.b
 			} else {
-				r.b = l.quota.windowEnd(now)
+				r.B = l.quota.windowEnd(now)
 			}
-			r.fits = c <= l.limit-r.a
+			r.Fits = c <= l.limit-r.A
 			raw[i] = r
 		} else {
-			r := planRaw{a: now}
+			r := LimitOutcome{A: now}
 			if sl != nil && sl.quota == 0 && sl.a >= now {
-				r.a, r.b = sl.a, sl.b
+				r.A, r.B = sl.a, sl.b
 			}
 			if q, rr, never := l.inc(c); !never {
-				r.fits, _, _ = l.rateFits(now, r.a, r.b, q, rr)
+				r.Fits, _, _ = l.rateFits(now, r.A, r.B, q, rr)
 			}
 			raw[i] = r
 		}
-		all = all && raw[i].fits
+		all = all && raw[i].Fits
 	}
 	if all && cost > 0 {
 		t.charge(sh, pk, h, e, plan, now, cost, raw)
@@ -212,7 +212,7 @@ func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now,
 // charge charges cost to every limit of plan, from the states in raw,
 // and leaves the new states in raw. It is the only place that allocates:
 // a key's first charge, or its first under a plan with new limit names.
-func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) {
+func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome) {
 	if e == nil {
 		if len(sh.entries) >= t.perShard {
 			sh.evict(now)
@@ -227,12 +227,12 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 			sl = e.add(plan, l, now)
 		}
 		if l.quota != 0 {
-			raw[i].a += cost
+			raw[i].A += cost
 		} else {
 			q, r, _ := l.inc(cost)
-			_, raw[i].a, raw[i].b = l.rateFits(now, raw[i].a, raw[i].b, q, r)
+			_, raw[i].A, raw[i].B = l.rateFits(now, raw[i].A, raw[i].B, q, r)
 		}
-		sl.quota, sl.a, sl.b = l.quota, raw[i].a, raw[i].b
+		sl.quota, sl.a, sl.b = l.quota, raw[i].A, raw[i].B
 		e.exp = max(e.exp, sl.over())
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/httpprotect/protect/internal/rangeset"
 )
 
 // MemoryOptions configure a MemoryStore. The zero value is ready to use.
@@ -62,7 +64,7 @@ type MemoryStore struct {
 // BanNamespace it marks bans and offenses and holds the range bans.
 type memNamespace struct {
 	id     uint64
-	ranges atomic.Pointer[rangeSet] // nil when no range is banned
+	ranges atomic.Pointer[rangeBans] // nil when no range is banned
 	// nameBans is set once a consumer key of the ban namespace has been
 	// banned, and never cleared: until then a plan's decision for a
 	// consumer need not look for a ban (memplan.go).
@@ -143,13 +145,13 @@ func (s *MemoryStore) Len() int { return s.addrs.len() + s.names.len() }
 // Space implements Store. It fails on limits no store can apply, and on
 // a Namespace bound to other Limits.
 func (s *MemoryStore) Space(scope Scope) (Space, error) {
-	if err := scope.Limits.check(); err != nil {
+	if err := scope.Limits.Check(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns := s.namespace(scope.Namespace)
-	if err := bindLimits(scope.Namespace, ns.lim, ns.bound, scope.Limits); err != nil {
+	if err := LimitsDiffer(scope.Namespace, ns.lim, ns.bound, scope.Limits); err != nil {
 		return nil, err
 	}
 	ns.lim, ns.bound = scope.Limits, true
@@ -244,7 +246,7 @@ func (s *MemoryStore) sweep() {
 	s.plans.sweep(s.micros(t))
 	s.mu.Lock()
 	for _, ns := range s.spaces {
-		ns.ranges.Store(ns.ranges.Load().swept(t))
+		ns.ranges.Store(ns.ranges.Load().Swept(t))
 	}
 	s.mu.Unlock()
 }
@@ -257,9 +259,9 @@ type memSpace struct {
 	lim Limits
 }
 
-// inProcess tells the Protector that this space answers from memory: it
+// Local implements LocalSpace: the space answers from memory, so it
 // cannot hang, so its calls need no deadline and no circuit breaker.
-func (*memSpace) inProcess() bool { return true }
+func (*memSpace) Local() bool { return true }
 
 // addrKey returns p's counter key, its ban key (the same but for the
 // namespace) and the counter's hash, whose shard both share.
@@ -281,7 +283,7 @@ func (sp *memSpace) nameKey(name string) (mk, bk nameKey, h uint64) {
 // Take implements Space.
 func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Result, error) {
 	t := sp.s.now()
-	if r, banned := sp.bns.ranges.Load().banned(addr, t); banned {
+	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
 		return r, nil
 	}
 	switch {
@@ -296,12 +298,12 @@ func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Re
 		}
 		return r, nil
 	}
-	return Result{}, errEmptyKey
+	return Result{}, ErrEmptyKey
 }
 
 // AddBan implements Space.
 func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban, error) {
-	b, err := checkBan(b)
+	b, err := CheckBan(b)
 	if err != nil {
 		return Ban{}, err
 	}
@@ -315,7 +317,7 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 	switch {
 	case b.Range:
 		sp.s.mu.Lock()
-		sp.bns.ranges.Store(sp.bns.ranges.Load().with(*held))
+		sp.bns.ranges.Store(sp.bns.ranges.Load().With(rangeset.Entry[Ban]{Prefix: b.Key.Prefix, End: held.end, Value: held.ban}))
 		sp.s.mu.Unlock()
 		// As a key ban does, an operator's range ban resets the counters
 		// within it, so that a lifted range starts from nothing. A walk
@@ -326,7 +328,7 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 		}
 		id, rng := sp.ns.id, b.Key.Prefix
 		sp.s.addrs.dropCounters(func(k addrKey) bool {
-			return k.meta>>8 == id && inRange(rng, k.key().Prefix)
+			return k.meta>>8 == id && (BanFilter{Within: rng}).Match(Ban{Key: k.key()})
 		})
 	case b.Key.Prefix.IsValid():
 		mk, bk, h := sp.addrKey(b.Key.Prefix)
@@ -348,16 +350,16 @@ func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
 		return b, ok, nil
 	}
 	if !k.Prefix.IsValid() {
-		return Ban{}, false, errEmptyKey
+		return Ban{}, false, ErrEmptyKey
 	}
 	var lifted Ban
 	found := false
 	sp.s.mu.Lock()
 	if r := sp.bns.ranges.Load(); r != nil {
-		if b, ok := r.find(k, t); ok {
-			lifted, found = b.ban, true
+		if e, ok := r.Find(k.Prefix, t); ok {
+			lifted, found = e.Value, true
 		}
-		sp.bns.ranges.Store(newRangeSet(r.without(k)))
+		sp.bns.ranges.Store(rangeset.New(r.Without(k.Prefix)))
 	}
 	sp.s.mu.Unlock()
 	_, bk, h := sp.addrKey(k.Prefix)
@@ -370,7 +372,7 @@ func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
 // Bans implements Space.
 func (sp *memSpace) Bans(_ context.Context, f BanFilter) ([]Ban, error) {
 	t := sp.s.now()
-	out := sp.bns.ranges.Load().list(t, f, nil)
+	out := rangeList(sp.bns.ranges.Load(), t, f, nil)
 	if f.RangesOnly {
 		return out, nil
 	}
@@ -390,12 +392,12 @@ func (sp *memSpace) Inspect(_ context.Context, k Key) (KeyState, error) {
 	case k.Prefix.IsValid():
 		mk, bk, h := sp.addrKey(k.Prefix)
 		st = sp.s.addrs.inspect(mk, bk, h, t, &sp.lim)
-		if b, ok := sp.bns.ranges.Load().find(k, t); ok && st.Ban == nil {
-			bb := b.ban
+		if e, ok := sp.bns.ranges.Load().Find(k.Prefix, t); ok && st.Ban == nil {
+			bb := e.Value
 			st.Ban = &bb
 		}
 	default:
-		return KeyState{}, errEmptyKey
+		return KeyState{}, ErrEmptyKey
 	}
 	st.Key, st.Limits = k, sp.planUsage(k)
 	return st, nil

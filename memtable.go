@@ -117,7 +117,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 	created := epoch.Add(time.Duration(tk)).Round(0)
 	b := &heldBan{end: satAdd(tk, int64(length)), ban: Ban{
 		Key:     mk.key(),
-		Reason:  lim.banReason(),
+		Reason:  lim.Reason(),
 		Source:  SourceAuto,
 		Created: created,
 		Expires: created.Add(length),

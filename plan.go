@@ -3,11 +3,13 @@ package protect
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/httpprotect/protect/internal/gcra"
 )
 
 // A plan holds a consumer to several limits at once: token buckets
@@ -48,9 +50,10 @@ var ErrCostTooHigh = errors.New("protect: cost above what the plan's limit holds
 
 var errNoPlan = errors.New("protect: no plan")
 
-// checkTakePlan checks what every store's TakePlan is given. The checks
-// inline; the errors are made out of line.
-func checkTakePlan(k Key, plan *Plan, cost int64) error {
+// CheckTakePlan checks what a store's TakePlan is given: a key, a plan
+// made by NewPlan, a cost that is not negative. A store's TakePlan calls
+// it first. The checks inline; the errors are made out of line.
+func CheckTakePlan(k Key, plan *Plan, cost int64) error {
 	if k.IsZero() || plan == nil || len(plan.limits) == 0 || cost < 0 {
 		return badTakePlan(k, plan, cost)
 	}
@@ -60,7 +63,7 @@ func checkTakePlan(k Key, plan *Plan, cost int64) error {
 func badTakePlan(k Key, plan *Plan, cost int64) error {
 	switch {
 	case k.IsZero():
-		return errEmptyKey
+		return ErrEmptyKey
 	case plan == nil || len(plan.limits) == 0:
 		return errNoPlan
 	}
@@ -160,7 +163,6 @@ func (q QuotaPeriod) nominal() time.Duration {
 }
 
 // code is the period's letter in the Redis script's arguments.
-func (q QuotaPeriod) code() byte { return "?hdm"[q] }
 
 // windowEnd returns the end of the window holding now, in µs since the
 // Unix epoch.
@@ -205,10 +207,6 @@ type Plan struct {
 	name   string
 	limits []planLimit
 	policy []string // the RateLimit-Policy field, shared by every response
-
-	// The Redis script's arguments (redisplan.go), made once.
-	redisArgs  [2][]any // for cost 0 and 1, without a stream
-	streamArgs atomic.Pointer[planStreamArgs]
 }
 
 // planLimit is one limit of a plan, validated, with what deciding it
@@ -324,15 +322,11 @@ func newRate(r Rate) (planLimit, error) {
 	l := planLimit{name: r.Name, limit: r.Limit, burst: r.Burst, period: r.Period.Microseconds(), window: r.Period, public: r}
 	l.q1, l.r1 = l.period/l.limit, l.period%l.limit
 	l.invPeriod = 1 / float64(l.period)
-	hi, lo := bits.Mul64(uint64(l.burst), uint64(l.period))
-	if hi >= uint64(l.limit) {
+	tq, tr, ok := gcra.Split(l.burst, l.period, l.limit, int64(maxPlanSpan/time.Microsecond))
+	if !ok {
 		return planLimit{}, fmt.Errorf("Burst %d × Period %v / Limit %d: a bucket deeper than 100 years", r.Burst, r.Period, r.Limit)
 	}
-	q, rem := bits.Div64(hi, lo, uint64(l.limit))
-	if q > uint64(maxPlanSpan/time.Microsecond) {
-		return planLimit{}, fmt.Errorf("Burst %d × Period %v / Limit %d: a bucket deeper than 100 years", r.Burst, r.Period, r.Limit)
-	}
-	l.tq, l.tr = int64(q), int64(rem)
+	l.tq, l.tr = tq, tr
 	return l, nil
 }
 
@@ -381,7 +375,7 @@ func shortDuration(d time.Duration) string {
 }
 
 // prepare computes what every request under p reuses: the
-// RateLimit-Policy field and the Redis script's arguments.
+// RateLimit-Policy field.
 func (p *Plan) prepare() {
 	var pol []byte
 	for i := range p.limits {
@@ -397,31 +391,6 @@ func (p *Plan) prepare() {
 		pol = strconv.AppendInt(pol, seconds(l.window), 10)
 	}
 	p.policy = []string{string(pol)}
-	for c := range p.redisArgs {
-		p.redisArgs[c] = p.scriptArgs(int64(c), "")
-	}
-}
-
-// scriptArgs returns lua/plan.lua's arguments for cost, with the stream
-// limits stream ("" for none): the cost, the stream, and seven per limit.
-// Every value is boxed here, so that arguments made once cost a request
-// nothing.
-func (p *Plan) scriptArgs(cost int64, stream string) []any {
-	args := make([]any, 0, 2+7*len(p.limits))
-	args = append(args, cost, stream)
-	for i := range p.limits {
-		l := &p.limits[i]
-		if l.quota != 0 {
-			args = append(args, "q", l.name, strconv.FormatInt(l.limit, 10), string(l.quota.code()), "0", "0", "0")
-			continue
-		}
-		iq, ir := "n", "n"
-		if q, r, never := l.inc(cost); !never {
-			iq, ir = strconv.FormatInt(q, 10), strconv.FormatInt(r, 10)
-		}
-		args = append(args, "r", l.name, strconv.FormatInt(l.limit, 10), strconv.FormatInt(l.tq, 10), strconv.FormatInt(l.tr, 10), iq, ir)
-	}
-	return args
 }
 
 // Name returns the plan's name.
@@ -456,11 +425,9 @@ func (l *planLimit) inc(c int64) (q, r int64, never bool) {
 	case c > l.burst:
 		return 0, 0, true
 	}
-	// c × Period / Limit ≤ the bucket's depth, which fits: Div64 cannot
-	// overflow.
-	hi, lo := bits.Mul64(uint64(c), uint64(l.period))
-	qq, rr := bits.Div64(hi, lo, uint64(l.limit))
-	return int64(qq), int64(rr), false
+	// c × Period / Limit is at most the bucket's depth, which fits.
+	q, r, _ = gcra.Split(c, l.period, l.limit, math.MaxInt64)
+	return q, r, false
 }
 
 // rateFits is GCRA for rate l at now (µs): the bucket's TAT is tat µs +
@@ -483,14 +450,16 @@ func (l *planLimit) rateFits(now, tat, rem, incQ, incR int64) (fits bool, ntat, 
 	return d < 0 || d == 0 && nrem <= l.tr, ntat, nrem
 }
 
-// planRaw is one limit's outcome as a store reports it: whether a request
-// of the cost (1 for cost 0) fits, and the state it leaves: a rate's TAT
-// (a, in µs) and remainder (b), or a quota's count (a) and the end of its
-// window (b, in µs). The state is the new one when the plan was charged,
-// else the current one.
-type planRaw struct {
-	fits bool
-	a, b int64
+// A LimitOutcome is one limit's outcome as a store computes it, for
+// PlanResult.Fill: whether a request of the cost (1 for cost 0) fits, and
+// the state the limit is left in — a rate's theoretical arrival time (A,
+// in µs since the Unix epoch by the store's clock) and its remainder (B,
+// in 1/Limit µs), or a quota's count (A) and the end of its window (B, in
+// µs). The state is the new one when the plan was charged, else the
+// current one. The zero LimitOutcome does not fit.
+type LimitOutcome struct {
+	Fits bool
+	A, B int64
 }
 
 // LimitState is what one limit of a plan says about one request. The zero
@@ -537,12 +506,15 @@ func (r *PlanResult) Refused() bool {
 	return r.Banned || r.Decider >= 0 && r.Limits[r.Decider].Refused()
 }
 
-// fill turns the stores' raw answers into r, the same for every store:
-// now is the store's time in µs, cost the request's cost.
-func (r *PlanResult) fill(p *Plan, now, cost int64, raw *[MaxPlanLimits]planRaw) {
+// Fill sets r's Limits, Charged and Decider from the outcome of each
+// limit of plan (out, in the plan's order), as every store reports them:
+// now is the store's time in µs since the Unix epoch, cost the request's
+// cost. A store's TakePlan calls it once it knows the outcomes, so that
+// every store states a limit in the same numbers.
+func (r *PlanResult) Fill(p *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome) {
 	all := true
 	for i := range p.limits {
-		all = all && raw[i].fits
+		all = all && raw[i].Fits
 		r.Limits[i] = p.limits[i].state(now, cost, raw[i])
 	}
 	r.Charged = all && cost > 0
@@ -574,11 +546,11 @@ func (r *PlanResult) pickDecider(n int) {
 }
 
 // state reports one limit from a store's raw answer.
-func (l *planLimit) state(now, cost int64, raw planRaw) LimitState {
+func (l *planLimit) state(now, cost int64, raw LimitOutcome) LimitState {
 	c := max(cost, 1)
 	if l.quota != 0 {
-		st := LimitState{Remaining: max(l.limit-raw.a, 0), Reset: micros(raw.b - now)}
-		if !raw.fits {
+		st := LimitState{Remaining: max(l.limit-raw.A, 0), Reset: micros(raw.B - now)}
+		if !raw.Fits {
 			st.RetryAfter = max(st.Reset, time.Microsecond)
 			if c > l.limit {
 				st.RetryAfter = -1
@@ -586,7 +558,7 @@ func (l *planLimit) state(now, cost int64, raw planRaw) LimitState {
 		}
 		return st
 	}
-	tat, rem := raw.a, raw.b
+	tat, rem := raw.A, raw.B
 	if tat < now {
 		tat, rem = now, 0
 	}
@@ -594,7 +566,7 @@ func (l *planLimit) state(now, cost int64, raw planRaw) LimitState {
 	if rem > 0 {
 		st.Reset += time.Microsecond
 	}
-	if !raw.fits {
+	if !raw.Fits {
 		q, r, never := l.inc(c)
 		if never {
 			st.RetryAfter = -1

@@ -3,7 +3,6 @@ package protect
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,58 +70,5 @@ func BenchmarkVerifyConsumer(b *testing.B) {
 				})
 			}
 		}
-	}
-}
-
-// BenchmarkVerifyConsumerRedis decides one hot consumer on a real Redis
-// under plans of 1, 2 and 8 limits: one EVALSHA each, whatever the number
-// of limits (compare with BenchmarkRedisPing).
-func BenchmarkVerifyConsumerRedis(b *testing.B) {
-	c := redisBenchClient(b)
-	s := NewRedisStore(c, RedisOptions{Logger: discardLogger()})
-	b.Cleanup(func() { s.Close() })
-	p, err := New(Config{Store: s, Namespace: fmt.Sprintf("bench:%x:", rand.Uint64()), BanLimit: -1, StoreTimeout: time.Second, Logger: discardLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Close() })
-	eight := []PlanLimit{Quota{Limit: 1 << 40, Period: Hourly}, Quota{Limit: 1 << 40, Period: Daily}, Quota{Limit: 1 << 40, Period: Monthly}}
-	for i := range 5 {
-		eight = append(eight, Rate{Limit: 1 << 32, Period: time.Duration(i+1) * time.Hour})
-	}
-	ctx := context.Background()
-	for _, c := range []struct {
-		name   string
-		limits []PlanLimit
-	}{
-		{"limits=1", []PlanLimit{Rate{Name: "rate", Limit: 1 << 32, Period: time.Hour}}},
-		{"limits=2", []PlanLimit{Rate{Name: "rate", Limit: 1 << 32, Period: time.Hour}, Quota{Limit: 1 << 40, Period: Monthly}}},
-		{"limits=8", eight},
-	} {
-		plan := mustPlan(b, c.name, c.limits...)
-		p.VerifyConsumer(ctx, "cus_bench", plan)
-		b.Run(c.name+"/seq", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if d, _ := p.VerifyConsumer(ctx, "cus_bench", plan); d.Err != nil || d.Refused() {
-					b.Fatal(d.Status, d.Err)
-				}
-			}
-		})
-		b.Run(c.name+"/parallel", func(b *testing.B) {
-			var errs atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism(8)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if d, _ := p.VerifyConsumer(ctx, "cus_bench", plan); d.Err != nil {
-						errs.Add(1)
-					}
-				}
-			})
-			if n := errs.Load(); n != 0 {
-				b.Fatalf("%d errors on one hot consumer", n)
-			}
-		})
 	}
 }

@@ -7,35 +7,18 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // A Protector decides, request by request, whether a client may pass. It
 // is safe for concurrent use. The zero value is not usable: make one with
 // New, and Close it when done.
 type Protector struct {
-	cfg     Config // as New completed it
-	store   Store
-	space   Space        // the store, bound to the namespace and the limits
-	shared  *sharedStore // the store New made, shared with siblings; nil for Config.Store
-	guarded bool         // store calls need a deadline and the circuit breaker
-	// deadlineOnly: the store needs nothing of a context but its deadline,
-	// Done and Err, which deadlines makes cheaply (see deadlineCtx).
-	deadlineOnly bool
-	deadlines    deadlines
-	local        Space          // FailLocal's per-process fallback; nil otherwise
-	held         heldBans       // the space, when it holds bans in this process (heldbans.go)
-	pending      pendingBans    // bans the local store wrote, for the shared one
-	publishing   atomic.Int32   // publishPending, publishRunning, publishDone (publishlimits.go)
-	bg           sync.WaitGroup // background store calls, waited for by Close
-	localMem     *MemoryStore   // the store behind local
-	timeout      time.Duration
-	onError      FailurePolicy
-	brk          *breaker // the store's (circuitStore), or this protector's own
-	stats        stats    // Stats' counters (stats.go)
+	cfg   Config // as New completed it
+	store Store
+	space Space // the store, bound to the namespace and the limits
+	owned bool  // New made the store: Close closes it
+	guard       // the outage machinery around a space outside this process (guard.go)
+	stats stats // Stats' counters (stats.go)
 
 	ns  string
 	lim Limits
@@ -61,18 +44,18 @@ type Protector struct {
 	log           *slog.Logger
 
 	closeOnce sync.Once
-	closed    atomic.Bool // Close was called: Sibling makes nothing
 	closeErr  error
 }
 
 // New checks cfg, fills in its defaults and returns a Protector. A bad
 // setting is an error that names it and quotes the value; New never
 // panics on configuration.
-func New(cfg Config) (*Protector, error) { return newProtector(cfg, nil) }
-
-// newProtector is New, on the store of shared when it is not nil (see
-// Sibling).
-func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
+//
+// Every protector of a service is given the same Config.Store: that is
+// how they share one pool of connections, one circuit breaker and one
+// ban list. A protector with no Store makes a MemoryStore of its own,
+// which Close closes.
+func New(cfg Config) (*Protector, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -87,11 +70,9 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 	}
 	header := canonicalHeader(c.ProxyHeader)
 	p := &Protector{
-		cfg:     c,
-		store:   c.Store,
-		timeout: c.StoreTimeout,
-		onError: c.OnStoreError,
-		ns:      c.Namespace,
+		cfg:   c,
+		store: c.Store,
+		ns:    c.Namespace,
 		lim: Limits{
 			MaxRequests:    c.MaxRequests,
 			TTL:            c.TTL,
@@ -120,20 +101,8 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		// in protectctl's list and in the log.
 		p.lim.BanReason = failuresReason(c.BanLimit)
 	}
-	switch {
-	case shared != nil:
-		p.store, p.shared = shared.store, shared
-	case p.store == nil && c.RedisURL != "":
-		o, err := redisOptions(c.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("%w: RedisURL: %w", ErrConfig, err)
-		}
-		rs := NewRedisStore(redis.NewClient(o), RedisOptions{Logger: c.Logger})
-		rs.ownsConn = true
-		p.store, p.shared = rs, newSharedStore(rs)
-	case p.store == nil:
-		p.store = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
-		p.shared = newSharedStore(p.store)
+	if p.store == nil {
+		p.store, p.owned = NewMemoryStore(MemoryOptions{Clock: cfg.Clock}), true
 	}
 	scope := Scope{Namespace: p.ns, BanNamespace: c.BanNamespace, Limits: p.lim}
 	if p.dryRun {
@@ -143,58 +112,33 @@ func newProtector(cfg Config, shared *sharedStore) (*Protector, error) {
 		scope.Limits.BanLimit = -1
 	}
 	if p.space, err = p.store.Space(scope); err != nil {
-		if p.shared != nil && shared == nil { // made here; a sibling's is released by Sibling
-			p.shared.release()
-		}
+		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	// A space that answers from this process's memory cannot hang: its
-	// calls skip the deadline (and the allocations a deadline costs) and
-	// the breaker.
-	_, inProcess := p.space.(interface{ inProcess() bool })
-	p.guarded = !inProcess
-	if d, ok := p.space.(interface{ deadlineOnly() bool }); ok {
-		p.deadlineOnly = d.deadlineOnly()
-	}
-	if cs, ok := p.store.(circuitStore); ok {
-		p.brk = cs.circuit()
-	} else {
-		p.brk = newBreaker(c.Clock)
 	}
 	if p.esc, err = p.newEscalation(); err != nil {
-		if p.shared != nil && shared == nil {
-			p.shared.release()
-		}
+		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	p.held, _ = p.space.(heldBans)
-	switch {
-	case p.dryRun: // a dry run enforces nothing: it has no limits to publish
-		p.publishing.Store(publishDone)
-	case !p.guarded: // in process: at once, it costs nothing
-		p.publish()
-		p.publishing.Store(publishDone)
-	}
-	if p.guarded && p.onError == FailLocal {
-		p.localMem = NewMemoryStore(MemoryOptions{Clock: cfg.Clock})
-		p.local, _ = p.localMem.Space(scope)
-	}
+	p.guard.init(p, scope)
 	return p, nil
 }
 
+// closeOwned closes the store New made, if it made one.
+func (p *Protector) closeOwned() error {
+	if p.owned {
+		return p.store.Close()
+	}
+	return nil
+}
+
 // Close releases what the protector owns: the store it made (not one
-// passed in Config.Store), once the last of its siblings is closed too,
-// and its local fallback store. It is safe to call more than once.
+// passed in Config.Store, which whoever made it closes, after the
+// protectors on it) and its local fallback store. It is safe to call
+// more than once.
 func (p *Protector) Close() error {
-	p.closed.Store(true)
 	p.closeOnce.Do(func() {
-		p.bg.Wait()
-		if p.localMem != nil {
-			p.localMem.Close()
-		}
-		if p.shared != nil {
-			p.closeErr = p.shared.release()
-		}
+		p.guard.close()
+		p.closeErr = p.closeOwned()
 	})
 	return p.closeErr
 }
@@ -422,32 +366,6 @@ func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
 	}
 }
 
-// storeFailed applies the failure policy to the store error err, writing
-// it into d: it reports whether the FailLocal store decides instead, and
-// the error to return (ctx's, once ctx has ended). One function for the
-// stream and for plans, so that the two never answer an outage apart.
-func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (local bool, _ error) {
-	d.Err, d.hdr = err, nil
-	if ctx.Err() != nil {
-		d.Status = Unavailable
-		return false, ctx.Err()
-	}
-	p.stats.stripe().storeFailures.Add(1)
-	switch {
-	case p.heldBanDecision(ctx, d):
-		// A ban this instance knows holds whatever the store's health,
-		// under every policy.
-		return false, nil
-	case p.onError == FailClosed:
-		d.Status, d.RetryAfter = Unavailable, breakerCooldown
-		p.logDryRun(d)
-		return false, nil
-	case p.onError == FailOpen || p.local == nil: // no local store: an in-process one never fails
-		return false, nil
-	}
-	return true, nil
-}
-
 // banned writes the answer of the ban in res into d, out of the hot path.
 //
 //go:noinline
@@ -459,87 +377,6 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 		p.logBan(ctx, "protect: ban added", *res.Ban)
 		p.escalate(ctx, res.Ban)
 	}
-}
-
-// take calls the store: guarded when it is outside this process; in
-// process, with no deadline and no breaker.
-func (p *Protector) take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	if p.guarded {
-		return p.guardedTake(ctx, k, a, n)
-	}
-	return p.space.Take(ctx, k, a, n)
-}
-
-// guardedTake calls a store outside this process: with a deadline, and
-// through the circuit breaker.
-func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	if p.brk.open() {
-		if res, ok := p.heldWhileOpen(k, a); ok {
-			return res, nil
-		}
-	}
-	res, err := guarded(p, ctx, func(ctx context.Context) (Result, error) {
-		return p.space.Take(ctx, k, a, n)
-	})
-	if err == nil && n > 0 && p.publishing.Load() == publishPending {
-		p.publishSoon()
-	}
-	return res, err
-}
-
-// guarded runs one store call with StoreTimeout and through the circuit
-// breaker, logging a change of the breaker's state once.
-func guarded[R any](p *Protector, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
-	var zero R
-	if !p.brk.allow() {
-		p.stats.stripe().circuitReject.Add(1)
-		return zero, ErrStoreUnavailable
-	}
-	var res R
-	var err error
-	// The deadline is compared with the real time by the socket, and the
-	// latency is real time too: both come from the real clock, never from
-	// Config.Clock.
-	start := time.Now()
-	if p.deadlineOnly {
-		res, err = call(p.deadlines.context(ctx, start.Add(p.timeout)))
-	} else {
-		sctx, cancel := context.WithTimeout(ctx, p.timeout)
-		res, err = call(sctx)
-		cancel()
-	}
-	if p.guarded { // the memory store's calls (escalation's) are not store traffic
-		p.stats.storeCall(ctx, time.Since(start), err)
-	}
-	if err == nil {
-		if p.brk.success() {
-			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
-		}
-		if p.pending.n.Load() != 0 {
-			p.writePending()
-		}
-		return res, nil
-	}
-	if ctx.Err() != nil {
-		// The caller gave up; that says nothing about the store.
-		p.brk.release()
-		return zero, ctx.Err()
-	}
-	err = explainStoreError(err, p.timeout)
-	if p.brk.failure() {
-		p.stats.stripe().circuitOpens.Add(1)
-		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
-			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
-	}
-	return zero, err
-}
-
-// storeContext bounds an administrative store call by StoreTimeout.
-func (p *Protector) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if !p.guarded {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, p.timeout)
 }
 
 // logDryRun logs the refusals a dry run lets through.

@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,11 +8,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
+	"github.com/httpprotect/protect/internal/logtest"
 )
 
 // tally counts decisions by status.
@@ -321,8 +319,6 @@ func TestConfigErrors(t *testing.T) {
 		{"header name", Config{ProxyHeader: "X Forwarded"}, `"X Forwarded"`},
 		{"ban status", Config{BanStatus: 200}, "BanStatus 200"},
 		{"namespace with a hash tag", Config{Namespace: "app{1}:"}, `"app{1}:"`},
-		// The password never: scheme, host and port only.
-		{"redis URL", Config{RedisURL: "redis://:hunter2@host:port"}, "RedisURL: redis URL (scheme redis, host host)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,19 +340,6 @@ func TestConfigErrors(t *testing.T) {
 	if !p.res.trusted.contains(netip.MustParseAddr("192.0.2.15")) || p.res.trusted.contains(netip.MustParseAddr("192.0.2.16")) ||
 		!p.safe.contains(netip.MustParseAddr("198.51.100.77")) {
 		t.Fatal("bare addresses or mapped CIDRs not honoured")
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"2d12h": 60 * time.Hour, "7d": 7 * 24 * time.Hour, "90s": 90 * time.Second, "1d30m": 24*time.Hour + 30*time.Minute} {
-		if got, err := ParseDuration(in); err != nil || got != want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "d", "2x", "1d-1h", "99999999999999d"} {
-		if _, err := ParseDuration(in); err == nil {
-			t.Errorf("ParseDuration(%q) accepted", in)
-		}
 	}
 }
 
@@ -501,22 +484,7 @@ func TestConsumerNamedLikeAnAddress(t *testing.T) {
 }
 
 // recorder keeps log records with their attributes.
-type recorder struct {
-	mu      sync.Mutex
-	records []map[string]string
-}
-
-func (h *recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recorder) Handle(_ context.Context, r slog.Record) error {
-	m := map[string]string{"msg": r.Message}
-	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
-	h.mu.Lock()
-	h.records = append(h.records, m)
-	h.mu.Unlock()
-	return nil
-}
-func (h *recorder) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *recorder) WithGroup(string) slog.Handler      { return h }
+type recorder = logtest.Recorder
 
 // Nothing bans or lifts silently: each is logged with key, reason and length.
 func TestBansAndLiftsAreLogged(t *testing.T) {
@@ -533,106 +501,14 @@ func TestBansAndLiftsAreLogged(t *testing.T) {
 		{"msg": "protect: ban added", "key": "198.51.100.0/24", "reason": "scanner", "length": "permanent", "source": "manual", "by": "ops"},
 		{"msg": "protect: ban lifted", "key": "192.0.2.1", "reason": "stream passed the ban limit of 2 requests", "length": "1h0m0s", "by": "alice"},
 	}
-	if len(rec.records) != len(want) {
-		t.Fatalf("logged %v", rec.records)
+	if len(rec.Records()) != len(want) {
+		t.Fatalf("logged %v", rec.Records())
 	}
 	for i, w := range want {
 		for k, v := range w {
-			if rec.records[i][k] != v {
-				t.Errorf("record %d: %s = %q, want %q (%v)", i, k, rec.records[i][k], v, rec.records[i])
+			if rec.Records()[i][k] != v {
+				t.Errorf("record %d: %s = %q, want %q (%v)", i, k, rec.Records()[i][k], v, rec.Records()[i])
 			}
 		}
-	}
-}
-
-// Check decides as Verify does but counts nothing and writes nothing: not
-// the count, not the counter's expiry, on every store.
-func TestCheckCountsNothing(t *testing.T) {
-	type target struct {
-		name string
-		// make returns a protector on the store and a function that lets
-		// d pass as the store sees it.
-		make func(t *testing.T, cfg Config) (*Protector, func(time.Duration))
-	}
-	targets := []target{{"memory", func(t *testing.T, cfg Config) (*Protector, func(time.Duration)) {
-		p, clk := newTestProtector(t, cfg)
-		return p, clk.Advance
-	}}, {"miniredis", func(t *testing.T, cfg Config) (*Protector, func(time.Duration)) {
-		m := miniredis.RunT(t)
-		in := newInstance(t, m.Addr(), "protect:", cfg, RedisOptions{RangeRefresh: -1})
-		return in.p, m.FastForward
-	}}, {"redis-server", func(t *testing.T, cfg Config) (*Protector, func(time.Duration)) {
-		addr := realRedisAddr(t)
-		in := newInstance(t, addr, testNamespace(t, addr), cfg, RedisOptions{RangeRefresh: -1})
-		return in.p, time.Sleep
-	}}}
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			const limit = 3
-			p, wait := tg.make(t, Config{MaxRequests: limit, BanLimit: 10, TTL: 10 * time.Second, StoreTimeout: 10 * time.Second})
-			ctx := t.Context()
-			r := request("192.0.2.9:1234")
-			key := Key{Prefix: netip.MustParsePrefix("192.0.2.9/32")}
-			check := func(step string) Decision {
-				t.Helper()
-				d, err := p.Check(ctx, r)
-				if err != nil || d.Err != nil {
-					t.Fatalf("%s: Check = %v, %v", step, err, d.Err)
-				}
-				if d.Key != key || d.Addr != key.Prefix.Addr() {
-					t.Fatalf("%s: Check.Key, Addr = %s, %v; want %s", step, d.Key, d.Addr, key)
-				}
-				return d
-			}
-			for i := range 2 {
-				if d := check("before any request"); d.Status != Allowed || d.Count != 0 || d.Remaining != limit || d.Refused() {
-					t.Fatalf("Check %d before any request = %v count %d remaining %d; want allowed, 0, %d", i+1, d.Status, d.Count, d.Remaining, limit)
-				}
-			}
-			if st, err := p.Inspect(ctx, key); err != nil || st.Count != 0 || st.CountTTL != 0 {
-				t.Fatalf("Inspect after two Checks = %+v, %v; want no counter", st, err)
-			}
-			if d := verify(t, p, r); d.Status != Allowed || d.Count != 1 {
-				t.Fatalf("first Verify after two Checks = %v count %d; want allowed with count 1", d.Status, d.Count)
-			}
-			// A Check does not renew the counter's expiry.
-			before, err := p.Inspect(ctx, key)
-			if err != nil || before.Count != 1 || before.CountTTL <= 0 {
-				t.Fatalf("Inspect after one Verify = %+v, %v", before, err)
-			}
-			wait(50 * time.Millisecond)
-			if d := check("after one request"); d.Status != Allowed || d.Count != 1 || d.Remaining != limit-1 {
-				t.Fatalf("Check after one Verify = %v count %d remaining %d; want allowed, 1, %d", d.Status, d.Count, d.Remaining, limit-1)
-			}
-			if after, err := p.Inspect(ctx, key); err != nil || after.Count != 1 || after.CountTTL >= before.CountTTL {
-				t.Fatalf("Inspect after a Check = %+v, %v; want count 1 and a CountTTL below %v", after, err, before.CountTTL)
-			}
-			for i := 2; i <= limit+1; i++ {
-				d := verify(t, p, r)
-				if d.Count != int64(i) || (d.Status == Limited) != (i == limit+1) {
-					t.Fatalf("Verify %d = %v count %d", i, d.Status, d.Count)
-				}
-			}
-			for i := range 3 {
-				d := check("past the limit")
-				if d.Status != Limited || d.Count != limit+1 || !d.Refused() || d.StatusCode() != 429 || d.RetryAfter != 10*time.Second {
-					t.Fatalf("Check %d past the limit = %v count %d code %d retry %v; want limited with count %d, 429, 10s",
-						i+1, d.Status, d.Count, d.StatusCode(), d.RetryAfter, limit+1)
-				}
-			}
-			if st, err := p.Inspect(ctx, key); err != nil || st.Count != limit+1 {
-				t.Fatalf("Inspect.Count after Checks past the limit = %d, %v; want %d", st.Count, err, limit+1)
-			}
-			if d := verify(t, p, r); d.Count != limit+2 || d.Status != Limited {
-				t.Fatalf("Verify after Checks = %v count %d; want limited with count %d", d.Status, d.Count, limit+2)
-			}
-			// A ban answers a Check too.
-			if _, err := p.Ban(ctx, "192.0.2.9", BanOptions{For: time.Hour}); err != nil {
-				t.Fatal(err)
-			}
-			if d := check("banned"); d.Status != Banned || !d.Refused() || d.Ban == nil || d.Ban.Key != key {
-				t.Fatalf("Check of a banned client = %v, ban %+v; want banned by the ban on %s", d.Status, d.Ban, key)
-			}
-		})
 	}
 }

@@ -1,12 +1,10 @@
 package protect
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Published limits: each namespace's Limits as its protectors publish
@@ -18,10 +16,11 @@ import (
 // already bound to other Limits.
 var ErrLimitsDiffer = errors.New("protect: one namespace, two sets of limits")
 
-// bindLimits checks scope's Limits against those the namespace was first
-// bound to (bound, when ok), and returns the error Store.Space gives when
-// they differ.
-func bindLimits(ns string, bound Limits, ok bool, lim Limits) error {
+// LimitsDiffer returns the error Store.Space gives when it is asked to
+// bind namespace ns to lim after it bound it to bound (when ok): nil when
+// ok is false or the two are equal, else an error that wraps
+// ErrLimitsDiffer and names the fields that differ.
+func LimitsDiffer(ns string, bound Limits, ok bool, lim Limits) error {
 	if !ok || bound == lim {
 		return nil
 	}
@@ -62,41 +61,4 @@ func (a Limits) diff(b Limits) (as, bs string) {
 		add("BanReason", strconv.Quote(a.BanReason), strconv.Quote(b.BanReason))
 	}
 	return strings.Join(x, ", "), strings.Join(y, ", ")
-}
-
-// publishedRecord is Limits as the Redis store keeps them at
-// <namespace>limits: JSON, readable with redis-cli, times in ms.
-type publishedRecord struct {
-	MaxRequests    int64   `json:"max_requests"`
-	TTL            int64   `json:"ttl_ms"`
-	BanLimit       int64   `json:"ban_limit"`
-	BanDuration    int64   `json:"ban_duration_ms"`
-	BanFactor      float64 `json:"ban_factor"`
-	MaxBanDuration int64   `json:"max_ban_duration_ms"`
-	OffenseWindow  int64   `json:"offense_window_ms"`
-	BanReason      string  `json:"ban_reason,omitempty"`
-}
-
-func encodeLimits(l Limits) string {
-	b, _ := json.Marshal(publishedRecord{ // a struct of numbers and a string: cannot fail
-		MaxRequests: l.MaxRequests, TTL: l.TTL.Milliseconds(), BanLimit: l.BanLimit,
-		BanDuration: l.BanDuration.Milliseconds(), BanFactor: l.BanFactor,
-		MaxBanDuration: l.MaxBanDuration.Milliseconds(), OffenseWindow: l.OffenseWindow.Milliseconds(),
-		BanReason: l.BanReason,
-	})
-	return string(b)
-}
-
-func decodeLimits(s string) (Limits, error) {
-	var r publishedRecord
-	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		return Limits{}, fmt.Errorf("malformed published limits %q: %w", s, err)
-	}
-	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return Limits{
-		MaxRequests: r.MaxRequests, TTL: ms(r.TTL), BanLimit: r.BanLimit,
-		BanDuration: ms(r.BanDuration), BanFactor: r.BanFactor,
-		MaxBanDuration: ms(r.MaxBanDuration), OffenseWindow: ms(r.OffenseWindow),
-		BanReason: r.BanReason,
-	}, nil
 }

@@ -100,6 +100,11 @@ type Stats struct {
 	// the local store under FailLocal.
 	StoreFailures uint64
 
+	// PendingBans is the number of bans the FailLocal store wrote while
+	// the store was down that are not yet written to the store, at the
+	// call (see OnStoreError).
+	PendingBans int
+
 	// RangeBans is the number of range bans in force in the protector's
 	// ban list, read from the copy every request checks (no store call);
 	// on a RedisStore that copy may be a refresh interval old. -1 when
@@ -139,32 +144,15 @@ func (p *Protector) Stats() Stats {
 	s.Namespace, s.Policy = p.ns, p.onError
 	s.CircuitOpen = p.brk.open()
 	s.RangeBans = -1
-	if r, ok := p.space.(rangeBanCounter); ok {
-		s.RangeBans = r.rangeBans()
+	s.PendingBans = int(p.pending.n.Load())
+	if r, ok := p.space.(RangeBanCounter); ok {
+		s.RangeBans = r.RangeBans()
 	}
 	return s
 }
 
-// A rangeBanCounter is a space that can tell its number of range bans in
-// force without a store call.
-type rangeBanCounter interface{ rangeBans() int }
-
-func (sp *memSpace) rangeBans() int   { return sp.bns.ranges.Load().live(sp.s.now()) }
-func (sp *redisSpace) rangeBans() int { return sp.bns.ranges.Load().live(sp.s.now()) }
-
-// live counts the bans of r in force at ticks t.
-func (r *rangeSet) live(t int64) int {
-	if r == nil {
-		return 0
-	}
-	n := 0
-	for i := range r.bans {
-		if r.bans[i].live(t) {
-			n++
-		}
-	}
-	return n
-}
+// RangeBans implements RangeBanCounter.
+func (sp *memSpace) RangeBans() int { return sp.bns.ranges.Load().Len(sp.s.now()) }
 
 // stats holds a protector's counters, striped: every request adds to one
 // counter, and a counter that every core wrote would bounce its cache line

@@ -55,9 +55,7 @@ type Scope struct {
 	// reads and writes: key bans, range bans, and the records that make
 	// bans escalate. Protectors with one BanNamespace share one ban list,
 	// whatever their Namespaces: a client banned by one is refused by
-	// every other. Empty means Namespace, which is also where an earlier
-	// release kept bans (its default, "protect:", is the default ban
-	// namespace, so the bans it wrote keep holding).
+	// every other. Empty means Namespace.
 	BanNamespace string
 	// Limits decide Space.Take.
 	Limits Limits
@@ -173,10 +171,11 @@ type Limits struct {
 	BanReason string
 }
 
-// check reports limits a store cannot apply: a TTL that forgets every
+// Check reports limits a store cannot apply: a TTL that forgets every
 // count at once, negative lengths, a ban factor below 1. Config never
-// makes such limits; a Space bound by hand might.
-func (lim *Limits) check() error {
+// makes such limits; a Space bound by hand might. A store's Space calls
+// it before binding.
+func (lim *Limits) Check() error {
 	switch {
 	case lim.TTL <= 0:
 		return fmt.Errorf("protect: limits: TTL %v: must be positive", lim.TTL)
@@ -189,13 +188,14 @@ func (lim *Limits) check() error {
 	return nil
 }
 
-// checkBan returns b as a store keeps it, or an error for a ban no store
-// can hold. Who added it loses any '|', the separator of the Redis
-// record, on every store alike.
-func checkBan(b Ban) (Ban, error) {
+// CheckBan returns b as a store keeps it, or an error for a ban no store
+// can hold; a store's AddBan calls it first. Who added it (By) loses any
+// '|', so that every store keeps the same text whatever separates its
+// record's fields.
+func CheckBan(b Ban) (Ban, error) {
 	switch {
 	case b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()):
-		return Ban{}, errEmptyKey
+		return Ban{}, ErrEmptyKey
 	case b.Source != SourceAuto && b.Source != SourceManual:
 		return Ban{}, fmt.Errorf("protect: ban %s: source %q: want %q or %q", b.Key, b.Source, SourceAuto, SourceManual)
 	}
@@ -203,10 +203,12 @@ func checkBan(b Ban) (Ban, error) {
 	return b, nil
 }
 
-var errEmptyKey = errors.New("protect: empty key")
+// ErrEmptyKey is the error of a store asked about the zero Key.
+var ErrEmptyKey = errors.New("protect: empty key")
 
-// banReason is the reason recorded on an automatic ban under lim.
-func (lim *Limits) banReason() string {
+// Reason is the reason a store records on the bans Take writes under lim:
+// BanReason, or when that is empty one that states the BanLimit.
+func (lim *Limits) Reason() string {
 	if lim.BanReason != "" {
 		return lim.BanReason
 	}

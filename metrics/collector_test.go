@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +17,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/testclock"
 	"github.com/httpprotect/protect/metrics"
+	"github.com/httpprotect/protect/redisstore"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = testclock.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+var newFakeClock = testclock.New
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
@@ -197,7 +181,7 @@ func TestOutage(t *testing.T) {
 			m := miniredis.RunT(t)
 			clk := newFakeClock()
 			rc := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
-			store := protect.NewRedisStore(rc, protect.RedisOptions{Clock: clk.Now, Logger: quiet(), RangeRefresh: -1})
+			store := redisstore.New(rc, redisstore.Options{Clock: clk.Now, Logger: quiet(), RangeRefresh: -1})
 			t.Cleanup(func() { store.Close(); rc.Close() })
 			p := newProtector(t, protect.Config{Store: store, Namespace: "out:", MaxRequests: 2, OnStoreError: tc.policy, Clock: clk.Now})
 			c := metrics.NewCollector(p)
@@ -255,7 +239,7 @@ func TestStoreTimeout(t *testing.T) {
 	}
 	t.Cleanup(func() { l.Close() })
 	rc := redis.NewClient(&redis.Options{Addr: l.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: true})
-	store := protect.NewRedisStore(rc, protect.RedisOptions{Logger: quiet(), RangeRefresh: -1})
+	store := redisstore.New(rc, redisstore.Options{Logger: quiet(), RangeRefresh: -1})
 	t.Cleanup(func() { store.Close(); rc.Close() })
 	p := newProtector(t, protect.Config{Store: store, Namespace: "slow:", OnStoreError: protect.FailOpen, StoreTimeout: 20 * time.Millisecond})
 	if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1")); d.Status != protect.Allowed || d.Err == nil {

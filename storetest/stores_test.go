@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/testclock"
+	"github.com/httpprotect/protect/redisstore"
 	"github.com/httpprotect/protect/storetest"
 )
 
@@ -24,7 +25,7 @@ import (
 
 func TestMemoryStore(t *testing.T) {
 	storetest.RunEnv(t, func(t *testing.T) storetest.Env {
-		clk := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+		clk := testclock.At(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 		s := protect.NewMemoryStore(protect.MemoryOptions{Clock: clk.Now, SweepInterval: -1})
 		t.Cleanup(func() { s.Close() })
 		return storetest.Env{Store: s, Wait: clk.Advance, Now: clk.Now}
@@ -34,11 +35,11 @@ func TestMemoryStore(t *testing.T) {
 func TestMiniredis(t *testing.T) {
 	storetest.RunEnv(t, func(t *testing.T) storetest.Env {
 		m := miniredis.RunT(t)
-		clk := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+		clk := testclock.At(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 		m.SetTime(clk.Now())
 		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		t.Cleanup(func() { c.Close() })
-		s := protect.NewRedisStore(c, protect.RedisOptions{Clock: clk.Now, RangeRefresh: -1, Logger: discard})
+		s := redisstore.New(c, redisstore.Options{Clock: clk.Now, RangeRefresh: -1, Logger: discard})
 		t.Cleanup(func() { s.Close() })
 		return storetest.Env{Store: s, Now: clk.Now, Wait: func(d time.Duration) {
 			clk.Advance(d)
@@ -81,7 +82,7 @@ func envOrSkip(t *testing.T, name string) string {
 func realEnv(t *testing.T, c redis.UniversalClient) storetest.Env {
 	t.Helper()
 	ns := fmt.Sprintf("storetest:%s:%x:", strings.ReplaceAll(t.Name(), "/", "."), rand.Uint64())
-	s := protect.NewRedisStore(c, protect.RedisOptions{RangeRefresh: -1, Logger: discard})
+	s := redisstore.New(c, redisstore.Options{RangeRefresh: -1, Logger: discard})
 	t.Cleanup(func() {
 		s.Close()
 		clean := func(ctx context.Context, node *redis.Client) error {
@@ -100,23 +101,6 @@ func realEnv(t *testing.T, c redis.UniversalClient) storetest.Env {
 		c.Close()
 	})
 	return storetest.Env{Store: s, Namespace: ns}
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 var discard = slog.New(slog.DiscardHandler)

@@ -16,6 +16,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/envconfig"
+	"github.com/httpprotect/protect/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,7 +67,7 @@ func (c *fakeClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 // service is one instance of a protected service on the shared Redis.
 type service struct {
 	p     *protect.Protector
-	store *protect.RedisStore
+	store *redisstore.Store
 	clock *fakeClock
 }
 
@@ -73,7 +75,7 @@ func newService(t *testing.T, s server, cfg protect.Config) *service {
 	t.Helper()
 	clk := &fakeClock{t: time.Now()}
 	c := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-	store := protect.NewRedisStore(c, protect.RedisOptions{Clock: clk.Now, RangeRefresh: -1})
+	store := redisstore.New(c, redisstore.Options{Clock: clk.Now, RangeRefresh: -1})
 	cfg.Store, cfg.Namespace, cfg.BanNamespace, cfg.Clock = store, s.ns, s.ns, clk.Now
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	p, err := protect.New(cfg)
@@ -88,7 +90,7 @@ func newService(t *testing.T, s server, cfg protect.Config) *service {
 // environment, as protectctl reads them.
 func newEnvService(t *testing.T, s server) *service {
 	t.Helper()
-	cfg, err := protect.ConfigFromEnv()
+	cfg, err := envconfig.FromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}

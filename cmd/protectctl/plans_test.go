@@ -11,6 +11,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/envconfig"
 )
 
 const plansJSON = `{"pro":  {"rates":  [{"name": "burst", "limit": 10, "period": "1h", "burst": 20}],
@@ -21,7 +22,7 @@ const plansJSON = `{"pro":  {"rates":  [{"name": "burst", "limit": 10, "period":
 // inspect consumer:NAME shows each stored limit of the consumer, and with
 // the plans file what is left of each under each plan.
 func TestInspectConsumerPlans(t *testing.T) {
-	plans, err := protect.ParsePlans([]byte(plansJSON))
+	plans, err := envconfig.ParsePlans([]byte(plansJSON))
 	if err != nil {
 		t.Fatal(err)
 	}

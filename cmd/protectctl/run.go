@@ -18,6 +18,8 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/envconfig"
+	"github.com/httpprotect/protect/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -61,7 +63,7 @@ func usagef(format string, args ...any) error {
 type cli struct {
 	stdout, stderr io.Writer
 	redisURL, ns   string
-	store          *protect.RedisStore
+	store          *redisstore.Store
 	admin          *admin.Admin
 }
 
@@ -195,15 +197,21 @@ func (c *cli) open() error {
 	// protectctl runs in the services' environment, which also holds the
 	// names protectd reads itself: declare them, so that only a typo is
 	// refused.
-	cfg, err := protect.ConfigFromEnv("LISTEN", "PLANS")
+	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
+	cfg, err := envconfig.Read(os.Environ(), envconfig.Options{
+		Own:      []string{"LISTEN", "PLANS"},
+		RedisURL: c.redisURL,
+		// A short-lived tool: no background refresh, no cached answers.
+		Redis: redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger},
+	})
 	if err != nil {
+		if errors.Is(err, redisstore.ErrURL) {
+			return usageError{err}
+		}
 		return err
 	}
-	url := c.redisURL
-	if url == "" {
-		url = cfg.RedisURL
-	}
-	if url == "" {
+	store, ok := cfg.Store.(*redisstore.Store)
+	if !ok {
 		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL")
 	}
 	if c.ns != "" {
@@ -212,19 +220,13 @@ func (c *cli) open() error {
 		// HTTP_PROTECT_NAMESPACE and HTTP_PROTECT_BAN_NAMESPACE instead.
 		cfg.Namespace, cfg.BanNamespace = c.ns, c.ns
 	}
-	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
-	// A short-lived tool: no background refresh, no cached answers.
-	store, err := protect.DialRedis(url, protect.RedisOptions{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger})
-	if err != nil {
-		return usageError{err}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
 		store.Close()
 		return fmt.Errorf("%w\n  check -redis or HTTP_PROTECT_REDIS_URL, and that the server is running and reachable", err)
 	}
-	cfg.Store, cfg.RedisURL, cfg.Logger = store, "", logger
+	cfg.Logger = logger
 	// Each page of a listing or a lift (a thousand bans) has this
 	// deadline; a tool run by hand can wait longer than a request.
 	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second)
@@ -350,7 +352,7 @@ func (f durationFlag) String() string {
 // is over before anyone could check it, a typo ("-for 500ms" for "500m")
 // more likely than a decision.
 func (f durationFlag) Set(s string) error {
-	d, err := protect.ParseDuration(s)
+	d, err := envconfig.ParseDuration(s)
 	if err != nil {
 		return err
 	}
@@ -492,7 +494,7 @@ func readPlans(file, name string) (map[string]*protect.Plan, error) {
 		}
 		return nil, nil
 	}
-	plans, err := protect.LoadPlans(file) // a path, or the JSON itself as protectd takes it
+	plans, err := envconfig.LoadPlans(file) // a path, or the JSON itself as protectd takes it
 	if err != nil {
 		return nil, usagef("-plans: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+
+	"github.com/httpprotect/protect/redisstore"
 )
 
 const (
@@ -65,9 +67,14 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "protectd: %v\n", err)
 		return exitUsage
 	}
-	defer v.p.Close()
+	defer func() {
+		v.p.Close()
+		if s.cfg.Store != nil { // dialed from HTTP_PROTECT_REDIS_URL: ours to close
+			s.cfg.Store.Close()
+		}
+	}()
 	store := "memory"
-	if s.cfg.RedisURL != "" {
+	if _, ok := s.cfg.Store.(*redisstore.Store); ok {
 		store = "redis"
 	}
 	if *check {

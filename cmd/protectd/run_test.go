@@ -32,7 +32,7 @@ func TestRunBadSettings(t *testing.T) {
 		{"HTTP_PROTECT_PLANS=" + filepath.Join(dir, "missing.json"), `HTTP_PROTECT_PLANS="` + filepath.Join(dir, "missing.json") + `"`},
 		{"HTTP_PROTECT_PLANS=" + badFile, `plan "pro"`},
 		{`HTTP_PROTECT_PLANS={"pro": {"rates": [], "tiers": []}}`, `unknown field "tiers"`},
-		{"HTTP_PROTECT_REDIS_URL=http://example.com", `RedisURL`},
+		{"HTTP_PROTECT_REDIS_URL=http://example.com", `HTTP_PROTECT_REDIS_URL: protect: redis URL: not a Redis URL`},
 		{"HTTP_PROTECT_LISTN=127.0.0.1:1", `HTTP_PROTECT_LISTN`},
 	} {
 		t.Run(tc.env, func(t *testing.T) {

@@ -7,14 +7,15 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/envconfig"
 )
 
 // protectd's own settings, beside protect's HTTP_PROTECT_* names.
 const (
 	ownListen     = "LISTEN"
 	ownPlans      = "PLANS"
-	envListen     = protect.DefaultEnvPrefix + ownListen
-	envPlans      = protect.DefaultEnvPrefix + ownPlans
+	envListen     = envconfig.Prefix + ownListen
+	envPlans      = envconfig.Prefix + ownPlans
 	defaultListen = "127.0.0.1:8089"
 )
 
@@ -28,11 +29,11 @@ type settings struct {
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
-// a later entry wins). It is as strict as protect.ConfigFromEnv: an
+// a later entry wins). It is as strict as envconfig.FromEnv: an
 // HTTP_PROTECT_ name that is neither protect's nor protectd's is an
 // error. Every error quotes the setting and its value.
 func loadSettings(env []string) (settings, error) {
-	cfg, err := protect.ConfigFromEnviron(env, protect.DefaultEnvPrefix, ownListen, ownPlans)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans)
 	if err != nil {
 		return settings{}, err
 	}
@@ -50,7 +51,7 @@ func loadSettings(env []string) (settings, error) {
 		s.listen = v
 	}
 	if v := strings.TrimSpace(vars[envPlans]); v != "" {
-		if s.plans, err = protect.LoadPlans(v); err != nil {
+		if s.plans, err = envconfig.LoadPlans(v); err != nil {
 			return settings{}, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/redisstore"
 )
 
 // DefaultNamespace is where the demo writes unless told otherwise.
@@ -40,7 +41,7 @@ type instance struct {
 	URL   string
 	srv   *http.Server
 	p     *protect.Protector
-	store *protect.RedisStore
+	store *redisstore.Store
 }
 
 // startInstances starts n instances on 127.0.0.1 ports from firstPort
@@ -55,7 +56,7 @@ func startInstances(redisURL, ns string, n, firstPort int, logger *slog.Logger) 
 		}
 	}
 	for i := range n {
-		store, err := protect.DialRedis(redisURL, protect.RedisOptions{Logger: logger})
+		store, err := redisstore.Dial(redisURL, redisstore.Options{Logger: logger})
 		if err != nil {
 			stop()
 			return nil, nil, err
@@ -134,7 +135,7 @@ func clean(ctx context.Context, redisURL, ns string) (int, error) {
 	if ns == "" {
 		return 0, fmt.Errorf("no namespace: refusing to delete every key")
 	}
-	store, err := protect.DialRedis(redisURL, protect.RedisOptions{RangeRefresh: -1})
+	store, err := redisstore.Dial(redisURL, redisstore.Options{RangeRefresh: -1})
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/redisstore"
 )
 
 // redisURLs are the Redis servers the demo is checked against: miniredis
@@ -84,7 +84,7 @@ func mustClean(t *testing.T, url, ns string) (check func()) {
 
 func countKeys(t *testing.T, url, ns string) int {
 	t.Helper()
-	store, err := protect.DialRedis(url, protect.RedisOptions{RangeRefresh: -1})
+	store, err := redisstore.Dial(url, redisstore.Options{RangeRefresh: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,512 @@
+package envconfig
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/redisstore"
+)
+
+// Prefix is the prefix of the variables FromEnv reads.
+const Prefix = "HTTP_PROTECT_"
+
+// maxEnvStoreTimeout bounds HTTP_PROTECT_STORE_TIMEOUT. A bare number is
+// seconds in every duration variable (the Node package's rule for TTL), so
+// STORE_TIMEOUT=100 written for 100 ms would hold every request for 100 s
+// while the store is down. No store call should take longer than this; a
+// longer value is refused with a hint instead of being believed.
+const maxEnvStoreTimeout = 10 * time.Second
+
+// envVar is one variable FromEnv reads: its name after the prefix
+// and how it sets its field.
+type envVar struct {
+	name string
+	set  func(c *settings, v string) error
+}
+
+// errEnvValue carries what a value should look like; the caller quotes
+// the variable and its value around it.
+type errEnvValue string
+
+func (e errEnvValue) Error() string { return string(e) }
+
+func envDuration(field func(*settings) *time.Duration) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		d, err := parseEnvDuration(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func envInt(field func(*settings) *int64) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errEnvValue("want an integer")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func envSmall(field func(*settings) *int) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return errEnvValue("want an integer")
+		}
+		*field(c) = int(n)
+		return nil
+	}
+}
+
+func envBool(field func(*settings) *bool) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errEnvValue("want true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func envString(field func(*settings) *string) func(*settings, string) error {
+	return func(c *settings, v string) error { *field(c) = v; return nil }
+}
+
+func envList(field func(*settings) *[]string) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		for _, e := range strings.Split(v, ",") {
+			*field(c) = append(*field(c), strings.TrimSpace(e))
+		}
+		return nil
+	}
+}
+
+// envVars lists every variable FromEnv reads, in the order of the
+// Config fields. The first three are the names @imqueue/http-protect
+// reads.
+var envVars = [...]envVar{
+	{"TTL", envDuration(func(c *settings) *time.Duration { return &c.TTL })},
+	{"MAX_REQUESTS", envInt(func(c *settings) *int64 { return &c.MaxRequests })},
+	{"BAN_LIMIT", envInt(func(c *settings) *int64 { return &c.BanLimit })},
+	{"REDIS_URL", envString(func(c *settings) *string { return &c.redisURL })},
+	{"BAN_DURATION", envDuration(func(c *settings) *time.Duration { return &c.BanDuration })},
+	{"BAN_FACTOR", func(c *settings, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return errEnvValue("want a number")
+		}
+		c.BanFactor = f
+		return nil
+	}},
+	{"MAX_BAN_DURATION", envDuration(func(c *settings) *time.Duration { return &c.MaxBanDuration })},
+	{"OFFENSE_WINDOW", envDuration(func(c *settings) *time.Duration { return &c.OffenseWindow })},
+	{"TRUSTED_PROXIES", envList(func(c *settings) *[]string { return &c.TrustedProxies })},
+	{"PROXY_HEADER", envString(func(c *settings) *string { return &c.ProxyHeader })},
+	{"PROXY_COUNT", envSmall(func(c *settings) *int { return &c.ProxyCount })},
+	{"TRUST_UNIX_SOCKET", envBool(func(c *settings) *bool { return &c.TrustUnixSocket })},
+	{"IPV4_PREFIX", envSmall(func(c *settings) *int { return &c.IPv4Prefix })},
+	{"IPV6_PREFIX", envSmall(func(c *settings) *int { return &c.IPv6Prefix })},
+	{"ESCALATION_THRESHOLD", envSmall(func(c *settings) *int { return &c.EscalationThreshold })},
+	{"IPV6_ESCALATION", envLevels(func(c *settings) *[]int { return &c.IPv6Escalation })},
+	{"IPV4_ESCALATION", envLevels(func(c *settings) *[]int { return &c.IPv4Escalation })},
+	{"SAFE_NETWORKS", envList(func(c *settings) *[]string { return &c.SafeNetworks })},
+	{"NAMESPACE", envString(func(c *settings) *string { return &c.Namespace })},
+	{"BAN_NAMESPACE", envString(func(c *settings) *string { return &c.BanNamespace })},
+	{"NAME", envString(func(c *settings) *string { return &c.Name })},
+	{"ON_STORE_ERROR", func(c *settings, v string) error {
+		p, err := protect.ParseFailurePolicy(v)
+		if err != nil {
+			return errEnvValue("want local, open or closed")
+		}
+		c.OnStoreError = p
+		return nil
+	}},
+	{"STORE_TIMEOUT", func(c *settings, v string) error {
+		d, err := parseEnvDuration(v)
+		if err != nil {
+			return err
+		}
+		if d > maxEnvStoreTimeout {
+			msg := fmt.Sprintf("%v is longer than a store call may take (at most %v)", d, maxEnvStoreTimeout)
+			if bareNumber(v) {
+				msg += fmt.Sprintf("; a bare number is seconds: did you mean %sms?", v)
+			}
+			return errEnvValue(msg)
+		}
+		c.StoreTimeout = d
+		return nil
+	}},
+	{"DRY_RUN", envBool(func(c *settings) *bool { return &c.DryRun })},
+	{"BAN_STATUS", envSmall(func(c *settings) *int { return &c.BanStatus })},
+	{"UNKNOWN_STATUS", envSmall(func(c *settings) *int { return &c.UnknownStatus })},
+}
+
+// Names returns the names, without a prefix, of every variable
+// FromEnv reads ("TTL", "MAX_REQUESTS", ...), for a program's help
+// text.
+func Names() []string {
+	names := make([]string, len(envVars))
+	for i, v := range envVars {
+		names[i] = v.name
+	}
+	return names
+}
+
+// FromEnv reads a Config from the HTTP_PROTECT_* environment:
+// HTTP_PROTECT_TTL, HTTP_PROTECT_MAX_REQUESTS and HTTP_PROTECT_BAN_LIMIT
+// (the names @imqueue/http-protect, the Node package, reads), and
+// HTTP_PROTECT_<FIELD> for the rest: REDIS_URL, BAN_DURATION, BAN_FACTOR,
+// MAX_BAN_DURATION, OFFENSE_WINDOW, TRUSTED_PROXIES and SAFE_NETWORKS
+// (comma-separated), PROXY_HEADER, PROXY_COUNT, TRUST_UNIX_SOCKET,
+// IPV4_PREFIX, IPV6_PREFIX, ESCALATION_THRESHOLD, IPV6_ESCALATION and
+// IPV4_ESCALATION (prefix lengths such as "56,48", or "none"), NAMESPACE,
+// BAN_NAMESPACE, NAME,
+// ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
+// BAN_STATUS, UNKNOWN_STATUS.
+//
+// own names further variables under the prefix that the program reads
+// itself, without the prefix ("LISTEN", "PLANS"), so that they are not
+// rejected; see FromEnvPrefix.
+//
+// It is FromEnvPrefix(Prefix, own...).
+func FromEnv(own ...string) (protect.Config, error) {
+	return FromEnvPrefix(Prefix, own...)
+}
+
+// FromEnvPrefix reads a Config from the variables prefix+NAME, for
+// the NAMEs FromEnv lists. A second protector is configured from a
+// second prefix: FromEnvPrefix("HTTP_PROTECT_LOGIN_") reads
+// HTTP_PROTECT_LOGIN_MAX_REQUESTS and so on.
+//
+// It is strict, because a typo that silently applies a default is a
+// limit nobody set:
+//
+//   - A variable under the prefix that is neither a known name nor in own
+//     is an error that names it and suggests the nearest known name
+//     (HTTP_PROTECT_MAX_REQUEST: "did you mean HTTP_PROTECT_MAX_REQUESTS?").
+//     An own entry ending in "*" accepts every name that starts with it:
+//     a service that also reads HTTP_PROTECT_LOGIN_ declares "LOGIN_*"
+//     when it reads HTTP_PROTECT_.
+//   - A value that does not parse is an error that quotes it, never a
+//     silent default. Every problem is reported at once (errors.Join);
+//     each wraps ErrConfig.
+//   - Every duration variable takes one syntax: a Go duration with days
+//     ("90s", "15m", "2d12h", "100ms"; see ParseDuration), or a bare
+//     number, which is seconds ("3600", "0.5"), as the Node package reads
+//     HTTP_PROTECT_TTL. Because of that rule STORE_TIMEOUT above 10s is
+//     refused: STORE_TIMEOUT=100 would mean 100 seconds, not the 100 ms
+//     it was surely meant to be.
+//
+// Unset and empty variables leave their field zero, so New applies its
+// default. The prefix must be non-empty and, as environment names are,
+// upper-case letters, digits and underscores.
+func FromEnvPrefix(prefix string, own ...string) (protect.Config, error) {
+	return FromEnviron(os.Environ(), prefix, own...)
+}
+
+// FromEnviron is FromEnvPrefix reading environ, a list of
+// NAME=value lines as os.Environ returns them, instead of the process
+// environment: a program that takes its environment as an argument
+// (and tests, which then need no global state) passes it here. A nil
+// environ reads nothing: the zero Config, if prefix is valid.
+func FromEnviron(environ []string, prefix string, own ...string) (protect.Config, error) {
+	if err := checkEnvPrefix(prefix); err != nil {
+		return protect.Config{}, err
+	}
+	return Read(environ, Options{Prefix: prefix, Own: own})
+}
+
+// Options configure Read. The zero value reads the HTTP_PROTECT_
+// variables and declares no names of the program's own.
+type Options struct {
+	// Prefix is the variables' prefix [Prefix].
+	Prefix string
+	// Own names the further variables under the prefix that the program
+	// reads itself, without the prefix, as FromEnv's own does.
+	Own []string
+	// RedisURL, when set, is used in place of the REDIS_URL variable: a
+	// command-line flag, say.
+	RedisURL string
+	// Redis configures the store dialed from the Redis URL.
+	Redis redisstore.Options
+}
+
+// Read is FromEnviron with every choice in opts. When a Redis URL is set
+// (the REDIS_URL variable, or opts.RedisURL), the Config's Store is a
+// *redisstore.Store dialed from it with opts.Redis: give it to every
+// protector of the service, and close it after them. Dialing checks the
+// URL and connects nothing; the first request does.
+func Read(environ []string, opts Options) (protect.Config, error) {
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = Prefix
+	}
+	if err := checkEnvPrefix(prefix); err != nil {
+		return protect.Config{}, err
+	}
+	vars := make(map[string]string)
+	for _, kv := range environ {
+		// On Windows, os.Environ holds entries such as "=C:=C:\"; their
+		// name is empty here, and never under a prefix.
+		name, v, _ := strings.Cut(kv, "=")
+		if name, ok := strings.CutPrefix(name, prefix); ok {
+			vars[name] = v
+		}
+	}
+	return configFromVars(prefix, vars, opts)
+}
+
+// configFromVars sets a Config from vars, the variables under prefix by
+// their names after it; the names left over that opts.Own does not
+// declare are errors.
+func configFromVars(prefix string, vars map[string]string, opts Options) (protect.Config, error) {
+	own := opts.Own
+	var c settings
+	var errs []error
+	for _, ev := range envVars {
+		v, ok := vars[ev.name]
+		delete(vars, ev.name)
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			continue
+		}
+		if err := ev.set(&c, v); err != nil {
+			errs = append(errs, configErr("%s%s=%q: %v", prefix, ev.name, v, err))
+		}
+	}
+	unknown := make([]string, 0, len(vars))
+	for name := range vars {
+		if !envOwn(name, own) {
+			unknown = append(unknown, name)
+		}
+	}
+	// Sorted, so the message is the same from one run to the next.
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		msg := fmt.Sprintf("%s%s: not a setting", prefix, name)
+		if sub := subPrefix(name); sub != "" {
+			// Not a typo: a setting read under a longer prefix. Naming
+			// the nearest setting of this prefix would send the user to
+			// change the wrong protector's limit.
+			msg += fmt.Sprintf("; if a second protector reads %s%s, declare %q", prefix, sub, sub+"*")
+		} else if near := nearestEnvName(name, own); near != "" {
+			msg += fmt.Sprintf("; did you mean %s%s?", prefix, near)
+		}
+		errs = append(errs, configErr("%s (a name your program reads itself is declared to FromEnv or FromEnvPrefix)", msg))
+	}
+	if len(errs) > 0 {
+		return protect.Config{}, errors.Join(errs...)
+	}
+	if opts.RedisURL != "" {
+		c.redisURL = opts.RedisURL
+	}
+	if c.redisURL != "" {
+		store, err := redisstore.Dial(c.redisURL, opts.Redis)
+		if err != nil {
+			// Never quote a Redis URL: it may hold a password.
+			return protect.Config{}, configErr("%sREDIS_URL: %w", prefix, err)
+		}
+		c.Store = store
+	}
+	return c.Config, nil
+}
+
+// settings is what the variables set: a Config, and the URL of the Redis
+// store to dial once every variable has parsed.
+type settings struct {
+	protect.Config
+	redisURL string
+}
+
+func configErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{protect.ErrConfig}, args...)...)
+}
+
+func checkEnvPrefix(prefix string) error {
+	if prefix == "" {
+		return configErr("environment prefix is empty: every variable would be a setting")
+	}
+	for i := 0; i < len(prefix); i++ {
+		b := prefix[i]
+		if !('A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_') {
+			return configErr("environment prefix %q: want upper-case letters, digits and _", prefix)
+		}
+	}
+	return nil
+}
+
+// envOwn says whether the program declared name as its own.
+func envOwn(name string, own []string) bool {
+	for _, o := range own {
+		if p, ok := strings.CutSuffix(o, "*"); ok {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		} else if name == o {
+			return true
+		}
+	}
+	return false
+}
+
+// subPrefix returns the part of name before a known setting's name
+// ("LOGIN_" of "LOGIN_MAX_REQUESTS"), or "" when name does not end in
+// "_" and a setting's name.
+func subPrefix(name string) string {
+	sub := ""
+	for _, ev := range envVars {
+		if p, ok := strings.CutSuffix(name, "_"+ev.name); ok && p != "" && (sub == "" || len(p)+1 < len(sub)) {
+			sub = p + "_" // the longest setting name wins: LOGIN_ of LOGIN_BAN_LIMIT, not LOGIN_BAN_
+		}
+	}
+	return sub
+}
+
+// nearestEnvName returns the known or declared name closest to name, or
+// "" when none is close enough to be the one meant.
+func nearestEnvName(name string, own []string) string {
+	best, bestDist := "", len(name)/3+2
+	try := func(cand string) {
+		if d := editDistance(name, cand); d < bestDist {
+			best, bestDist = cand, d
+		}
+	}
+	for _, ev := range envVars {
+		try(ev.name)
+	}
+	for _, o := range own {
+		if !strings.HasSuffix(o, "*") {
+			try(o)
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// parseEnvDuration reads the one duration syntax of the environment: a
+// bare non-negative number is seconds, anything else is ParseDuration's.
+func parseEnvDuration(v string) (time.Duration, error) {
+	if bareNumber(v) {
+		d, err := time.ParseDuration(v + "s")
+		if err != nil {
+			return 0, errEnvValue("too long")
+		}
+		return d, nil
+	}
+	d, err := ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errEnvValue("want a duration such as 90s, 15m, 2d12h, or a bare number of seconds")
+	}
+	return d, nil
+}
+
+// bareNumber says whether v is digits with at most one '.', and at least
+// one digit: what parseEnvDuration reads as seconds. (strconv.ParseFloat
+// would also take "1e3", "Inf" and "0x10".)
+func bareNumber(v string) bool {
+	digits, dots := 0, 0
+	for i := 0; i < len(v); i++ {
+		switch {
+		case '0' <= v[i] && v[i] <= '9':
+			digits++
+		case v[i] == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
+}
+
+// ParseDuration is time.ParseDuration with days: "2d12h", "7d", "90s".
+// A day is 24 hours.
+func ParseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("protect: empty duration")
+	}
+	var days int64
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err != nil || n < 0 || n > int64(math.MaxInt64/(24*time.Hour)) {
+			return 0, fmt.Errorf("protect: duration %q: bad number of days", s)
+		}
+		days, rest = n, s[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil {
+			return 0, fmt.Errorf("protect: duration %q: want e.g. 90s, 15m, 2d12h", s)
+		}
+		if d < 0 && days > 0 {
+			return 0, fmt.Errorf("protect: duration %q: mixed signs", s)
+		}
+	}
+	total := time.Duration(days) * 24 * time.Hour
+	if d > 0 && total > math.MaxInt64-d {
+		return 0, fmt.Errorf("protect: duration %q: too long", s)
+	}
+	return total + d, nil
+}
+
+// parseLevels reads an escalation list from the environment: prefix
+// lengths separated by commas ("56,48"), or "none".
+func parseLevels(v string) ([]int, error) {
+	if strings.EqualFold(v, "none") {
+		return []int{}, nil
+	}
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f), "/")))
+		if err != nil {
+			return nil, errEnvValue("want prefix lengths such as 56,48, or none")
+		}
+		out = append(out, n)
+	}
+	return slices.Clip(out), nil
+}
+
+func envLevels(field func(*settings) *[]int) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		l, err := parseLevels(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = l
+		return nil
+	}
+}

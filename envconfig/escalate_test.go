@@ -1,0 +1,22 @@
+package envconfig
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEscalationEnv(t *testing.T) {
+	env := []string{
+		"HTTP_PROTECT_ESCALATION_THRESHOLD=4",
+		"HTTP_PROTECT_IPV6_ESCALATION=none",
+		"HTTP_PROTECT_IPV4_ESCALATION=24, /20",
+	}
+	c, err := FromEnviron(env, Prefix)
+	if err != nil || c.EscalationThreshold != 4 || c.IPv6Escalation == nil || len(c.IPv6Escalation) != 0 || len(c.IPv4Escalation) != 2 || c.IPv4Escalation[1] != 20 {
+		t.Fatalf("FromEnviron = %+v %v", c, err)
+	}
+	env[1] = "HTTP_PROTECT_IPV6_ESCALATION=56;48"
+	if _, err := FromEnviron(env, Prefix); err == nil || !strings.Contains(err.Error(), `"56;48"`) {
+		t.Fatalf("bad list: %v; want an error quoting it", err)
+	}
+}

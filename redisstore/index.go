@@ -1,0 +1,340 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	protect "github.com/httpprotect/protect"
+	"github.com/redis/go-redis/v9"
+)
+
+// The index of key bans. Listing bans must not SCAN a shared Redis that
+// may hold millions of keys, so every script that writes a key ban
+// (take.lua, plan.lua, ban.lua) also adds its key to a sorted set scored
+// by the ban's expiry in ms (+inf: permanent), in the same atomic step;
+// unban.lua removes it with the ban. A ban that expires leaves its entry
+// behind until a listing prunes entries scored before now.
+//
+// The index must sit in the slot of every ban it holds, for the script
+// that writes both to be legal on Redis Cluster. So on a single node (and
+// on each shard of a Ring, where a script writes on the shard of its first
+// key) there is one index per ban namespace, <bns>bans; on Redis Cluster
+// one per slot, <bns>{<tag>}:bans, where <tag> is a short string that
+// hashes to the slot (slotTags). A listing reads them all in pages, each
+// page under its own deadline.
+
+var (
+	//go:embed lua/unban.lua
+	unbanLua string
+
+	unbanScript = redis.NewScript(unbanLua)
+)
+
+// banPage is how many bans one page of a listing reads: one pipelined
+// round trip of this many GETs.
+const banPage = 1000
+
+// clusterSlots is the number of hash slots of Redis Cluster.
+const clusterSlots = 16384
+
+// isCluster reports whether the store's client is a Redis Cluster client.
+func (s *Store) isCluster() bool {
+	_, ok := s.client.(*redis.ClusterClient)
+	return ok
+}
+
+// indexKey returns the index that holds k's ban in ban namespace bns.
+func (s *Store) indexKey(bns string, k protect.Key) string {
+	if !s.isCluster() {
+		return bns + "bans"
+	}
+	var kb [64]byte
+	ks, _ := k.AppendText(kb[:0])
+	return slotIndexKey(bns, keySlot(ks))
+}
+
+func slotIndexKey(bns string, slot int) string {
+	return bns + "{" + slotTags()[slot] + "}:bans"
+}
+
+// keySlot is the cluster slot of a key whose hash tag is tag: CRC16
+// (XMODEM) of the tag, modulo 16384.
+func keySlot(tag []byte) int {
+	var crc uint16
+	for _, b := range tag {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % clusterSlots
+}
+
+// slotTags returns, for each cluster slot, the shortest base-36 number
+// (the first found) that hashes to it: about 170,000 hashes, once per
+// process that uses a cluster.
+var slotTags = sync.OnceValue(func() []string {
+	tags := make([]string, clusterSlots)
+	for i, left := 0, clusterSlots; left > 0; i++ {
+		tag := strconv.FormatInt(int64(i), 36)
+		if slot := keySlot([]byte(tag)); tags[slot] == "" {
+			tags[slot] = tag
+			left--
+		}
+	}
+	return tags
+})
+
+// indexNodes calls fn for each place a ban namespace's indexes live: on
+// a Cluster, the cluster client (it routes each index to its slot's
+// master) with every slot's index; on a Ring, each shard with its own
+// <bns>bans; else the client with <bns>bans.
+func (s *Store) indexNodes(ctx context.Context, bns string, fn func(ctx context.Context, c redis.Cmdable, indexes []string) error) error {
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		indexes := make([]string, clusterSlots)
+		for slot := range indexes {
+			indexes[slot] = slotIndexKey(bns, slot)
+		}
+		return fn(ctx, c, indexes)
+	case *redis.Ring:
+		return c.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
+			return fn(ctx, shard, []string{bns + "bans"})
+		})
+	}
+	return fn(ctx, s.client, []string{bns + "bans"})
+}
+
+// pageContext bounds one page of a listing: perPage when positive, else
+// only ctx.
+func pageContext(ctx context.Context, perPage time.Duration) (context.Context, context.CancelFunc) {
+	if perPage <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, perPage)
+}
+
+// indexCursor is where a listing stands in one index: it has read every
+// entry scored below min, and skip entries scored min.
+type indexCursor struct {
+	index string
+	min   float64
+	skip  int64
+	left  int64 // entries not read yet, as counted when the listing began
+}
+
+// listKeyBans reads every key ban of the namespace from its indexes, in
+// pages of about banPage bans, each page under a deadline of perPage,
+// and passes those f selects to keep, which the shards of a Ring call at
+// once. Entries of bans that expired are
+// pruned on the way; entries whose ban is gone (lifted by hand, or
+// expired within the page) are skipped.
+func (sp *redisSpace) listKeyBans(ctx context.Context, f protect.BanFilter, perPage time.Duration, keep func(protect.Ban)) error {
+	s := sp.s
+	bns := sp.bns.name
+	pctx, cancel := pageContext(ctx, perPage)
+	now, err := s.client.Time(pctx).Result()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("protect: redis ban index: %w", err)
+	}
+	// Entries are pruned a minute after their ban's end, by Redis' clock:
+	// the nodes of a cluster may disagree by a little, and an entry
+	// pruned early would hide a live ban. The GETs decide what is live.
+	before := strconv.FormatInt(now.Add(-time.Minute).UnixMilli(), 10)
+	return s.indexNodes(ctx, bns, func(ctx context.Context, c redis.Cmdable, indexes []string) error {
+		// Prune and count every index, a page of indexes at a time.
+		var cursors []*indexCursor
+		for start := 0; start < len(indexes); start += banPage {
+			chunk := indexes[start:min(start+banPage, len(indexes))]
+			pctx, cancel := pageContext(ctx, perPage)
+			cmds, err := c.Pipelined(pctx, func(p redis.Pipeliner) error {
+				for _, idx := range chunk {
+					p.ZRemRangeByScore(pctx, idx, "-inf", before)
+					p.ZCard(pctx, idx)
+				}
+				return nil
+			})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("protect: redis ban index: %w", err)
+			}
+			for i, idx := range chunk {
+				if n := cmds[2*i+1].(*redis.IntCmd).Val(); n > 0 {
+					cursors = append(cursors, &indexCursor{index: idx, min: -1, left: n})
+				}
+			}
+		}
+		// Read the entries, and the bans they name, a page at a time: a
+		// page takes whole small indexes, or part of a large one.
+		for len(cursors) > 0 {
+			var batch []*indexCursor
+			total := int64(0)
+			for len(cursors) > 0 && (len(batch) == 0 || total+cursors[0].left <= banPage) {
+				total += min(cursors[0].left, banPage)
+				batch, cursors = append(batch, cursors[0]), cursors[1:]
+			}
+			more, err := sp.readPage(ctx, c, batch, f, perPage, keep)
+			if err != nil {
+				return err
+			}
+			cursors = append(more, cursors...)
+		}
+		return nil
+	})
+}
+
+// readPage reads the next entries of each cursor of batch and the bans
+// they name, in two pipelined round trips under one deadline, and returns
+// the cursors that have more.
+func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*indexCursor, f protect.BanFilter, perPage time.Duration, keep func(protect.Ban)) ([]*indexCursor, error) {
+	s := sp.s
+	ctx, cancel := pageContext(ctx, perPage)
+	defer cancel()
+	count := int64(banPage / len(batch))
+	ranges, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, cur := range batch {
+			p.ZRangeByScoreWithScores(ctx, cur.index, &redis.ZRangeBy{
+				Min: strconv.FormatFloat(cur.min, 'f', -1, 64), Max: "+inf", Offset: cur.skip, Count: count})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("protect: redis ban index: %w", err)
+	}
+	var (
+		keys    []protect.Key
+		banKeys []string
+		more    []*indexCursor
+	)
+	for i, cur := range batch {
+		entries := ranges[i].(*redis.ZSliceCmd).Val()
+		for _, e := range entries {
+			if e.Score == cur.min {
+				cur.skip++
+			} else {
+				cur.min, cur.skip = e.Score, 1
+			}
+			member, _ := e.Member.(string)
+			k, err := protect.ParseKey(member)
+			if err != nil {
+				s.log.Warn("protect: skipping a ban index entry", "index", cur.index, "entry", member, "error", err)
+				continue
+			}
+			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
+			keys, banKeys = append(keys, k), append(banKeys, bk)
+		}
+		cur.left -= int64(len(entries))
+		if int64(len(entries)) == count {
+			more = append(more, cur)
+		}
+	}
+	gets, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, bk := range banKeys {
+			p.Get(ctx, bk)
+		}
+		return nil
+	})
+	for i, cmd := range gets {
+		rec, err := cmd.(*redis.StringCmd).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			continue // lifted, or expired: the next listing prunes it
+		case err != nil && strings.Contains(err.Error(), "WRONGTYPE"):
+			s.log.Warn("protect: skipping a key that holds no ban record", "key", banKeys[i], "error", err)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("protect: redis list bans: %w", err)
+		}
+		b, err := decodeBan(keys[i], false, rec)
+		if err != nil {
+			s.log.Warn("protect: skipping a ban record", "key", banKeys[i], "error", err)
+			continue
+		}
+		if f.Match(b) {
+			keep(b)
+		}
+	}
+	return more, nil
+}
+
+// LiftBans implements protect.BanPager: the bans on keys (none of them a
+// range) are lifted by lua/unban.lua, a page of banPage at a time in one
+// pipelined round trip, each page under a deadline of perPage.
+func (sp *redisSpace) LiftBans(ctx context.Context, keys []protect.Key, perPage time.Duration) ([]protect.Ban, error) {
+	s := sp.s
+	lifted := []protect.Ban{}
+	for start := 0; start < len(keys); start += banPage {
+		page := keys[start:min(start+banPage, len(keys))]
+		for _, k := range page {
+			s.forget(sp.bns, k)
+		}
+		pctx, cancel := pageContext(ctx, perPage)
+		cmds, err := sp.unbanPage(pctx, page, true)
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return isNoScript(c.Err()) }) {
+			cmds, err = sp.unbanPage(pctx, page, false)
+		}
+		cancel()
+		var reply redis.Error // a server's answer, not a lost connection or a deadline
+		if err != nil && !errors.As(err, &reply) {
+			return lifted, err
+		}
+		for i, cmd := range cmds {
+			rec, err := cmd.(*redis.Cmd).Text()
+			switch {
+			case errors.Is(err, redis.Nil):
+				continue // not banned any more
+			case err != nil:
+				// A record the script could not read: Lift reports on it.
+				pctx, cancel := pageContext(ctx, perPage)
+				b, ok, err := sp.Lift(pctx, page[i])
+				cancel()
+				if err != nil {
+					return lifted, err
+				}
+				if ok {
+					lifted = append(lifted, b)
+				}
+				continue
+			}
+			b, err := decodeBan(page[i], false, rec)
+			if err != nil {
+				s.log.Warn("protect: lifted a malformed ban record", "key", page[i].String(), "error", err)
+				continue
+			}
+			lifted = append(lifted, b)
+		}
+	}
+	return lifted, nil
+}
+
+// unbanPage runs lua/unban.lua for each key of page in one pipeline, by
+// its hash when sha is set, else with its text.
+func (sp *redisSpace) unbanPage(ctx context.Context, page []protect.Key, sha bool) ([]redis.Cmder, error) {
+	s := sp.s
+	return s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range page {
+			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
+			keys := []string{bk, s.indexKey(sp.bns.name, k)}
+			if sha {
+				p.EvalSha(ctx, unbanScript.Hash(), keys, k.String())
+			} else {
+				p.Eval(ctx, unbanLua, keys, k.String())
+			}
+		}
+		return nil
+	})
+}
+
+func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }

@@ -1,0 +1,273 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"github.com/httpprotect/protect/internal/gcra"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	protect "github.com/httpprotect/protect"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/plan.lua
+	planLua string
+	// planScript is shared by every Store: a Script is its source
+	// and hash, nothing more.
+	planScript = redis.NewScript(planLua)
+)
+
+// planArgs are a plan's script arguments, made once per plan and store:
+// a request of cost 0 or 1 then boxes nothing.
+type planArgs struct {
+	plan   *protect.Plan
+	limits []protect.PlanLimit // as the plan completed them
+	base   [2][]any            // for cost 0 and 1, without a stream
+	// stream: the arguments with a space's stream limits, for the space
+	// that used the plan last (a protector with Config.Plan uses one plan
+	// in one space, so they are made once).
+	stream atomic.Pointer[streamArgs]
+}
+
+type streamArgs struct {
+	limits string
+	args   [2][]any // for cost 0 and 1
+}
+
+// planArgs returns the arguments of plan, made on its first use.
+func (s *Store) planArgs(plan *protect.Plan) *planArgs {
+	if pa, ok := s.plans.Load(plan); ok {
+		return pa.(*planArgs)
+	}
+	pa := &planArgs{plan: plan, limits: plan.Limits()}
+	for c := range pa.base {
+		pa.base[c] = pa.script(int64(c), "")
+	}
+	v, _ := s.plans.LoadOrStore(plan, pa)
+	return v.(*planArgs)
+}
+
+// args returns the plan script's arguments for cost, with the stream
+// limits stream ("" for none). Costs 0 and 1 reuse arguments made once;
+// other costs make their own.
+func (pa *planArgs) args(cost int64, stream string) []any {
+	if cost > 1 {
+		return pa.script(cost, stream)
+	}
+	if stream == "" {
+		return pa.base[cost]
+	}
+	if sa := pa.stream.Load(); sa != nil && sa.limits == stream {
+		return sa.args[cost]
+	}
+	sa := &streamArgs{limits: stream}
+	for c := range sa.args {
+		sa.args[c] = pa.script(int64(c), stream)
+	}
+	pa.stream.Store(sa)
+	return sa.args[cost]
+}
+
+// script returns lua/plan.lua's arguments for cost, with the stream
+// limits stream ("" for none): the cost, the stream, and seven per limit,
+// each boxed here so that arguments made once cost a request nothing. A
+// rate's integers are those the memory store computes (internal/gcra).
+func (pa *planArgs) script(cost int64, stream string) []any {
+	args := make([]any, 0, 2+7*len(pa.limits))
+	args = append(args, cost, stream)
+	for _, pl := range pa.limits {
+		switch l := pl.(type) {
+		case protect.Quota:
+			args = append(args, "q", l.Name, strconv.FormatInt(l.Limit, 10), quotaCode(l.Period), "0", "0", "0")
+		case protect.Rate:
+			period := l.Period.Microseconds()
+			tq, tr, _ := gcra.Split(l.Burst, period, l.Limit, math.MaxInt64)
+			iq, ir := "n", "n"
+			if c := max(cost, 1); c <= l.Burst {
+				q, r, _ := gcra.Split(c, period, l.Limit, math.MaxInt64)
+				iq, ir = strconv.FormatInt(q, 10), strconv.FormatInt(r, 10)
+			}
+			args = append(args, "r", l.Name, strconv.FormatInt(l.Limit, 10), strconv.FormatInt(tq, 10), strconv.FormatInt(tr, 10), iq, ir)
+		}
+	}
+	return args
+}
+
+// quotaCode names a quota's calendar window to lua/plan.lua.
+func quotaCode(p protect.QuotaPeriod) string {
+	switch p {
+	case protect.Hourly:
+		return "h"
+	case protect.Daily:
+		return "d"
+	}
+	return "m"
+}
+
+// TakePlan implements Space: one round trip of lua/plan.lua, or none when
+// a range ban or a cached ban answers.
+func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Addr, plan *protect.Plan, cost int64, stream bool) (protect.PlanResult, error) {
+	if err := protect.CheckTakePlan(k, plan, cost); err != nil {
+		return protect.PlanResult{}, err
+	}
+	if err := checkRedisKey(k); err != nil {
+		return protect.PlanResult{}, err
+	}
+	s := sp.s
+	t := s.now()
+	if err := s.ready(ctx, sp.bns); err != nil {
+		return protect.PlanResult{}, err
+	}
+	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
+		return protect.PlanResult{Result: r, Decider: -1}, nil
+	}
+	if r, ok := s.lookupBan(sp.bns, k, t); ok {
+		return protect.PlanResult{Result: r, Decider: -1}, nil
+	}
+	var limits string
+	if stream {
+		limits = sp.args[1][1].(string) // the take script's limits: the same stream
+	}
+	pa := s.planArgs(plan)
+	v, err := planScript.Run(ctx, s.client, sp.scriptKeys(k), pa.args(cost, limits)...).Result()
+	if err != nil {
+		return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+	}
+	var res protect.PlanResult
+	if err := decodePlan(v, k, plan, len(pa.limits), cost, &res); err != nil {
+		return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+	}
+	if !stream {
+		res.Count = 0
+	}
+	if res.Banned {
+		s.remember(sp.bns, k, res.Result, t)
+	}
+	return res, nil
+}
+
+// planUsage reads the plan states of k: its keys are found with one SCAN
+// of the node that holds k's slot (the pattern names k's hash tag), and
+// read in one pipelined round trip. It is for operators, not requests.
+func (sp *redisSpace) planUsage(ctx context.Context, k protect.Key) ([]protect.LimitUsage, error) {
+	s := sp.s
+	base := redisBase(sp.ns, k)
+	pattern := globEscape(base) + ":[rq]:*"
+	var node redis.Cmdable = s.client
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+		}
+		node = m
+	}
+	var keys []string
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		return iter.Err()
+	}
+	var err error
+	if ring, ok := s.client.(*redis.Ring); ok {
+		err = ring.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, node)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var gets []*redis.StringCmd
+	var ttls []*redis.DurationCmd
+	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, key := range keys {
+			gets = append(gets, p.Get(ctx, key))
+			ttls = append(ttls, p.PTTL(ctx, key))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+	}
+	var out []protect.LimitUsage
+	for i, key := range keys {
+		v, err1 := gets[i].Result()
+		ttl, err2 := ttls[i].Result()
+		if err1 != nil || err2 != nil || ttl <= 0 {
+			continue // expired between SCAN and GET
+		}
+		u, err := decodeUsage(strings.TrimPrefix(key, base), v, ttl)
+		if err != nil {
+			s.log.Warn("protect: skipping a plan state", "key", key, "error", err)
+			continue
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// decodeUsage reads one plan state: its key's suffix after the base
+// (":r:<name>" or ":q:<name>:<window>"), its value and its time to live.
+func decodeUsage(suffix, v string, ttl time.Duration) (protect.LimitUsage, error) {
+	kind, rest, _ := strings.Cut(strings.TrimPrefix(suffix, ":"), ":")
+	switch kind {
+	case "r":
+		tat, rem, ok := strings.Cut(v, "|")
+		if _, err := strconv.ParseInt(tat, 10, 64); !ok || err != nil {
+			return protect.LimitUsage{}, fmt.Errorf("malformed rate state %q", v)
+		}
+		if _, err := strconv.ParseInt(rem, 10, 64); err != nil {
+			return protect.LimitUsage{}, fmt.Errorf("malformed rate state %q", v)
+		}
+		// The key expires when the bucket is full: its TTL is the backlog.
+		return protect.LimitUsage{Name: rest, Reset: ttl}, checkLimitName(rest)
+	case "q":
+		name, window, _ := strings.Cut(rest, ":")
+		used, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return protect.LimitUsage{}, fmt.Errorf("malformed quota count %q", v)
+		}
+		u := protect.LimitUsage{Name: name, Window: window, Used: used, Reset: ttl}
+		switch len(window) {
+		case len("2006-01-02T15"):
+			u.Period = protect.Hourly
+		case len("2006-01-02"):
+			u.Period = protect.Daily
+		case len("2006-01"):
+			u.Period = protect.Monthly
+		default:
+			return protect.LimitUsage{}, fmt.Errorf("malformed quota window %q", window)
+		}
+		return u, checkLimitName(name)
+	}
+	return protect.LimitUsage{}, fmt.Errorf("not a plan state: %q", suffix)
+}
+
+// checkLimitName refuses a name no plan can hold, as NewPlan judges it:
+// a key that holds one was not written by protect.
+func checkLimitName(name string) error {
+	if !validLimitName(name) {
+		return fmt.Errorf("not a limit name: %q", name)
+	}
+	return nil
+}
+
+func validLimitName(name string) bool {
+	if name == "" { // NewPlan would name it
+		return false
+	}
+	_, err := protect.NewPlan("name", protect.Quota{Name: name, Limit: 1, Period: protect.Daily})
+	return err == nil
+}

@@ -1,0 +1,617 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/storeerr"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/take.lua
+	takeLua string
+	//go:embed lua/ban.lua
+	banLua string
+	//go:embed lua/inspect.lua
+	inspectLua string
+	//go:embed lua/ranges.lua
+	rangesLua string
+)
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// BanCacheTTL is how long this instance answers a ban it has seen
+	// without asking Redis [500ms]: a banned flood then costs one round
+	// trip per key per BanCacheTTL. A lift elsewhere is seen within it, so
+	// keep it under a second. Negative disables the cache.
+	BanCacheTTL time.Duration
+	// RangeRefresh is how often range bans are re-read from Redis [500ms]:
+	// a new range ban or a lift reaches every instance within it (plus a
+	// round trip). Negative disables the refresh (for short-lived tools).
+	RangeRefresh time.Duration
+	// MaxCachedBans caps the local ban cache [65536].
+	MaxCachedBans int
+	// Clock tells this instance's time, used only for the age of cached
+	// answers [time.Now]. Ban and counter expiry use Redis' clock.
+	Clock func() time.Time
+	// Logger receives refresh failures and configuration warnings
+	// [slog.Default()].
+	Logger *slog.Logger
+}
+
+// Store is the Store shared by every instance of a service: one
+// exact limit, as if there were one instance. It runs on any go-redis
+// UniversalClient: a single node, Redis Cluster, Sentinel, or Valkey.
+//
+// Each Take is one round trip: one EVALSHA of an embedded Lua script (EVAL
+// only when the server answers NOSCRIPT). A client's keys are
+// <Namespace>{<key>}:c (counter), <BanNamespace>{<key>}:b (ban) and
+// <BanNamespace>{<key>}:o (offenses); the braces are a hash tag, so the
+// three sit in one cluster slot whatever the namespaces, and the script is
+// legal on Redis Cluster. Expiry is Redis' own (PX), by Redis' clock.
+//
+// Key bans are listed from an index that the scripts keep beside them
+// (redisindex.go), never by scanning the keyspace.
+//
+// Range bans live in one hash, <BanNamespace>ranges, and are checked against
+// a local copy refreshed every RangeRefresh; bans this instance has seen
+// are answered from a local cache for BanCacheTTL. Both keep a banned
+// flood off Redis, and both are bounded in age so that a lift reaches
+// every instance within a second. rediscodec.go describes the ban record.
+//
+// The zero value is not usable: make one with New or Dial.
+type Store struct {
+	client   redis.UniversalClient
+	ownsConn bool
+	take     *redis.Script
+	ban      *redis.Script
+	inspect  *redis.Script
+	ranges   *redis.Script
+
+	cacheTTL time.Duration
+	maxCache int
+	refresh  time.Duration
+	clock    func() time.Time
+	epoch    time.Time
+	log      *slog.Logger
+	circuit  protect.Circuit // shared by every protector on this store
+
+	nsMu       sync.Mutex // guards namespaces and bound
+	namespaces map[string]*redisNamespace
+	bound      map[string]protect.Limits // each Namespace's protect.Limits, as first bound
+
+	plans sync.Map // *protect.Plan → *planArgs (plan.go)
+
+	cacheMu sync.Mutex // guards cache
+	cache   map[cacheKey]cachedBan
+	cached  atomic.Int64 // len(cache), read without the lock
+
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// New returns a store on client and starts the range refresher.
+// Close stops it; the client stays yours to close.
+//
+// For the limiter to stay within Config.StoreTimeout, the client must
+// honour context deadlines: set ContextTimeoutEnabled in its options, and
+// MaxRetries: -1 (a retried script whose first reply was lost counts
+// twice). Dial does both. A client without ContextTimeoutEnabled is
+// logged as a warning.
+func New(client redis.UniversalClient, opt Options) *Store {
+	if opt.BanCacheTTL == 0 {
+		opt.BanCacheTTL = 500 * time.Millisecond
+	}
+	if opt.RangeRefresh == 0 {
+		opt.RangeRefresh = 500 * time.Millisecond
+	}
+	if opt.MaxCachedBans <= 0 {
+		opt.MaxCachedBans = 1 << 16
+	}
+	if opt.Clock == nil {
+		opt.Clock = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	s := &Store{
+		client:     client,
+		take:       redis.NewScript(takeLua),
+		ban:        redis.NewScript(banLua),
+		inspect:    redis.NewScript(inspectLua),
+		ranges:     redis.NewScript(rangesLua),
+		cacheTTL:   opt.BanCacheTTL,
+		maxCache:   opt.MaxCachedBans,
+		refresh:    opt.RangeRefresh,
+		clock:      opt.Clock,
+		epoch:      opt.Clock(),
+		log:        opt.Logger,
+		namespaces: make(map[string]*redisNamespace),
+		bound:      make(map[string]protect.Limits),
+		cache:      make(map[cacheKey]cachedBan),
+		stop:       make(chan struct{}),
+	}
+	if !contextTimeouts(client) {
+		s.log.Warn("protect: redis client ignores context deadlines; set ContextTimeoutEnabled so that StoreTimeout bounds every call")
+	}
+	if s.refresh > 0 {
+		s.wg.Add(1)
+		go s.refreshEvery(s.refresh)
+	}
+	return s
+}
+
+// Addr names the server the store talks to, for messages.
+func (s *Store) Addr() string {
+	switch c := s.client.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	}
+	return "redis"
+}
+
+// Ping checks that Redis answers; the error names the address.
+func (s *Store) Ping(ctx context.Context) error {
+	var timeout time.Duration // for the message
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d).Round(time.Millisecond)
+	}
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return storeerr.Explain(fmt.Errorf("protect: redis at %s does not answer: %w", s.Addr(), err), timeout)
+	}
+	return nil
+}
+
+// Client returns the go-redis client the store uses.
+func (s *Store) Client() redis.UniversalClient { return s.client }
+
+// Close stops the refresher, and closes the client if Dial made it.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		if s.ownsConn {
+			err = s.client.Close()
+		}
+	})
+	return err
+}
+
+// now returns this instance's time in ticks, for the age of what it
+// holds locally. Ban and counter expiry use Redis' clock.
+func (s *Store) now() int64 { return int64(s.clock().Sub(s.epoch)) }
+
+// Space implements Store. A namespace holding '{' or '}' is refused: it
+// would move every key's hash tag, and with it the keys of one client
+// out of one cluster slot.
+func (s *Store) Space(scope protect.Scope) (protect.Space, error) {
+	for _, ns := range [...]string{scope.Namespace, scope.BanNamespace} {
+		if strings.ContainsAny(ns, "{}") {
+			return nil, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", ns)
+		}
+	}
+	if err := scope.Limits.Check(); err != nil {
+		return nil, err
+	}
+	lim := scope.Limits
+	s.nsMu.Lock()
+	was, ok := s.bound[scope.Namespace]
+	err := protect.LimitsDiffer(scope.Namespace, was, ok, lim)
+	if err == nil {
+		s.bound[scope.Namespace] = lim
+	}
+	s.nsMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.namespace(banNamespace(scope))}
+	// The take script's arguments, boxed once here rather than on every
+	// request: n, and the limits in one string.
+	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
+		strconv.FormatFloat(lim.BanFactor, 'g', -1, 64), lim.MaxBanDuration.Milliseconds(), lim.OffenseWindow.Milliseconds(),
+		lim.Reason())
+	for n := range sp.args {
+		sp.args[n] = []any{int64(n), limits}
+	}
+	return sp, nil
+}
+
+// checkRedisKey refuses a key that cannot name Redis keys: an empty one,
+// or a name with a brace, which would move the hash tag (ConsumerKey
+// never makes one).
+func checkRedisKey(k protect.Key) error {
+	switch {
+	case k.IsZero():
+		return protect.ErrEmptyKey
+	case strings.ContainsAny(k.Name, "{}"):
+		return fmt.Errorf("protect: redis store: key %q: must not contain { or }", k.Name)
+	}
+	return nil
+}
+
+// redisSpace is a Store bound to one Scope.
+type redisSpace struct {
+	s    *Store
+	lim  protect.Limits
+	ns   string          // counters and plan states
+	bns  *redisNamespace // bans and offenses, with their local copies
+	args [2][]any        // the take script's arguments for n = 0 and n = 1
+}
+
+// scriptKeys returns the declared keys of the take and plan scripts: k's
+// base <ns>{<key>}, and its ban base <bns>{<key>} when the ban namespace
+// is another (the scripts use the first for both when it is not, which
+// keeps the usual request's command short).
+//
+// On Redis Cluster a third key names the index of key bans in k's slot
+// (redisindex.go), which the scripts cannot derive; elsewhere they derive
+// <bns>bans from the ban base, and the command stays as short.
+func (sp *redisSpace) scriptKeys(k protect.Key) []string {
+	if sp.s.isCluster() {
+		return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k), sp.s.indexKey(sp.bns.name, k)}
+	}
+	if sp.bns.name == sp.ns {
+		return []string{redisBase(sp.ns, k)}
+	}
+	return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k)}
+}
+
+// DeadlineOnly implements protect.DeadlineSpace: go-redis uses a
+// context's deadline (for the socket, when ContextTimeoutEnabled is set;
+// New warns when it is not), its Done channel and its Err, and nothing
+// else.
+func (*redisSpace) DeadlineOnly() bool { return true }
+
+// Circuit implements protect.CircuitStore: one breaker for the store's
+// one pool.
+func (s *Store) Circuit() *protect.Circuit { return &s.circuit }
+
+// banNamespace is where scope's bans live: BanNamespace, or Namespace
+// when that is empty.
+func banNamespace(scope protect.Scope) string {
+	if scope.BanNamespace != "" {
+		return scope.BanNamespace
+	}
+	return scope.Namespace
+}
+
+// takeArgs returns the take script's arguments for counting n.
+func (sp *redisSpace) takeArgs(n int64) []any {
+	if n < int64(len(sp.args)) {
+		return sp.args[n]
+	}
+	a := slices.Clone(sp.args[1])
+	a[0] = n
+	return a
+}
+
+// Take implements Space: one round trip, or none when a range ban or a
+// cached ban answers.
+func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, n int64) (protect.Result, error) {
+	if err := checkRedisKey(k); err != nil {
+		return protect.Result{}, err
+	}
+	s := sp.s
+	t := s.now()
+	if err := s.ready(ctx, sp.bns); err != nil {
+		return protect.Result{}, err
+	}
+	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
+		return r, nil
+	}
+	if r, ok := s.lookupBan(sp.bns, k, t); ok {
+		return r, nil
+	}
+	keys := sp.scriptKeys(k)
+	v, err := s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
+	if err != nil {
+		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+	}
+	r, err := decodeTake(v, k)
+	if err != nil {
+		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+	}
+	if r.Banned {
+		s.remember(sp.bns, k, r, t)
+	}
+	return r, nil
+}
+
+// AddBan implements Space.
+func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Duration) (protect.Ban, error) {
+	b, err := protect.CheckBan(b)
+	if err != nil {
+		return protect.Ban{}, err
+	}
+	if err := checkRedisKey(b.Key); err != nil {
+		return protect.Ban{}, err
+	}
+	s := sp.s
+	ms := length.Milliseconds()
+	if length > 0 && ms == 0 {
+		ms = 1 // under a millisecond is not "permanent"
+	}
+	var (
+		keys []string
+		kind = "key"
+	)
+	if b.Range {
+		keys, kind = []string{rangesKey(sp.bns.name)}, "range"
+	} else {
+		c, bk, _ := redisKeys(sp.ns, sp.bns.name, b.Key)
+		keys = []string{c, bk, s.indexKey(sp.bns.name, b.Key)}
+	}
+	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
+	if err != nil {
+		return protect.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
+	}
+	stored, err := decodeBan(b.Key, b.Range, rec)
+	if err != nil {
+		return protect.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
+	}
+	if b.Range {
+		s.reloadRanges(ctx, sp.bns)           // this instance sees it at once
+		if b.Source != protect.SourceManual { // see Space.AddBan: escalation resets nothing
+			return stored, nil
+		}
+		if err := sp.resetRange(ctx, b.Key.Prefix); err != nil {
+			// The ban holds; the counters inside it expire within TTL,
+			// as no banned request is counted.
+			s.log.Warn("protect: range ban written, but the counters inside it were not reset", "range", b.Key.String(), "error", err)
+		}
+	} else {
+		s.forget(sp.bns, b.Key)
+	}
+	return stored, nil
+}
+
+// Lift implements Space. A prefix may name a counting key and a range
+// alike, so both are lifted.
+func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, bool, error) {
+	if err := checkRedisKey(k); err != nil {
+		return protect.Ban{}, false, err
+	}
+	s := sp.s
+	s.forget(sp.bns, k)
+	var lifted protect.Ban
+	found := false
+	if k.Prefix.IsValid() {
+		_, bans, err := s.rangeCall(ctx, sp.bns.name, "lift", k.String())
+		if err != nil {
+			return protect.Ban{}, false, err
+		}
+		if len(bans) > 0 {
+			lifted, found = bans[0], true
+			s.reloadRanges(ctx, sp.bns)
+		}
+	}
+	_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
+	unban := func() (string, error) {
+		return unbanScript.Run(ctx, s.client, []string{bk, s.indexKey(sp.bns.name, k)}, k.String()).Text()
+	}
+	rec, err := unban()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return lifted, found, nil
+	case err != nil:
+		return protect.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
+	}
+	b, err := decodeBan(k, false, rec)
+	if err != nil {
+		return protect.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
+	}
+	return b, true, nil
+}
+
+// Bans implements Space, under ctx's deadline alone. Range bans are one
+// read of one hash; key bans are read from their index (redisindex.go),
+// never found by scanning the keyspace.
+func (sp *redisSpace) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
+	return sp.BansPaged(ctx, f, 0)
+}
+
+// BansPaged implements protect.BanPager: Bans with a deadline of perPage on each page of a listing
+// rather than one on the whole: a namespace may hold any number of bans.
+func (sp *redisSpace) BansPaged(ctx context.Context, f protect.BanFilter, perPage time.Duration) ([]protect.Ban, error) {
+	s := sp.s
+	pctx, cancel := pageContext(ctx, perPage)
+	_, ranges, err := s.rangeCall(pctx, sp.bns.name, "list")
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	var out []protect.Ban
+	for _, b := range ranges {
+		if f.Match(b) {
+			out = append(out, b)
+		}
+	}
+	if f.RangesOnly {
+		return out, nil
+	}
+	var mu sync.Mutex
+	keep := func(b protect.Ban) {
+		mu.Lock()
+		out = append(out, b)
+		mu.Unlock()
+	}
+	if err := sp.listKeyBans(ctx, f, perPage, keep); err != nil {
+		return nil, fmt.Errorf("protect: redis list bans: %w", err)
+	}
+	return out, nil
+}
+
+// globEscape escapes SCAN MATCH metacharacters.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Inspect implements Space.
+func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeyState, error) {
+	if err := checkRedisKey(k); err != nil {
+		return protect.KeyState{}, err
+	}
+	s := sp.s
+	c, b, o := redisKeys(sp.ns, sp.bns.name, k)
+	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
+	if err != nil {
+		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+	}
+	if len(v) != 4 {
+		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: unexpected reply", k)
+	}
+	var n [3]int64
+	for i := range n {
+		if n[i], err = toInt(v[i]); err != nil {
+			return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+		}
+	}
+	st := protect.KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
+	if st.Limits, err = sp.planUsage(ctx, k); err != nil {
+		return protect.KeyState{}, err
+	}
+	if n[1] > 0 {
+		st.CountTTL = time.Duration(n[1]) * time.Millisecond
+	}
+	if rec := str(v[3]); rec != "" {
+		ban, err := decodeBan(k, false, rec)
+		if err != nil {
+			return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+		}
+		st.Ban = &ban
+	} else if k.Prefix.IsValid() {
+		_, bans, err := s.rangeCall(ctx, sp.bns.name, "get", k.String())
+		if err != nil {
+			return protect.KeyState{}, err
+		}
+		if len(bans) > 0 {
+			st.Ban = &bans[0]
+		}
+	}
+	return st, nil
+}
+
+// limitsKey is where a namespace's limits are published.
+func limitsKey(ns string) string { return ns + "limits" }
+
+// Publish implements Space: one SET of <namespace>limits, which never
+// expires (a tool may read it long after the service last started).
+func (sp *redisSpace) Publish(ctx context.Context) error {
+	if err := sp.s.client.Set(ctx, limitsKey(sp.ns), encodeLimits(sp.lim), 0).Err(); err != nil {
+		return fmt.Errorf("protect: redis publish limits of %q: %w", sp.ns, err)
+	}
+	return nil
+}
+
+// Published implements Store.
+func (s *Store) Published(ctx context.Context, namespace string) (protect.Limits, bool, error) {
+	if strings.ContainsAny(namespace, "{}") {
+		return protect.Limits{}, false, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", namespace)
+	}
+	v, err := s.client.Get(ctx, limitsKey(namespace)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return protect.Limits{}, false, nil
+	case err != nil:
+		return protect.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+	}
+	lim, err := decodeLimits(v)
+	if err != nil {
+		return protect.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+	}
+	return lim, true, nil
+}
+
+// resetRange deletes the space's counters inside range r, as ban.lua
+// deletes a banned key's: a lifted range starts from nothing. Counters
+// are found by SCAN on every master, narrowed by the text every key
+// inside r starts with (rangeText), and each checked by parsing its key.
+// An operator's ban can afford the scan; no request waits for it: an
+// automatic range ban (escalation, inside a client's request) resets
+// nothing (resetsRange).
+func (sp *redisSpace) resetRange(ctx context.Context, r netip.Prefix) error {
+	pattern := globEscape(sp.ns+"{"+rangeText(r)) + "*}:c"
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var del []string
+		for iter.Next(ctx) {
+			key := iter.Val()
+			s := strings.TrimSuffix(strings.TrimPrefix(key, sp.ns+"{"), "}:c")
+			if k, err := protect.ParseKey(s); err == nil && k.Prefix.IsValid() && (protect.BanFilter{Within: r}).Match(protect.Ban{Key: k}) {
+				del = append(del, key)
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		for _, key := range del { // one key a command: keys of many slots
+			if err := c.Del(ctx, key).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return sp.s.eachNode(ctx, scan)
+}
+
+// eachNode runs f on every node that holds keys: every master of a
+// cluster, every shard of a ring, or the one server.
+func (s *Store) eachNode(ctx context.Context, f func(context.Context, redis.Cmdable) error) error {
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
+	case *redis.Ring:
+		return c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
+	}
+	return f(ctx, s.client)
+}
+
+// rangeText is the text that every key inside r starts with: the whole
+// octets of an IPv4 range ("198.51.100."), the leading non-zero groups of
+// an IPv6 one ("2001:db8:"; a zero group may be written as "::"). "" when
+// nothing is certain.
+func rangeText(r netip.Prefix) string {
+	a := r.Addr()
+	var b strings.Builder
+	if a.Is4() {
+		o := a.As4()
+		for i := 0; i < r.Bits()/8 && i < 3; i++ {
+			b.WriteString(strconv.Itoa(int(o[i])))
+			b.WriteByte('.')
+		}
+		return b.String()
+	}
+	o := a.As16()
+	for i := 0; i < r.Bits()/16 && i < 7; i++ {
+		g := uint64(o[2*i])<<8 | uint64(o[2*i+1])
+		if g == 0 {
+			break
+		}
+		b.WriteString(strconv.FormatUint(g, 16))
+		b.WriteByte(':')
+	}
+	return b.String()
+}
