@@ -20,7 +20,7 @@ def anchors(path):
 
 bad = 0
 for md in sys.argv[1:]:
-    text, fence_free = open(md, encoding='utf-8').read(), []
+    text = open(md, encoding="utf-8").read()
     text = re.sub(r'```.*?```', '', text, flags=re.S)
     for target in re.findall(r'\]\(([^)\s]+)\)', text):
         if re.match(r'[a-z]+:', target):
