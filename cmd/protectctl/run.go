@@ -29,22 +29,12 @@ const (
 	exitUsage   = 2
 )
 
+// mainUsage is what a mistake in the global flags prints, on stderr; -h
+// prints the manual (doc.go) instead.
 const mainUsage = `usage: protectctl [-redis URL] [-namespace NS] COMMAND [flags] [args]
 
-commands:
-  bans      list active bans
-  ban       ban addresses, ranges or consumers
-  lift      lift bans
-  inspect   show one target's key, counter, bans, offenses and plan limits
-  explain   show who a request's client is and which step would decide it
-  version   print the version
-
-The store is -redis or $HTTP_PROTECT_REDIS_URL; other settings come from
-the HTTP_PROTECT_* environment the services use. "protectctl COMMAND -h"
-explains a command.
-
-example:
-  HTTP_PROTECT_REDIS_URL=redis://127.0.0.1:6379/0 protectctl bans
+commands: bans, ban, lift, inspect, explain, version.
+"protectctl -h" prints the manual; "protectctl COMMAND -h" a command's flags.
 
 global flags:
 `
@@ -96,8 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.ns, "namespace", "", "the namespace of bans and counters (default $HTTP_PROTECT_BAN_NAMESPACE and $HTTP_PROTECT_NAMESPACE, or protect:)")
 	// The flag package calls Usage itself before Parse returns, to the
 	// FlagSet's output: with -h that printed the usage twice, once to
-	// stderr. Usage is printed here instead, once: to stdout when asked
-	// for, to stderr after a mistake.
+	// stderr. Usage is printed here instead, once: the manual on stdout
+	// when asked for, the short usage on stderr after a mistake.
 	fs.Usage = func() {}
 	usage := func(w io.Writer) {
 		fs.SetOutput(w)
@@ -106,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usage(stdout)
+			fmt.Fprint(stdout, manual)
 			return exitOK
 		}
 		usage(stderr)
@@ -118,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name := fs.Arg(0)
 	if name == "help" {
-		usage(stdout)
+		fmt.Fprint(stdout, manual)
 		return exitOK
 	}
 	cmd, ok := commands[name]

@@ -19,20 +19,11 @@ const (
 	exitUsage   = 2
 )
 
+// usage is what a mistake prints, on stderr; -h prints the manual
+// (doc.go) instead.
 const usage = `usage: protectd [-check]
 
-protectd answers forward-auth requests (/verify) from nginx, Traefik,
-Caddy or Envoy with protect's decision. It is configured by the
-environment:
-
-  HTTP_PROTECT_LISTEN      address to listen on [127.0.0.1:8089]
-  HTTP_PROTECT_PLANS       plans file (JSON), or the JSON itself
-  HTTP_PROTECT_TRUSTED_PROXIES   your proxy's addresses (required behind one)
-  HTTP_PROTECT_REDIS_URL   a shared Redis [none: memory store]
-  HTTP_PROTECT_*           every other setting of protect.ConfigFromEnv
-
-example:
-  HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 HTTP_PROTECT_MAX_REQUESTS=100 protectd
+Settings come from the HTTP_PROTECT_* environment; "protectd -h" prints the manual.
 
 flags:
 `
@@ -43,13 +34,18 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("protectd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "check the settings and the plans file, print them, and exit")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
+	// The flag package calls Usage itself before Parse returns, to the
+	// FlagSet's output, which would print it a second time after -h.
+	// Usage is printed here instead, once: the manual on stdout when asked
+	// for, the short usage on stderr after a mistake.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			fmt.Fprint(stdout, manual)
 			return exitOK
 		}
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

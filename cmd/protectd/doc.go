@@ -1,0 +1,101 @@
+// Protectd is protect as a decision service, for services written in any
+// language: nginx (auth_request), Traefik (ForwardAuth), Caddy
+// (forward_auth) and Envoy (ext_authz, HTTP service) ask it about each
+// request before they pass the request on.
+//
+//	usage: protectd [-check]
+//
+// -check reads the settings and the plans file, prints the settings in
+// force, and exits.
+//
+// # Settings
+//
+// protectd reads the HTTP_PROTECT_* environment of package envconfig, just
+// as strictly: an unknown name or a bad value exits 2 with the setting
+// quoted. The memory store is the default; HTTP_PROTECT_REDIS_URL shares
+// one Redis between every protectd instance and protectctl. It reads two
+// names of its own, and needs two of protect's:
+//
+//	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
+//	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
+//	                               or the JSON itself when the value starts with "{"
+//	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
+//	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
+//
+// protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
+// network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
+// without it every request is counted as the proxy's.
+//
+// # Paths
+//
+//	/verify        any method, and any path below it (Envoy appends the
+//	               original path): the decision
+//	GET /healthz   200 while the process serves
+//	GET /metrics   the metrics of package metrics, and Go's and the process's
+//
+// /verify answers 200 with no body, RateLimit-Policy and RateLimit when the
+// request may pass. When it may not, it answers with the decision's status
+// (429, 403 for a ban, 503), Retry-After, Cache-Control: no-store and a
+// problem+json body with a code (rate_limited, banned, unknown_client,
+// unavailable, quota_exceeded, unknown_plan). Every answer carries
+// X-Protect-Status, the status the client is to get, and,
+// when a key was counted, X-Protect-Key; a refusal also carries
+// X-Protect-Code, the problem's code.
+//
+// A proxy that understands only 2xx, 401 and 403 from an auth service, as
+// nginx's auth_request does, sends X-Protect-Refusal-Status: 403 (or 401).
+// protectd then refuses with that status, and puts the real status in
+// X-Protect-Status and the problem body in X-Protect-Problem, for the proxy
+// to answer the client with.
+//
+// # Who the client is
+//
+// protectd's peer is the proxy, so HTTP_PROTECT_TRUSTED_PROXIES lists it,
+// and the client comes from the header the proxy writes (X-Forwarded-For,
+// read right to left, or HTTP_PROTECT_PROXY_HEADER), by the rules of
+// Protector.Verify: a forged entry left of the one the proxy appends is
+// never believed. A peer that is not trusted is the client itself,
+// whatever headers it sends.
+//
+// # Consumers and plans
+//
+// A gateway that has authenticated the request names the consumer and its
+// plan in X-Protect-Consumer and X-Protect-Plan. The consumer is then held
+// to that plan of HTTP_PROTECT_PLANS (Protector.VerifyConsumer), after the
+// address's unknown, safe and ban checks. protectd believes these headers
+// only from a trusted peer, and the proxy must drop the ones a client sends.
+// A plan name protectd does not know, or a consumer without a plan, is
+// refused with 503 and code unknown_plan, and logged at level ERROR with
+// the name: never unlimited, and never quietly moved to the address's
+// limit. With HTTP_PROTECT_DRY_RUN=true it is logged and served, as every
+// refusal is. A plan without a consumer is ignored, and the address is
+// counted.
+//
+// # Logs, signals and limits
+//
+// protectd logs JSON lines to stderr: one "refused" line per refusal
+// (status, decision, code, client, key, retry_after, policy, the original
+// method and uri, each cut to 256 bytes, and err when a store error was
+// absorbed). The method and uri are those the proxy reports:
+// X-Original-Method and X-Original-URI (nginx, as configured),
+// X-Forwarded-Method and X-Forwarded-Uri (Traefik, Caddy), or the method
+// and the path below /verify (Envoy), and the ban, lift and store events of
+// the library. SIGTERM or SIGINT drains the requests in flight, for up to
+// 10s, and exits 0. The request headers must arrive within 5s and the
+// whole request within 10s, so a slow client cannot hold connections open;
+// request headers larger than 64 KiB are refused.
+//
+// # Exit status
+//
+// 0 after -h, -check or a graceful shutdown; 1 when the listener cannot be
+// opened or serving fails; 2 on a bad flag, an argument, or a bad setting.
+//
+// # Example
+//
+//	HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 \
+//	HTTP_PROTECT_MAX_REQUESTS=100 HTTP_PROTECT_BAN_LIMIT=500 \
+//	HTTP_PROTECT_REDIS_URL=redis://10.0.0.5:6379/0 \
+//	protectd
+//
+// docs/protectd.md in the repository gives a configuration for each proxy.
+package main

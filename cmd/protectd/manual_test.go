@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// -h prints the manual, the package comment of doc.go, once, on stdout,
+// and exits 0.
+func TestHelpPrintsManual(t *testing.T) {
+	if !strings.HasPrefix(manual, "Protectd is protect as a decision service") || strings.Contains(manual, "\n//") {
+		t.Fatalf("manual is not doc.go's package comment without its markers:\n%s", manual)
+	}
+	for _, args := range [][]string{{"-h"}, {"-help"}, {"-check", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, nil, &stdout, &stderr)
+		if code != exitOK || stdout.String() != manual || stderr.Len() != 0 {
+			t.Errorf("protectd %q: exit %d\nstdout %q\nstderr %q; want exit 0 and the manual on stdout", args, code, stdout.String(), stderr.String())
+		}
+	}
+	// A mistake prints the short usage once, on stderr, and exits 2.
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-nope"}, nil, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 ||
+		strings.Count(stderr.String(), "usage: protectd") != 1 || strings.Contains(stderr.String(), "Protectd is") {
+		t.Errorf("protectd -nope: exit %d\nstdout %q\nstderr %q", code, stdout.String(), stderr.String())
+	}
+}
+
+// The manual names each of protectd's own settings.
+func TestManualListsSettings(t *testing.T) {
+	for _, name := range []string{envListen, envPlans, "-check"} {
+		if !strings.Contains(manual, name) {
+			t.Errorf("the manual (doc.go) does not mention %s", name)
+		}
+	}
+}
