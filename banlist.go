@@ -255,8 +255,6 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 		reason = "manual"
 	}
 	b := Ban{Key: t.key, Range: t.isRange, Reason: reason, Source: SourceManual, By: opt.By}
-	ctx, cancel := p.storeContext(ctx)
-	defer cancel()
 	b, err = p.space.AddBan(ctx, b, length)
 	if err != nil {
 		return Ban{}, fmt.Errorf("protect: ban %s: %w", t.key, err)
@@ -312,21 +310,11 @@ func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
 	return p.liftBans(ctx, bans, by)
 }
 
-// pagedSpace is a Space that lists and lifts bans a page at a time, each
-// page under its own deadline (the Redis store: a namespace may hold any
-// number of bans, and one StoreTimeout cannot cover them all).
-type pagedSpace interface {
-	bansPaged(ctx context.Context, f BanFilter, perPage time.Duration) ([]Ban, error)
-	// liftKeyBans lifts the bans on keys, which are not ranges, and
-	// returns those it removed.
-	liftKeyBans(ctx context.Context, keys []Key, perPage time.Duration) ([]Ban, error)
-}
-
 // liftBans lifts bans that a listing found: key bans a page at a time
 // where the store can (one round trip per page on Redis), ranges one by
 // one.
 func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban, error) {
-	ps, paged := p.space.(pagedSpace)
+	ps, paged := p.raw.(BanPager)
 	var keys, keyBans []Key
 	for _, b := range bans {
 		if paged && !b.Range {
@@ -337,7 +325,7 @@ func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban,
 	}
 	lifted := []Ban{}
 	if len(keyBans) > 0 {
-		got, err := ps.liftKeyBans(ctx, keyBans, p.timeout)
+		got, err := ps.LiftBans(ctx, keyBans, p.pageTimeout())
 		for _, b := range got {
 			p.noteLift(ctx, b, by)
 		}
@@ -353,9 +341,7 @@ func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban,
 func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban, error) {
 	lifted := []Ban{}
 	for _, k := range keys {
-		sctx, cancel := p.storeContext(ctx)
-		b, ok, err := p.space.Lift(sctx, k)
-		cancel()
+		b, ok, err := p.space.Lift(ctx, k)
 		if err != nil {
 			return lifted, fmt.Errorf("protect: lift %s: %w", k, err)
 		}
@@ -373,10 +359,10 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 // noteLift counts and logs one lifted ban.
 func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
 	p.stats.stripe().lifted.Add(1)
-	p.log.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
+	p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
 		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
 		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
-		slog.String("by", by), slog.String("namespace", p.ns))
+		slog.String("by", by), slog.String("namespace", p.cfg.Namespace))
 }
 
 // Bans lists the active bans in the protector's namespace that f selects,
@@ -389,12 +375,10 @@ func (p *Protector) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 		bans []Ban
 		err  error
 	)
-	if ps, ok := p.space.(pagedSpace); ok {
-		bans, err = ps.bansPaged(ctx, f, p.timeout)
+	if ps, ok := p.raw.(BanPager); ok {
+		bans, err = ps.BansPaged(ctx, f, p.pageTimeout())
 	} else {
-		sctx, cancel := p.storeContext(ctx)
-		bans, err = p.space.Bans(sctx, f)
-		cancel()
+		bans, err = p.space.Bans(ctx, f)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("protect: list bans: %w", err)
@@ -404,6 +388,15 @@ func (p *Protector) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 	}
 	SortBans(bans)
 	return bans, nil
+}
+
+// pageTimeout is the deadline of each page of a paged listing or lift:
+// StoreTimeout for a store outside this process, none for a local one.
+func (p *Protector) pageTimeout() time.Duration {
+	if p.guard == nil {
+		return 0
+	}
+	return p.cfg.StoreTimeout
 }
 
 // SortBans orders bans soonest expiry first, permanent bans last, then by
@@ -449,9 +442,9 @@ func banLengthText(b Ban) string {
 
 // logBan writes one ban event with key, reason and length.
 func (p *Protector) logBan(ctx context.Context, msg string, b Ban) {
-	p.log.LogAttrs(ctx, slog.LevelWarn, msg,
+	p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, msg,
 		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
 		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
 		slog.Int("offense", b.Offense), slog.String("by", b.By),
-		slog.String("namespace", p.ns))
+		slog.String("namespace", p.cfg.Namespace))
 }

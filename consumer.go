@@ -96,72 +96,37 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 		return d, nil
 	}
 	err := fmt.Errorf("protect: consumer %s: cost %d: must not be negative", k, cost)
-	return Decision{Status: Unavailable, Addr: a, Key: k, DryRun: p.dryRun, Err: err}, err
+	return Decision{Status: Unavailable, Addr: a, Key: k, DryRun: p.cfg.DryRun, Err: err}, err
 }
 
 // decidePlan decides key k under plan, charging cost, through the store
 // and the failure policy, and writes the answer into d, which must be
 // zero. With stream (Config.Plan) the stream counter counts beside the
 // plan, for BanLimit. The error is non-nil only when ctx ended.
-//
-// Each store call has a function of its own, so that each PlanResult (a
-// few hundred bytes) is made once and then passed by pointer: on the hot
-// path the copies would cost more than the decision.
 func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
-	if p.guarded {
-		return p.decidePlanGuarded(ctx, d, k, a, plan, cost, stream)
-	}
-	res, err := p.space.TakePlan(ctx, k, a, plan, cost, stream) // in process: no deadline, no breaker
+	res, err := p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	if err != nil {
-		return p.decidePlanLocal(ctx, d, k, a, plan, cost, stream, err)
+		return p.takePlanFailed(ctx, d, k, a, plan, cost, stream, err)
 	}
 	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
-	return nil
-}
-
-func (p *Protector) decidePlanGuarded(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
-	res, err := p.guardedTakePlan(ctx, k, a, plan, cost, stream)
-	if err != nil {
-		return p.decidePlanLocal(ctx, d, k, a, plan, cost, stream, err)
-	}
-	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
-	return nil
-}
-
-// decidePlanLocal follows the failure policy after the store failed with
-// err.
-func (p *Protector) decidePlanLocal(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, err error) error {
-	d.Addr, d.Key, d.DryRun = a, k, p.dryRun
-	if local, err := p.storeFailed(ctx, d, err); !local {
-		return err
-	}
-	res, lerr := p.local.TakePlan(ctx, k, a, plan, cost, stream)
-	if lerr != nil {
-		return nil // the arguments were checked: this cannot happen
-	}
-	if res.NewBan {
-		p.keepBan(*res.Ban)
-	}
-	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
-	d.Err = err
 	return nil
 }
 
 // planDecision writes the store's answer res into d.
 func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, res *PlanResult) {
-	d.Addr, d.Key, d.DryRun, d.plan = a, k, p.dryRun, plan
+	d.Addr, d.Key, d.DryRun, d.plan = a, k, p.cfg.DryRun, plan
 	if stream {
 		d.Count = res.Count
 	}
 	switch {
 	case res.Banned:
 		p.banned(ctx, d, &res.Result)
-	case stream && p.dryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
+	case stream && p.cfg.DryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
 		p.wouldBan(ctx, d, cost)
 	default:
 		p.fillPlan(d, plan, res, cost)
 	}
-	if p.dryRun && cost > 0 { // a Check refuses nothing it could log
+	if p.cfg.DryRun && cost > 0 { // a Check refuses nothing it could log
 		p.logDryRun(d)
 	}
 }

@@ -110,11 +110,12 @@ func (p *Protector) newEscalation() (*escalation, error) {
 	// in BanDuration or OffenseWindow, and a store binds one namespace to
 	// one set of Limits. So bans written by two protectors with different
 	// Namespaces do not add up towards one wider prefix.
-	sp, err := p.store.Space(Scope{Namespace: p.ns + escalationSuffix, BanNamespace: c.BanNamespace + escalationSuffix, Limits: lim})
+	scope := Scope{Namespace: p.cfg.Namespace + escalationSuffix, BanNamespace: c.BanNamespace + escalationSuffix, Limits: lim}
+	sp, err := p.store.Space(scope)
 	if err != nil {
 		return nil, err
 	}
-	return &escalation{space: sp, threshold: c.EscalationThreshold, v4: c.IPv4Escalation, v6: c.IPv6Escalation}, nil
+	return &escalation{space: p.guardSpace(sp, scope, false), threshold: c.EscalationThreshold, v4: c.IPv4Escalation, v6: c.IPv6Escalation}, nil
 }
 
 // escalate counts the new automatic ban b towards the wider prefixes
@@ -135,13 +136,11 @@ func (p *Protector) escalate(ctx context.Context, b *Ban) {
 	from := b.Key.Prefix
 	for _, bits := range levels {
 		wider, _ := from.Addr().Prefix(bits)
-		res, err := guarded(p, ctx, func(ctx context.Context) (Result, error) {
-			return e.space.Take(ctx, Key{Prefix: wider}, netip.Addr{}, 1)
-		})
+		res, err := e.space.Take(ctx, Key{Prefix: wider}, netip.Addr{}, 1)
 		if err != nil {
-			p.log.LogAttrs(ctx, slog.LevelWarn, "protect: escalation skipped",
+			p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "protect: escalation skipped",
 				slog.String("key", b.Key.String()), slog.String("range", wider.String()),
-				slog.String("namespace", p.ns), slog.Any("error", err))
+				slog.String("namespace", p.cfg.Namespace), slog.Any("error", err))
 			return
 		}
 		if !res.NewBan {
@@ -152,13 +151,11 @@ func (p *Protector) escalate(ctx context.Context, b *Ban) {
 			reason += ", offense " + strconv.Itoa(res.Ban.Offense)
 		}
 		rb := Ban{Key: Key{Prefix: wider}, Range: true, Reason: reason, Source: SourceAuto}
-		sctx, cancel := p.storeContext(ctx)
-		stored, err := p.space.AddBan(sctx, rb, res.Ban.Expires.Sub(res.Ban.Created))
-		cancel()
+		stored, err := p.space.AddBan(ctx, rb, res.Ban.Expires.Sub(res.Ban.Created))
 		if err != nil {
-			p.log.LogAttrs(ctx, slog.LevelError, "protect: escalation ban failed",
+			p.cfg.Logger.LogAttrs(ctx, slog.LevelError, "protect: escalation ban failed",
 				slog.String("key", wider.String()), slog.String("reason", reason),
-				slog.String("namespace", p.ns), slog.Any("error", err))
+				slog.String("namespace", p.cfg.Namespace), slog.Any("error", err))
 			return
 		}
 		p.stats.stripe().autoBans.Add(1)
@@ -177,7 +174,5 @@ func (p *Protector) liftEscalation(ctx context.Context, k Key) {
 	if p.esc == nil || !k.Prefix.IsValid() {
 		return
 	}
-	sctx, cancel := p.storeContext(ctx)
-	defer cancel()
-	p.esc.space.Lift(sctx, k) // best effort: the range itself is lifted
+	p.esc.space.Lift(ctx, k) // best effort: the range itself is lifted
 }

@@ -33,13 +33,11 @@ import (
 // FailLocal store wrote while the store was down is written to the store
 // once it answers again, so that it holds on every instance.
 type guard struct {
-	guarded bool // the space is outside this process: calls go through the guard
+	p *Protector
 	// deadlineOnly: the space needs nothing of a context but its
 	// deadline, Done and Err, which deadlines makes cheaply (deadline.go).
 	deadlineOnly bool
 	deadlines    deadlines
-	timeout      time.Duration
-	onError      FailurePolicy
 	brk          *Circuit     // the store's (CircuitStore), or this protector's own
 	held         BanHolder    // the space, when it holds bans in this process; else nil
 	local        Space        // FailLocal's per-process fallback; nil otherwise
@@ -49,36 +47,46 @@ type guard struct {
 	bg           sync.WaitGroup
 }
 
-// init sets up the guard of p, whose space is bound to scope.
-func (g *guard) init(p *Protector, scope Scope) {
-	g.timeout, g.onError = p.cfg.StoreTimeout, p.cfg.OnStoreError
-	if l, ok := p.space.(LocalSpace); ok && l.Local() {
-		g.brk = new(Circuit)
-		g.brk.init(p.cfg.Clock)
-		if !p.dryRun { // a dry run enforces nothing: it has no limits to publish
-			p.publish() // in process: at once, it costs nothing
+// A guardedSpace is a space outside this process as the Protector calls
+// it: every call with a deadline, a request's through the circuit
+// breaker. The protector's own space (main) also answers from the bans
+// it holds while the circuit is open, and publishes the protector's
+// limits once it counts; its escalation space does neither.
+type guardedSpace struct {
+	Space
+	g    *guard
+	main bool
+}
+
+// guardSpace returns the space p calls for sp, bound to scope: sp itself
+// when it is local, else sp behind p's guard, which it makes on first
+// use.
+func (p *Protector) guardSpace(sp Space, scope Scope, main bool) Space {
+	if l, ok := sp.(LocalSpace); ok && l.Local() {
+		return sp
+	}
+	if p.guard == nil {
+		g := &guard{p: p}
+		if d, ok := sp.(DeadlineSpace); ok {
+			g.deadlineOnly = d.DeadlineOnly()
 		}
-		g.publishing.Store(publishDone)
-		return
+		if cs, ok := p.store.(CircuitStore); ok && cs.Circuit() != nil {
+			g.brk = cs.Circuit()
+		} else {
+			g.brk = new(Circuit)
+		}
+		g.brk.init(p.cfg.Clock)
+		g.held, _ = sp.(BanHolder)
+		if p.cfg.DryRun {
+			g.publishing.Store(publishDone) // a dry run enforces nothing: it has no limits to publish
+		}
+		if p.cfg.OnStoreError == FailLocal {
+			g.localMem = NewMemoryStore(MemoryOptions{Clock: p.cfg.Clock})
+			g.local, _ = g.localMem.Space(scope)
+		}
+		p.guard = g
 	}
-	g.guarded = true
-	if d, ok := p.space.(DeadlineSpace); ok {
-		g.deadlineOnly = d.DeadlineOnly()
-	}
-	if cs, ok := p.store.(CircuitStore); ok && cs.Circuit() != nil {
-		g.brk = cs.Circuit()
-	} else {
-		g.brk = new(Circuit)
-	}
-	g.brk.init(p.cfg.Clock)
-	g.held, _ = p.space.(BanHolder)
-	if p.dryRun {
-		g.publishing.Store(publishDone)
-	}
-	if g.onError == FailLocal {
-		g.localMem = NewMemoryStore(MemoryOptions{Clock: p.cfg.Clock})
-		g.local, _ = g.localMem.Space(scope)
-	}
+	return guardedSpace{Space: sp, g: p.guard, main: main}
 }
 
 // close waits for the guard's background calls and closes its local
@@ -88,6 +96,76 @@ func (g *guard) close() {
 	if g.localMem != nil {
 		g.localMem.Close()
 	}
+}
+
+// Take implements Space: with a deadline, through the circuit breaker.
+func (gs guardedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+	g := gs.g
+	if gs.main && g.brk.open() {
+		if res, ok := g.heldWhileOpen(k, a); ok {
+			return res, nil
+		}
+	}
+	res, err := guarded(g, ctx, func(ctx context.Context) (Result, error) {
+		return gs.Space.Take(ctx, k, a, n)
+	})
+	if err == nil && n > 0 && gs.main && g.publishing.Load() == publishPending {
+		g.p.publishSoon()
+	}
+	return res, err
+}
+
+// TakePlan implements Space, as Take does.
+func (gs guardedSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
+	g := gs.g
+	if gs.main && g.brk.open() {
+		if res, ok := g.heldWhileOpen(k, a); ok {
+			return PlanResult{Result: res, Decider: -1}, nil
+		}
+	}
+	res, err := guarded(g, ctx, func(ctx context.Context) (PlanResult, error) {
+		return gs.Space.TakePlan(ctx, k, a, plan, cost, stream)
+	})
+	if err == nil && cost > 0 && gs.main && g.publishing.Load() == publishPending {
+		g.p.publishSoon()
+	}
+	return res, err
+}
+
+// AddBan implements Space, within StoreTimeout. An operator's calls do
+// not go through the breaker: they are few, and each says what failed.
+func (gs guardedSpace) AddBan(ctx context.Context, b Ban, length time.Duration) (Ban, error) {
+	ctx, cancel := context.WithTimeout(ctx, gs.g.p.cfg.StoreTimeout)
+	defer cancel()
+	return gs.Space.AddBan(ctx, b, length)
+}
+
+// Lift implements Space, within StoreTimeout.
+func (gs guardedSpace) Lift(ctx context.Context, k Key) (Ban, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, gs.g.p.cfg.StoreTimeout)
+	defer cancel()
+	return gs.Space.Lift(ctx, k)
+}
+
+// Bans implements Space, within StoreTimeout.
+func (gs guardedSpace) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
+	ctx, cancel := context.WithTimeout(ctx, gs.g.p.cfg.StoreTimeout)
+	defer cancel()
+	return gs.Space.Bans(ctx, f)
+}
+
+// Inspect implements Space, within StoreTimeout.
+func (gs guardedSpace) Inspect(ctx context.Context, k Key) (KeyState, error) {
+	ctx, cancel := context.WithTimeout(ctx, gs.g.p.cfg.StoreTimeout)
+	defer cancel()
+	return gs.Space.Inspect(ctx, k)
+}
+
+// Publish implements Space, within StoreTimeout.
+func (gs guardedSpace) Publish(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, gs.g.p.cfg.StoreTimeout)
+	defer cancel()
+	return gs.Space.Publish(ctx)
 }
 
 // storeFailed applies the failure policy to the store error err, writing
@@ -106,47 +184,40 @@ func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (lo
 		// A ban this instance knows holds whatever the store's health,
 		// under every policy.
 		return false, nil
-	case p.onError == FailClosed:
+	case p.cfg.OnStoreError == FailClosed:
 		d.Status, d.RetryAfter = Unavailable, breakerCooldown
 		p.logDryRun(d)
 		return false, nil
-	case p.onError == FailOpen || p.local == nil: // no local store: an in-process one never fails
+	case p.cfg.OnStoreError == FailOpen || p.guard == nil || p.guard.local == nil: // no local store: an in-process one never fails
 		return false, nil
 	}
 	return true, nil
 }
 
-// take calls the store: guarded when it is outside this process; in
-// process, with no deadline and no breaker.
-func (p *Protector) take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	if p.guarded {
-		return p.guardedTake(ctx, k, a, n)
+// takeFailed decides key k, counting n, after the store failed with err:
+// by the failure policy, or by the FailLocal store, whose new bans are
+// kept for the store. The error is non-nil only when ctx ended.
+//
+//go:noinline
+func (p *Protector) takeFailed(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64, err error) error {
+	d.Addr, d.Key, d.Limit, d.Window, d.DryRun = a, k, p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun
+	if local, err := p.storeFailed(ctx, d, err); !local {
+		return err
 	}
-	return p.space.Take(ctx, k, a, n)
-}
-
-// guardedTake calls a store outside this process: with a deadline, and
-// through the circuit breaker.
-func (p *Protector) guardedTake(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
-	if p.brk.open() {
-		if res, ok := p.heldWhileOpen(k, a); ok {
-			return res, nil
-		}
+	res, _ := p.guard.local.Take(ctx, k, a, n)
+	if res.NewBan {
+		p.guard.keepBan(*res.Ban)
 	}
-	res, err := guarded(p, ctx, func(ctx context.Context) (Result, error) {
-		return p.space.Take(ctx, k, a, n)
-	})
-	if err == nil && n > 0 && p.publishing.Load() == publishPending {
-		p.publishSoon()
-	}
-	return res, err
+	p.streamDecision(ctx, d, k, a, n, &res)
+	return nil
 }
 
 // guarded runs one store call with StoreTimeout and through the circuit
 // breaker, logging a change of the breaker's state once.
-func guarded[R any](p *Protector, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
+func guarded[R any](g *guard, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
+	p := g.p
 	var zero R
-	if !p.brk.allow() {
+	if !g.brk.allow() {
 		p.stats.stripe().circuitReject.Add(1)
 		return zero, ErrStoreUnavailable
 	}
@@ -156,62 +227,55 @@ func guarded[R any](p *Protector, ctx context.Context, call func(context.Context
 	// latency is real time too: both come from the real clock, never from
 	// Config.Clock.
 	start := time.Now()
-	if p.deadlineOnly {
-		res, err = call(p.deadlines.context(ctx, start.Add(p.timeout)))
+	if g.deadlineOnly {
+		res, err = call(g.deadlines.context(ctx, start.Add(p.cfg.StoreTimeout)))
 	} else {
-		sctx, cancel := context.WithTimeout(ctx, p.timeout)
+		sctx, cancel := context.WithTimeout(ctx, p.cfg.StoreTimeout)
 		res, err = call(sctx)
 		cancel()
 	}
-	if p.guarded { // the memory store's calls (escalation's) are not store traffic
-		p.stats.storeCall(ctx, time.Since(start), err)
-	}
+	p.stats.storeCall(ctx, time.Since(start), err)
 	if err == nil {
-		if p.brk.success() {
-			p.log.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.ns))
+		if g.brk.success() {
+			p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.cfg.Namespace))
 		}
-		if p.pending.n.Load() != 0 {
-			p.writePending()
+		if g.pending.n.Load() != 0 {
+			g.writePending()
 		}
 		return res, nil
 	}
 	if ctx.Err() != nil {
 		// The caller gave up; that says nothing about the store.
-		p.brk.release()
+		g.brk.release()
 		return zero, ctx.Err()
 	}
-	err = storeerr.Explain(err, p.timeout)
-	if p.brk.failure() {
+	err = storeerr.Explain(err, p.cfg.StoreTimeout)
+	if g.brk.failure() {
 		p.stats.stripe().circuitOpens.Add(1)
-		p.log.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
-			slog.String("namespace", p.ns), slog.String("policy", p.onError.String()), slog.Any("error", err))
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
+			slog.String("namespace", p.cfg.Namespace), slog.String("policy", p.cfg.OnStoreError.String()), slog.Any("error", err))
 	}
 	return zero, err
 }
 
-// storeContext bounds an administrative store call by StoreTimeout.
-func (p *Protector) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if !p.guarded {
-		return ctx, func() {}
+// takePlanFailed is takeFailed for a plan.
+//
+//go:noinline
+func (p *Protector) takePlanFailed(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, err error) error {
+	d.Addr, d.Key, d.DryRun = a, k, p.cfg.DryRun
+	if local, err := p.storeFailed(ctx, d, err); !local {
+		return err
 	}
-	return context.WithTimeout(ctx, p.timeout)
-}
-
-// guardedTakePlan calls the store's TakePlan through the deadline and
-// the circuit breaker, as guardedTake does for Take.
-func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
-	if p.brk.open() {
-		if res, ok := p.heldWhileOpen(k, a); ok {
-			return PlanResult{Result: res, Decider: -1}, nil
-		}
+	res, lerr := p.guard.local.TakePlan(ctx, k, a, plan, cost, stream)
+	if lerr != nil {
+		return nil // the arguments were checked: this cannot happen
 	}
-	res, err := guarded(p, ctx, func(ctx context.Context) (PlanResult, error) {
-		return p.space.TakePlan(ctx, k, a, plan, cost, stream)
-	})
-	if err == nil && cost > 0 && p.publishing.Load() == publishPending {
-		p.publishSoon()
+	if res.NewBan {
+		p.guard.keepBan(*res.Ban)
 	}
-	return res, err
+	p.planDecision(ctx, d, k, a, plan, cost, stream, &res)
+	d.Err = err
+	return nil
 }
 
 // heldWhileOpen answers, while the circuit is open, a request that a ban
@@ -221,20 +285,20 @@ func (p *Protector) guardedTakePlan(ctx context.Context, k Key, a netip.Addr, pl
 // cooldown, for as long as a banned client keeps trying).
 //
 //go:noinline
-func (p *Protector) heldWhileOpen(k Key, a netip.Addr) (Result, bool) {
-	if p.held == nil {
+func (g *guard) heldWhileOpen(k Key, a netip.Addr) (Result, bool) {
+	if g.held == nil {
 		return Result{}, false
 	}
-	return p.held.HeldBan(k, a)
+	return g.held.HeldBan(k, a)
 }
 
 // heldBanDecision writes into d a ban this instance knows on d's key or
 // address, and reports whether there was one. d.Key and d.Addr are set.
 func (p *Protector) heldBanDecision(ctx context.Context, d *Decision) bool {
-	if p.held == nil {
+	if p.guard == nil || p.guard.held == nil {
 		return false
 	}
-	res, ok := p.held.HeldBan(d.Key, d.Addr)
+	res, ok := p.guard.held.HeldBan(d.Key, d.Addr)
 	if !ok {
 		return false
 	}
@@ -256,14 +320,14 @@ type pendingBans struct {
 	bans    []Ban
 }
 
-// add keeps b for the shared store.
-func (p *Protector) keepBan(b Ban) {
-	pb := &p.pending
+// keepBan keeps b for the store.
+func (g *guard) keepBan(b Ban) {
+	p, pb := g.p, &g.pending
 	pb.mu.Lock()
 	defer pb.mu.Unlock()
 	if len(pb.bans) >= maxPendingBans {
-		p.log.LogAttrs(context.Background(), slog.LevelWarn, "protect: too many bans written while the store is down; this one stays local",
-			slog.String("key", pb.bans[0].Key.String()), slog.String("namespace", p.ns))
+		p.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "protect: too many bans written while the store is down; this one stays local",
+			slog.String("key", pb.bans[0].Key.String()), slog.String("namespace", p.cfg.Namespace))
 		pb.bans = pb.bans[1:]
 	}
 	pb.bans = append(pb.bans, b)
@@ -276,14 +340,14 @@ func (p *Protector) keepBan(b Ban) {
 // one the store refuses stays for the next try; one the store already
 // holds a ban on, as long or longer, is left as the store has it. Its offense is not
 // written: escalation on the shared store does not count it.
-func (p *Protector) writePending() {
-	pb := &p.pending
+func (g *guard) writePending() {
+	p, pb := g.p, &g.pending
 	if !pb.writing.CompareAndSwap(false, true) {
 		return
 	}
-	p.bg.Add(1)
+	g.bg.Add(1)
 	go func() {
-		defer p.bg.Done()
+		defer g.bg.Done()
 		defer pb.writing.Store(false)
 		pb.mu.Lock()
 		bans := pb.bans
@@ -299,7 +363,7 @@ func (p *Protector) writePending() {
 			if b.Permanent() {
 				left = 0
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.StoreTimeout)
 			// AddBan replaces: a ban the store got meanwhile (an
 			// operator's, another instance's escalated one) that lasts
 			// as long or longer stays, rather than be cut down to ours.
@@ -316,8 +380,8 @@ func (p *Protector) writePending() {
 				failed = append(failed, b)
 				continue
 			}
-			p.log.LogAttrs(context.Background(), slog.LevelInfo, "protect: ban written while the store was down, now in the store",
-				slog.String("key", b.Key.String()), slog.Duration("left", left.Round(time.Second)), slog.String("namespace", p.ns))
+			p.cfg.Logger.LogAttrs(context.Background(), slog.LevelInfo, "protect: ban written while the store was down, now in the store",
+				slog.String("key", b.Key.String()), slog.Duration("left", left.Round(time.Second)), slog.String("namespace", p.cfg.Namespace))
 		}
 		if len(failed) > 0 {
 			pb.mu.Lock()
@@ -364,14 +428,15 @@ const (
 // a background timeout, never a request's. The calls are not counted in
 // Stats and do not move the breaker.
 func (p *Protector) publishSoon() {
-	if !p.publishing.CompareAndSwap(publishPending, publishRunning) {
+	g := p.guard
+	if !g.publishing.CompareAndSwap(publishPending, publishRunning) {
 		return
 	}
-	p.bg.Add(1)
+	g.bg.Add(1)
 	go func() {
-		defer p.bg.Done()
+		defer g.bg.Done()
 		p.publish()
-		p.publishing.Store(publishDone)
+		g.publishing.Store(publishDone)
 	}()
 }
 
@@ -384,11 +449,13 @@ func (p *Protector) publishSoon() {
 // when the store holds other limits for the namespace. A dry run
 // publishes nothing: it enforces nothing.
 func (p *Protector) Publish(ctx context.Context) error {
-	if p.dryRun {
+	if p.cfg.DryRun {
 		return nil
 	}
-	p.publishing.Store(publishDone)
-	ctx, cancel := p.storeContext(ctx)
+	if p.guard != nil {
+		p.guard.publishing.Store(publishDone)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.StoreTimeout)
 	defer cancel()
 	return p.publishIn(ctx)
 }
@@ -399,25 +466,25 @@ func (p *Protector) Publish(ctx context.Context) error {
 // (Within one store value a second set of limits is an error from
 // Space.) A failure is logged; the service runs on.
 func (p *Protector) publish() {
-	ctx, cancel := p.storeContext(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.StoreTimeout)
 	defer cancel()
 	p.publishIn(ctx)
 }
 
 func (p *Protector) publishIn(ctx context.Context) error {
-	was, ok, err := p.store.Published(ctx, p.ns)
+	was, ok, err := p.store.Published(ctx, p.cfg.Namespace)
 	if err == nil && ok && was != p.lim {
 		theirs, ours := was.diff(p.lim)
-		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace.",
-			slog.String("namespace", p.ns), slog.String("published", theirs), slog.String("ours", ours))
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace.",
+			slog.String("namespace", p.cfg.Namespace), slog.String("published", theirs), slog.String("ours", ours))
 	}
 	if err == nil {
 		err = p.space.Publish(ctx)
 	}
 	if err != nil {
-		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: cannot publish this protector's limits; protectctl shows its own defaults for this namespace",
-			slog.String("namespace", p.ns), slog.Any("error", err))
-		return fmt.Errorf("protect: publish limits of %q: %w", p.ns, err)
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "protect: cannot publish this protector's limits; protectctl shows its own defaults for this namespace",
+			slog.String("namespace", p.cfg.Namespace), slog.Any("error", err))
+		return fmt.Errorf("protect: publish limits of %q: %w", p.cfg.Namespace, err)
 	}
 	return nil
 }

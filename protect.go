@@ -15,33 +15,21 @@ import (
 type Protector struct {
 	cfg   Config // as New completed it
 	store Store
-	space Space // the store, bound to the namespace and the limits
-	owned bool  // New made the store: Close closes it
-	guard       // the outage machinery around a space outside this process (guard.go)
-	stats stats // Stats' counters (stats.go)
+	raw   Space  // the store, bound to the namespace and the limits
+	space Space  // raw, or raw behind the guard when it is outside this process
+	guard *guard // the outage machinery around a space outside this process (guard.go); nil for a local one
+	owned bool   // New made the store: Close closes it
+	stats stats  // Stats' counters (stats.go)
 
-	ns  string
-	lim Limits
-	max int64
-	hdr *headerValues
+	lim Limits        // what the space decides by
+	hdr *headerValues // the RateLimit fields' parts that never change
 
-	res     resolver
-	safe    netList
-	agg     aggregator
-	keyFunc func(*http.Request) (string, bool)
-
-	// Plans (consumer.go): ConsumerFunc, Config.Plan, and the cache of
-	// hashed consumer keys.
-	consumerFunc func(*http.Request) (string, *Plan, bool)
-	plan         *Plan
-	consumerKeys consumerKeys
+	res          resolver
+	safe         netList
+	agg          aggregator
+	consumerKeys consumerKeys // the cache of hashed consumer keys (consumer.go)
 
 	esc *escalation // prefix escalation (escalate.go); nil when off
-
-	dryRun        bool
-	banStatus     int
-	unknownStatus int
-	log           *slog.Logger
 
 	closeOnce sync.Once
 	closeErr  error
@@ -72,7 +60,6 @@ func New(cfg Config) (*Protector, error) {
 	p := &Protector{
 		cfg:   c,
 		store: c.Store,
-		ns:    c.Namespace,
 		lim: Limits{
 			MaxRequests:    c.MaxRequests,
 			TTL:            c.TTL,
@@ -82,19 +69,11 @@ func New(cfg Config) (*Protector, error) {
 			MaxBanDuration: c.MaxBanDuration,
 			OffenseWindow:  c.OffenseWindow,
 		},
-		max:           c.MaxRequests,
-		hdr:           newHeaderValues(c.Name, c.MaxRequests, c.TTL),
-		res:           resolver{trusted: trusted, header: header, kind: kindOf(header), count: c.ProxyCount, trustUnix: c.TrustUnixSocket},
-		safe:          safe,
-		agg:           aggregator{v4Bits: c.IPv4Prefix, v6Bits: c.IPv6Prefix},
-		keyFunc:       c.KeyFunc,
-		consumerFunc:  c.ConsumerFunc,
-		plan:          c.Plan,
-		dryRun:        c.DryRun,
-		banStatus:     c.BanStatus,
-		unknownStatus: c.UnknownStatus,
-		log:           c.Logger,
-		stats:         newStats(),
+		hdr:   newHeaderValues(c.Name, c.MaxRequests, c.TTL),
+		res:   resolver{trusted: trusted, header: header, kind: kindOf(header), count: c.ProxyCount, trustUnix: c.TrustUnixSocket},
+		safe:  safe,
+		agg:   aggregator{v4Bits: c.IPv4Prefix, v6Bits: c.IPv6Prefix},
+		stats: newStats(),
 	}
 	if c.CountStatus != nil {
 		// This protector counts nothing but failures; its bans say so,
@@ -104,22 +83,25 @@ func New(cfg Config) (*Protector, error) {
 	if p.store == nil {
 		p.store, p.owned = NewMemoryStore(MemoryOptions{Clock: cfg.Clock}), true
 	}
-	scope := Scope{Namespace: p.ns, BanNamespace: c.BanNamespace, Limits: p.lim}
-	if p.dryRun {
+	scope := Scope{Namespace: p.cfg.Namespace, BanNamespace: c.BanNamespace, Limits: p.lim}
+	if p.cfg.DryRun {
 		// A dry run writes no ban: its bans would be enforced by every
 		// live protector on the ban list. It decides "would ban" itself,
 		// from p.lim (see wouldBan).
 		scope.Limits.BanLimit = -1
 	}
-	if p.space, err = p.store.Space(scope); err != nil {
+	if p.raw, err = p.store.Space(scope); err != nil {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	p.space = p.guardSpace(p.raw, scope, true)
 	if p.esc, err = p.newEscalation(); err != nil {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	p.guard.init(p, scope)
+	if p.guard == nil && !p.cfg.DryRun {
+		p.publish() // in process: at once, it costs nothing
+	}
 	return p, nil
 }
 
@@ -137,7 +119,9 @@ func (p *Protector) closeOwned() error {
 // more than once.
 func (p *Protector) Close() error {
 	p.closeOnce.Do(func() {
-		p.guard.close()
+		if p.guard != nil {
+			p.guard.close()
+		}
 		p.closeErr = p.closeOwned()
 	})
 	return p.closeErr
@@ -160,8 +144,6 @@ func (p *Protector) IsSafe(a netip.Addr) bool {
 // Inspect reports the state of k in the protector's namespace without
 // changing anything.
 func (p *Protector) Inspect(ctx context.Context, k Key) (KeyState, error) {
-	ctx, cancel := p.storeContext(ctx)
-	defer cancel()
 	st, err := p.space.Inspect(ctx, k)
 	if err != nil {
 		return KeyState{}, fmt.Errorf("protect: inspect %s: %w", k, err)
@@ -196,42 +178,60 @@ func (p *Protector) Check(ctx context.Context, r *http.Request) (d Decision, err
 }
 
 // request runs the pipeline for r, counting n.
-func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Decision, error) {
-	addr, err := p.res.resolve(r)
-	if err != nil {
-		if addr.IsValid() && p.safe.contains(addr) {
-			// The walk ended on one of our own proxies, or on the peer
-			// itself, and it is safe: a health check from the load
-			// balancer's subnet (see resolve).
-			return Decision{Status: Safe, Addr: addr}, nil
-		}
-		return p.unknown(err), nil
+func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d Decision, err error) {
+	a, err := p.res.resolve(r)
+	if p.screened(&d, a, err) {
+		return d, nil
 	}
-	if p.consumerFunc != nil {
-		if id, plan, ok := p.consumerFunc(r); ok && id != "" {
-			if p.safe.contains(addr) {
-				return Decision{Status: Safe, Addr: addr}, nil
-			}
-			if d, banned := p.addressBanned(ctx, addr); banned {
+	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
+		return p.consumerRequest(ctx, r, a, n)
+	}
+	err = p.decide(ctx, &d, p.agg.key(a), a, n)
+	return d, err
+}
+
+// screened runs steps 1 and 2 for the client address a, which resolving
+// it (or normalising it) gave with err: it reports whether they decided
+// d. A safe address passes even when the walk behind it failed: it ended
+// on one of our own proxies, or on the peer itself, and that is safe (a
+// health check from the load balancer's subnet; see resolve).
+func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
+	switch {
+	case a.IsValid() && p.safe.contains(a):
+		d.Status, d.Addr = Safe, a
+	case err != nil:
+		*d = p.unknown(err)
+	default:
+		return false
+	}
+	return true
+}
+
+// consumerRequest decides r from the address a, which steps 1 and 2
+// passed, when ConsumerFunc or KeyFunc may name what counts instead of
+// the address.
+//
+//go:noinline
+func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a netip.Addr, n int64) (d Decision, err error) {
+	if f := p.cfg.ConsumerFunc; f != nil {
+		if id, plan, ok := f(r); ok && id != "" {
+			if d, banned := p.addressBanned(ctx, a); banned {
 				return d, nil
 			}
-			return p.consumer(ctx, id, plan, addr, n)
+			return p.consumer(ctx, id, plan, a, n)
 		}
 	}
-	if p.keyFunc != nil {
-		if id, ok := p.keyFunc(r); ok && id != "" {
-			if p.safe.contains(addr) {
-				return Decision{Status: Safe, Addr: addr}, nil
-			}
-			if d, banned := p.addressBanned(ctx, addr); banned {
+	k := p.agg.key(a)
+	if f := p.cfg.KeyFunc; f != nil {
+		if id, ok := f(r); ok && id != "" {
+			if d, banned := p.addressBanned(ctx, a); banned {
 				return d, nil
 			}
-			var d Decision
-			err := p.decide(ctx, &d, p.consumerKeys.key(id), addr, n)
-			return d, err
+			k = p.consumerKeys.key(id)
 		}
 	}
-	return p.address(ctx, addr, n)
+	err = p.decide(ctx, &d, k, a, n)
+	return d, err
 }
 
 // addressBanned checks the ban on the counting key of addr, for a request
@@ -245,13 +245,13 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (Deci
 // decision applies once (a store error here is "not banned").
 func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decision, banned bool) {
 	k := p.agg.key(addr)
-	res, err := p.take(ctx, k, addr, 0)
+	res, err := p.space.Take(ctx, k, addr, 0)
 	if err != nil || !res.Banned {
 		return Decision{}, false
 	}
-	d = Decision{Addr: addr, Key: k, Limit: p.max, Window: p.lim.TTL, DryRun: p.dryRun, hdr: p.hdr}
+	d = Decision{Addr: addr, Key: k, Limit: p.cfg.MaxRequests, Window: p.lim.TTL, DryRun: p.cfg.DryRun, hdr: p.hdr}
 	p.banned(ctx, &d, &res)
-	if p.dryRun {
+	if p.cfg.DryRun {
 		p.logDryRun(&d)
 		return Decision{}, false // a dry run only logs: the consumer is decided as usual
 	}
@@ -265,21 +265,12 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 	defer p.decided(&d)
 	a, ok := normalize(addr)
 	if !ok {
-		return p.unknown(errUnspecified), nil
+		a, err = netip.Addr{}, errUnspecified
 	}
-	if p.safe.contains(a) {
-		return Decision{Status: Safe, Addr: a}, nil
+	if p.screened(&d, a, err) {
+		return d, nil
 	}
 	err = p.decide(ctx, &d, p.agg.key(a), a, 1)
-	return d, err
-}
-
-// address runs steps 2–5 for a normalised address, counting n.
-func (p *Protector) address(ctx context.Context, a netip.Addr, n int64) (d Decision, err error) {
-	if p.safe.contains(a) {
-		return Decision{Status: Safe, Addr: a}, nil
-	}
-	err = p.decide(ctx, &d, p.agg.key(a), a, n)
 	return d, err
 }
 
@@ -296,56 +287,49 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err 
 }
 
 func (p *Protector) unknown(err error) Decision {
-	d := Decision{Status: Unknown, Err: err, DryRun: p.dryRun, code: p.unknownStatus}
+	d := Decision{Status: Unknown, Err: err, DryRun: p.cfg.DryRun, code: p.cfg.UnknownStatus}
 	p.logDryRun(&d)
 	return d
 }
 
-// decide runs steps 3–5 for key k, counting n, through the store and the
-// failure policy, and writes the store's answer into d, which must be
-// zero: the hot path builds one Decision, field by field in its caller's
-// frame, rather than copying one through every call. The error is non-nil
-// only when ctx ended.
+// decide runs steps 3–5 for key k, counting n: it asks the store (take),
+// or the failure policy when the store fails, and writes the answer into
+// d, which must be zero: the hot path builds one Decision, in its
+// caller's frame, rather than copying one through every call. The error
+// is non-nil only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
-	if p.plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
-		return p.decidePlan(ctx, d, k, a, p.plan, n, true)
+	if p.cfg.Plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
+		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)
 	}
-	// The switch of take, written out: the hot path pays no call for it.
-	var res Result
-	var err error
-	if p.guarded {
-		res, err = p.guardedTake(ctx, k, a, n)
-	} else {
-		res, err = p.space.Take(ctx, k, a, n)
-	}
-	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.max, p.lim.TTL, p.dryRun, p.hdr
+	res, err := p.space.Take(ctx, k, a, n)
 	if err != nil {
-		if local, err := p.storeFailed(ctx, d, err); !local {
-			return err
-		}
-		d.hdr = p.hdr
-		res, _ = p.local.Take(ctx, k, a, n)
-		if res.NewBan {
-			p.keepBan(*res.Ban)
-		}
+		return p.takeFailed(ctx, d, k, a, n, err)
 	}
+	p.streamDecision(ctx, d, k, a, n, &res)
+	return nil
+}
+
+// streamDecision writes into d the answer res that the store, or the
+// FailLocal store, gave for key k counting n: the one place a stream's
+// Decision is made.
+func (p *Protector) streamDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64, res *Result) {
+	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun, p.hdr
 	d.Count = res.Count
-	d.Remaining = max(p.max-res.Count, 0)
+	d.Remaining = max(p.cfg.MaxRequests-res.Count, 0)
 	switch {
 	case res.Banned:
 		d.Remaining = 0
-		p.banned(ctx, d, &res)
-	case p.dryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
+		p.banned(ctx, d, res)
+	case p.cfg.DryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
 		p.wouldBan(ctx, d, n)
-	case res.Count > p.max, n == 0 && res.Count >= p.max:
+	case res.Count > p.cfg.MaxRequests, n == 0 && res.Count >= p.cfg.MaxRequests:
 		// Counted, the stream is past the limit; checked, it has nothing
 		// left (Remaining 0), so its next request would be.
 		d.Status, d.RetryAfter = Limited, p.lim.TTL
 	}
-	if p.dryRun && n > 0 { // a Check refuses nothing it could log
+	if p.cfg.DryRun && n > 0 { // a Check refuses nothing it could log
 		p.logDryRun(d)
 	}
-	return nil
 }
 
 // wouldBan decides, in a dry run, a stream whose count d.Count is past
@@ -357,12 +341,12 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 //
 //go:noinline
 func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
-	d.Status, d.code, d.Remaining, d.RetryAfter = Banned, p.banStatus, 0, p.lim.BanDuration
+	d.Status, d.code, d.Remaining, d.RetryAfter = Banned, p.cfg.BanStatus, 0, p.lim.BanDuration
 	if n > 0 && d.Count-n <= p.lim.BanLimit {
-		p.log.LogAttrs(ctx, slog.LevelWarn, "protect: dry run: would ban",
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "protect: dry run: would ban",
 			slog.String("key", d.Key.String()), slog.String("addr", addrString(d.Addr)),
 			slog.Int64("count", d.Count), slog.Int64("ban_limit", p.lim.BanLimit),
-			slog.Duration("length", p.lim.BanDuration), slog.String("namespace", p.ns))
+			slog.Duration("length", p.lim.BanDuration), slog.String("namespace", p.cfg.Namespace))
 	}
 }
 
@@ -370,7 +354,7 @@ func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
 //
 //go:noinline
 func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
-	d.Status, d.code, d.Ban = Banned, p.banStatus, res.Ban
+	d.Status, d.code, d.Ban = Banned, p.cfg.BanStatus, res.Ban
 	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 	if res.NewBan {
 		p.stats.stripe().autoBans.Add(1)
@@ -381,10 +365,10 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 
 // logDryRun logs the refusals a dry run lets through.
 func (p *Protector) logDryRun(d *Decision) {
-	if !p.dryRun || d.Status < Limited {
+	if !p.cfg.DryRun || d.Status < Limited {
 		return
 	}
-	p.log.LogAttrs(context.Background(), slog.LevelInfo, "protect: dry run: would refuse",
+	p.cfg.Logger.LogAttrs(context.Background(), slog.LevelInfo, "protect: dry run: would refuse",
 		slog.String("status", d.Status.String()), slog.String("key", d.Key.String()),
 		slog.String("addr", addrString(d.Addr)), slog.Int64("count", d.Count))
 }

@@ -141,11 +141,12 @@ func (h *LatencyHistogram) Count() uint64 {
 // a Prometheus scrape say (package metrics).
 func (p *Protector) Stats() Stats {
 	s := p.stats.snapshot()
-	s.Namespace, s.Policy = p.ns, p.onError
-	s.CircuitOpen = p.brk.open()
+	s.Namespace, s.Policy = p.cfg.Namespace, p.cfg.OnStoreError
 	s.RangeBans = -1
-	s.PendingBans = int(p.pending.n.Load())
-	if r, ok := p.space.(RangeBanCounter); ok {
+	if g := p.guard; g != nil {
+		s.CircuitOpen, s.PendingBans = g.brk.open(), int(g.pending.n.Load())
+	}
+	if r, ok := p.raw.(RangeBanCounter); ok {
 		s.RangeBans = r.RangeBans()
 	}
 	return s
