@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,13 +28,6 @@ import (
 // one per slot, <bns>{<tag>}:bans, where <tag> is a short string that
 // hashes to the slot (slotTags). A listing reads them all in pages, each
 // page under its own deadline.
-
-var (
-	//go:embed lua/unban.lua
-	unbanLua string
-
-	unbanScript = redis.NewScript(unbanLua)
-)
 
 // banPage is how many bans one page of a listing reads: one pipelined
 // round trip of this many GETs.
@@ -328,9 +320,9 @@ func (sp *redisSpace) unbanPage(ctx context.Context, page []protect.Key, sha boo
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 			keys := []string{bk, s.indexKey(sp.bns.name, k)}
 			if sha {
-				p.EvalSha(ctx, unbanScript.Hash(), keys, k.String())
+				unbanScript.EvalSha(ctx, p, keys, k.String())
 			} else {
-				p.Eval(ctx, unbanLua, keys, k.String())
+				unbanScript.Eval(ctx, p, keys, k.String())
 			}
 		}
 		return nil

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,17 +16,6 @@ import (
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/storeerr"
 	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed lua/take.lua
-	takeLua string
-	//go:embed lua/ban.lua
-	banLua string
-	//go:embed lua/inspect.lua
-	inspectLua string
-	//go:embed lua/ranges.lua
-	rangesLua string
 )
 
 // Options configure a Store. The zero value is ready to use.
@@ -75,10 +63,6 @@ type Options struct {
 type Store struct {
 	client   redis.UniversalClient
 	ownsConn bool
-	take     *redis.Script
-	ban      *redis.Script
-	inspect  *redis.Script
-	ranges   *redis.Script
 
 	cacheTTL time.Duration
 	maxCache int
@@ -129,10 +113,6 @@ func New(client redis.UniversalClient, opt Options) *Store {
 	}
 	s := &Store{
 		client:     client,
-		take:       redis.NewScript(takeLua),
-		ban:        redis.NewScript(banLua),
-		inspect:    redis.NewScript(inspectLua),
-		ranges:     redis.NewScript(rangesLua),
 		cacheTTL:   opt.BanCacheTTL,
 		maxCache:   opt.MaxCachedBans,
 		refresh:    opt.RangeRefresh,
@@ -319,7 +299,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		return r, nil
 	}
 	keys := sp.scriptKeys(k)
-	v, err := s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
+	v, err := takeScript.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
 	if err != nil {
 		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 	}
@@ -357,7 +337,7 @@ func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Dur
 		c, bk, _ := redisKeys(sp.ns, sp.bns.name, b.Key)
 		keys = []string{c, bk, s.indexKey(sp.bns.name, b.Key)}
 	}
-	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
+	rec, err := banScript.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
 	if err != nil {
 		return protect.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
@@ -476,7 +456,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 	}
 	s := sp.s
 	c, b, o := redisKeys(sp.ns, sp.bns.name, k)
-	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
+	v, err := inspectScript.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
 	if err != nil {
 		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
