@@ -51,13 +51,13 @@ type Options struct {
 // legal on Redis Cluster. Expiry is Redis' own (PX), by Redis' clock.
 //
 // Key bans are listed from an index that the scripts keep beside them
-// (redisindex.go), never by scanning the keyspace.
+// (index.go), never by scanning the keyspace.
 //
 // Range bans live in one hash, <BanNamespace>ranges, and are checked against
 // a local copy refreshed every RangeRefresh; bans this instance has seen
 // are answered from a local cache for BanCacheTTL. Both keep a banned
 // flood off Redis, and both are bounded in age so that a lift reaches
-// every instance within a second. rediscodec.go describes the ban record.
+// every instance within a second. codec.go describes the ban record.
 //
 // The zero value is not usable: make one with New or Dial.
 type Store struct {
@@ -240,7 +240,7 @@ type redisSpace struct {
 // keeps the usual request's command short).
 //
 // On Redis Cluster a third key names the index of key bans in k's slot
-// (redisindex.go), which the scripts cannot derive; elsewhere they derive
+// (index.go), which the scripts cannot derive; elsewhere they derive
 // <bns>bans from the ban base, and the command stays as short.
 func (sp *redisSpace) scriptKeys(k protect.Key) []string {
 	if sp.s.isCluster() {
@@ -400,7 +400,7 @@ func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, boo
 }
 
 // Bans implements Space, under ctx's deadline alone. Range bans are one
-// read of one hash; key bans are read from their index (redisindex.go),
+// read of one hash; key bans are read from their index (index.go),
 // never found by scanning the keyspace.
 func (sp *redisSpace) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
 	return sp.BansPaged(ctx, f, 0)
