@@ -51,13 +51,14 @@ end
 -- index nobody reads stays the size of the bans in force, not of every
 -- ban ever written.
 local function put_ban(key, index, member, rec, now, len)
+  local score = '+inf'
   if len > 0 then
     redis.call('SET', key, rec, 'PX', len)
-    redis.call('ZADD', index, now + len, member)
+    score = now + len
   else
     redis.call('SET', key, rec)
-    redis.call('ZADD', index, '+inf', member)
   end
+  redis.call('ZADD', index, score, member)
   redis.call('ZREMRANGEBYSCORE', index, '-inf', now - 60000)
 end
 
