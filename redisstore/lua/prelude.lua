@@ -7,13 +7,13 @@
 -- (expires 0: permanent); the reason comes last, so it may hold '|'.
 -- decodeBan in codec.go reads it.
 
--- now_us is Redis' time in µs.
+-- now_us: a plan's rates need a finer clock than a ban's milliseconds.
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- now_ms is Redis' time in ms, the unit of every ban record and offense.
+-- now_ms: ban records and offenses count in ms.
 local function now_ms()
   return math.floor(now_us() / 1000)
 end
@@ -27,17 +27,17 @@ local function limits(s)
     cap = tonumber(cap), window = tonumber(window), reason = reason}
 end
 
--- ban_record formats a ban record.
 local function ban_record(created, expires, offense, source, by, reason)
   return string.format('%d|%d|%d|', created, expires, offense) .. source .. '|' .. by .. '|' .. reason
 end
 
--- ban_expires reads a record's expiry; nil when it does not parse.
+-- ban_expires is nil for a record that does not parse, which a caller
+-- keeps rather than drops: nothing removes a ban silently.
 local function ban_expires(rec)
   return tonumber(string.match(rec, '^%d+|(%d+)|'))
 end
 
--- ban_left is the time a ban key has left, in ms; 0 when it never ends.
+-- ban_left: 0 says permanent, as the replies do.
 local function ban_left(key)
   local left = redis.call('PTTL', key)
   if left < 0 then left = 0 end
@@ -46,10 +46,10 @@ end
 
 -- put_ban writes a key ban for len ms (0: permanent) and its entry in the
 -- index of key bans, so that listing bans reads the index, never a SCAN
--- of the keyspace (index.go). Entries of bans that ended over a minute
--- ago leave on every ban written as well as when someone lists bans: an
--- index nobody reads stays the size of the bans in force, not of every
--- ban ever written.
+-- of the keyspace (index.go). Entries of bans that ended leave on every
+-- ban written as well as when someone lists bans, so that an index nobody
+-- reads stays the size of the bans in force; a minute late, as a listing
+-- prunes them, since an entry pruned early would hide a live ban.
 local function put_ban(key, index, member, rec, now, len)
   local score = '+inf'
   if len > 0 then
