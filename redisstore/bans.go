@@ -62,7 +62,7 @@ func rangesKey(ns string) string { return ns + "ranges" }
 
 // rangeCall runs the ranges script.
 func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []protect.Ban, err error) {
-	v, err := s.ranges.Run(ctx, s.client, []string{rangesKey(ns)}, args...).Slice()
+	v, err := rangesScript.Run(ctx, s.client, []string{rangesKey(ns)}, args...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}

@@ -17,10 +17,10 @@ import (
 // milliseconds by Redis' clock, expires 0 for a permanent ban. The
 // reason comes last, so it may hold '|'; by may not (AddBan replaces it).
 // Key bans are strings at <bns>{<key>}:b that expire by themselves (PX),
-// each also an entry of the ban index (redisindex.go);
-// range bans are fields of one hash, <bns>ranges (bns: the ban namespace). The scripts write the
-// records (take.lua for automatic bans, ban.lua for manual ones) and
-// decodeBan is the one place that reads them.
+// each also an entry of the ban index (index.go); range bans are fields
+// of one hash, <bns>ranges (bns: the ban namespace). The scripts write
+// the records (ban_record in lua/prelude.lua) and decodeBan is the one
+// place that reads them.
 
 // decodeBan reads a ban record.
 func decodeBan(k protect.Key, isRange bool, rec string) (protect.Ban, error) {
@@ -92,13 +92,6 @@ func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans 
 		skip(field, err)
 	}
 	return now, bans, nil
-}
-
-// keyFromRedis recovers a Key from a ban's Redis key name,
-// <bns>{<key>}:b.
-func keyFromRedis(bns, redisKey string) (protect.Key, error) {
-	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(redisKey, bns), "{"), "}:b")
-	return protect.ParseKey(s)
 }
 
 // redisBase returns <ns>{<key>}, the base of a key's Redis keys.

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,10 +16,11 @@ import (
 
 // The index of key bans. Listing bans must not SCAN a shared Redis that
 // may hold millions of keys, so every script that writes a key ban
-// (take.lua, plan.lua, ban.lua) also adds its key to a sorted set scored
+// (put_ban in lua/prelude.lua) also adds its key to a sorted set scored
 // by the ban's expiry in ms (+inf: permanent), in the same atomic step;
 // unban.lua removes it with the ban. A ban that expires leaves its entry
-// behind until a listing prunes entries scored before now.
+// behind until a listing, or the next ban written to the same index,
+// prunes the entries of bans that ended over a minute ago.
 //
 // The index must sit in the slot of every ban it holds, for the script
 // that writes both to be legal on Redis Cluster. So on a single node (and
@@ -29,13 +29,6 @@ import (
 // one per slot, <bns>{<tag>}:bans, where <tag> is a short string that
 // hashes to the slot (slotTags). A listing reads them all in pages, each
 // page under its own deadline.
-
-var (
-	//go:embed lua/unban.lua
-	unbanLua string
-
-	unbanScript = redis.NewScript(unbanLua)
-)
 
 // banPage is how many bans one page of a listing reads: one pipelined
 // round trip of this many GETs.
@@ -296,17 +289,7 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []protect.Key, perPage 
 			case errors.Is(err, redis.Nil):
 				continue // not banned any more
 			case err != nil:
-				// A record the script could not read: Lift reports on it.
-				pctx, cancel := pageContext(ctx, perPage)
-				b, ok, err := sp.Lift(pctx, page[i])
-				cancel()
-				if err != nil {
-					return lifted, err
-				}
-				if ok {
-					lifted = append(lifted, b)
-				}
-				continue
+				return lifted, fmt.Errorf("protect: redis lift %s: %w", page[i], err)
 			}
 			b, err := decodeBan(page[i], false, rec)
 			if err != nil {
@@ -328,9 +311,9 @@ func (sp *redisSpace) unbanPage(ctx context.Context, page []protect.Key, sha boo
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 			keys := []string{bk, s.indexKey(sp.bns.name, k)}
 			if sha {
-				p.EvalSha(ctx, unbanScript.Hash(), keys, k.String())
+				unbanScript.EvalSha(ctx, p, keys, k.String())
 			} else {
-				p.Eval(ctx, unbanLua, keys, k.String())
+				unbanScript.Eval(ctx, p, keys, k.String())
 			}
 		}
 		return nil

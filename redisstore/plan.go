@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"github.com/httpprotect/protect/internal/gcra"
@@ -15,14 +14,6 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed lua/plan.lua
-	planLua string
-	// planScript is shared by every Store: a Script is its source
-	// and hash, nothing more.
-	planScript = redis.NewScript(planLua)
 )
 
 // planArgs are a plan's script arguments, made once per plan and store:

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,17 +16,6 @@ import (
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/storeerr"
 	"github.com/redis/go-redis/v9"
-)
-
-var (
-	//go:embed lua/take.lua
-	takeLua string
-	//go:embed lua/ban.lua
-	banLua string
-	//go:embed lua/inspect.lua
-	inspectLua string
-	//go:embed lua/ranges.lua
-	rangesLua string
 )
 
 // Options configure a Store. The zero value is ready to use.
@@ -63,22 +51,18 @@ type Options struct {
 // legal on Redis Cluster. Expiry is Redis' own (PX), by Redis' clock.
 //
 // Key bans are listed from an index that the scripts keep beside them
-// (redisindex.go), never by scanning the keyspace.
+// (index.go), never by scanning the keyspace.
 //
 // Range bans live in one hash, <BanNamespace>ranges, and are checked against
 // a local copy refreshed every RangeRefresh; bans this instance has seen
 // are answered from a local cache for BanCacheTTL. Both keep a banned
 // flood off Redis, and both are bounded in age so that a lift reaches
-// every instance within a second. rediscodec.go describes the ban record.
+// every instance within a second. codec.go describes the ban record.
 //
 // The zero value is not usable: make one with New or Dial.
 type Store struct {
 	client   redis.UniversalClient
 	ownsConn bool
-	take     *redis.Script
-	ban      *redis.Script
-	inspect  *redis.Script
-	ranges   *redis.Script
 
 	cacheTTL time.Duration
 	maxCache int
@@ -129,10 +113,6 @@ func New(client redis.UniversalClient, opt Options) *Store {
 	}
 	s := &Store{
 		client:     client,
-		take:       redis.NewScript(takeLua),
-		ban:        redis.NewScript(banLua),
-		inspect:    redis.NewScript(inspectLua),
-		ranges:     redis.NewScript(rangesLua),
 		cacheTTL:   opt.BanCacheTTL,
 		maxCache:   opt.MaxCachedBans,
 		refresh:    opt.RangeRefresh,
@@ -260,7 +240,7 @@ type redisSpace struct {
 // keeps the usual request's command short).
 //
 // On Redis Cluster a third key names the index of key bans in k's slot
-// (redisindex.go), which the scripts cannot derive; elsewhere they derive
+// (index.go), which the scripts cannot derive; elsewhere they derive
 // <bns>bans from the ban base, and the command stays as short.
 func (sp *redisSpace) scriptKeys(k protect.Key) []string {
 	if sp.s.isCluster() {
@@ -319,7 +299,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		return r, nil
 	}
 	keys := sp.scriptKeys(k)
-	v, err := s.take.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
+	v, err := takeScript.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
 	if err != nil {
 		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 	}
@@ -357,7 +337,7 @@ func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Dur
 		c, bk, _ := redisKeys(sp.ns, sp.bns.name, b.Key)
 		keys = []string{c, bk, s.indexKey(sp.bns.name, b.Key)}
 	}
-	rec, err := s.ban.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
+	rec, err := banScript.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
 	if err != nil {
 		return protect.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
@@ -420,7 +400,7 @@ func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, boo
 }
 
 // Bans implements Space, under ctx's deadline alone. Range bans are one
-// read of one hash; key bans are read from their index (redisindex.go),
+// read of one hash; key bans are read from their index (index.go),
 // never found by scanning the keyspace.
 func (sp *redisSpace) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
 	return sp.BansPaged(ctx, f, 0)
@@ -476,7 +456,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 	}
 	s := sp.s
 	c, b, o := redisKeys(sp.ns, sp.bns.name, k)
-	v, err := s.inspect.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
+	v, err := inspectScript.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
 	if err != nil {
 		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}

@@ -3,10 +3,8 @@
 -- offense history (in the ban namespace).
 -- ARGV[1] offense window ms.
 -- Returns {count, counter ms left, offenses, ban record or ''}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local count = tonumber(redis.call('GET', KEYS[1]) or '0')
 local cttl = redis.call('PTTL', KEYS[1])
-local offenses = redis.call('ZCOUNT', KEYS[3], '(' .. (now - tonumber(ARGV[1])), '+inf')
+local offenses = redis.call('ZCOUNT', KEYS[3], '(' .. (now_ms() - tonumber(ARGV[1])), '+inf')
 local rec = redis.call('GET', KEYS[2]) or ''
 return {count, cttl, offenses, rec}

@@ -11,7 +11,8 @@
 -- KEYS[3] on Redis Cluster, the index of key bans of this slot (absent:
 --   <bns>bans), as in take.lua.
 -- ARGV[1] the cost (0: decide as for 1, write nothing).
--- ARGV[2] the stream's limits, as take.lua's ARGV[2]; '' for no stream.
+-- ARGV[2] the stream's limits (see limits in prelude.lua); '' for no
+--   stream.
 -- ARGV[3...] seven per limit: 'r', name, limit, the bucket's depth (µs),
 --   the depth's remainder (1/limit µs), and the increment of this cost
 --   (µs, remainder; 'n', 'n' when the cost can never fit) for a rate;
@@ -20,8 +21,8 @@
 -- ban record}; else {1, now µs, stream count, then for each limit: fits
 -- (0 or 1), a, b}, where a, b are a rate's TAT (µs) and remainder or a
 -- quota's count and window end (µs): the new state when every limit fit
--- and the cost is positive, else the current one. decodePlan in
--- rediscodec.go reads it. Every time is Redis' own clock.
+-- and the cost is positive, else the current one. decodePlan in codec.go
+-- reads it.
 --
 -- Each redis.call costs more than the arithmetic around it, so the
 -- script reads everything with one MGET and writes each key with one SET
@@ -31,8 +32,7 @@ local bans = KEYS[2] or KEYS[1]
 local cost = tonumber(ARGV[1])
 local stream = ARGV[2]
 local n = (#ARGV - 2) / 7
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = now_us()
 
 -- The keys to read: the ban, each limit's state, the stream's counter.
 local keys = {bans .. ':b'}
@@ -84,43 +84,21 @@ if stream ~= '' then keys[n + 2] = base .. ':c' end
 local vals = redis.call('MGET', unpack(keys))
 
 if vals[1] then
-  local left = redis.call('PTTL', keys[1])
-  if left < 0 then left = 0 end
-  return {0, 0, left, 0, vals[1]}
+  return {0, 0, ban_left(keys[1]), 0, vals[1]}
 end
 
 local count = 0
 if stream ~= '' then
   count = tonumber(vals[n + 2]) or 0
   if cost > 0 then
-    local ttl, limit, first, factor, cap, window, reason = string.match(stream, '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$')
-    limit = tonumber(limit)
+    local lim = limits(stream)
     count = count + cost
-    if limit >= 0 and count > limit then
-      -- Past the ban limit: take.lua's ban, repeated. The length is
-      -- BanLength in banlist.go; storetest's PlanStreamBans test keeps
-      -- the two equal.
-      first, factor, cap, window = tonumber(first), tonumber(factor), tonumber(cap), tonumber(window)
-      local offenses = bans .. ':o'
-      local ms = math.floor(now / 1000)
-      redis.call('DEL', keys[n + 2])
-      redis.call('ZREMRANGEBYSCORE', offenses, '-inf', ms - window)
-      local offense = redis.call('ZCARD', offenses) + 1
-      redis.call('ZADD', offenses, ms, ms .. ':' .. offense)
-      redis.call('PEXPIRE', offenses, window)
-      local len = first * math.pow(factor, offense - 1)
-      if len > cap then len = cap end
-      len = math.floor(len)
-      if len < 1 then len = 1 end
-      local rec = string.format('%.0f|%.0f|%d|auto||', ms, ms + len, offense) .. reason
-      redis.call('SET', keys[1], rec, 'PX', len)
-      local index = KEYS[3] or (string.match(bans, '^([^{]*){') .. 'bans')
-      redis.call('ZADD', index, ms + len, string.match(bans, '{([^}]*)}$'))
-      redis.call('ZREMRANGEBYSCORE', index, '-inf', ms - 60000) -- as take.lua does
+    if lim.limit >= 0 and count > lim.limit then
+      local len, rec = escalate(keys[n + 2], bans, KEYS[3], math.floor(now / 1000), lim)
       return {0, count, len, 1, rec}
     end
     -- What take.lua's INCRBY and PEXPIRE do, in one call.
-    redis.call('SET', keys[n + 2], string.format('%d', count), 'PX', ttl)
+    redis.call('SET', keys[n + 2], string.format('%d', count), 'PX', lim.ttl)
   end
 end
 

@@ -1,0 +1,90 @@
+-- prelude: what more than one script needs, written once. scripts.go
+-- prepends it to every script's text, so each script stays one EVALSHA
+-- and these are locals of that script's chunk.
+--
+-- Every time is Redis' own clock: instances' clocks never matter.
+-- A ban record is "created|expires|offense|source|by|reason", times in ms
+-- (expires 0: permanent); the reason comes last, so it may hold '|'.
+-- decodeBan in codec.go reads it.
+
+-- now_us: a plan's rates need a finer clock than a ban's milliseconds.
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- now_ms: ban records and offenses count in ms.
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+
+-- limits parses a space's limits, "ttl|ban limit|first ban|factor|max
+-- ban|offense window|ban reason", times in ms, ban limit negative for
+-- never; Space in store.go writes them.
+local function limits(s)
+  local ttl, limit, first, factor, cap, window, reason = string.match(s, '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$')
+  return {ttl = tonumber(ttl), limit = tonumber(limit), first = tonumber(first), factor = tonumber(factor),
+    cap = tonumber(cap), window = tonumber(window), reason = reason}
+end
+
+local function ban_record(created, expires, offense, source, by, reason)
+  return string.format('%d|%d|%d|', created, expires, offense) .. source .. '|' .. by .. '|' .. reason
+end
+
+-- ban_expires is nil for a record that does not parse, which a caller
+-- keeps rather than drops: nothing removes a ban silently.
+local function ban_expires(rec)
+  return tonumber(string.match(rec, '^%d+|(%d+)|'))
+end
+
+-- ban_left: 0 says permanent, as the replies do.
+local function ban_left(key)
+  local left = redis.call('PTTL', key)
+  if left < 0 then left = 0 end
+  return left
+end
+
+-- put_ban writes a key ban for len ms (0: permanent) and its entry in the
+-- index of key bans, so that listing bans reads the index, never a SCAN
+-- of the keyspace (index.go). Entries of bans that ended leave on every
+-- ban written as well as when someone lists bans, so that an index nobody
+-- reads stays the size of the bans in force; a minute late, as a listing
+-- prunes them, since an entry pruned early would hide a live ban.
+local function put_ban(key, index, member, rec, now, len)
+  local score = '+inf'
+  if len > 0 then
+    redis.call('SET', key, rec, 'PX', len)
+    score = now + len
+  else
+    redis.call('SET', key, rec)
+  end
+  redis.call('ZADD', index, score, member)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - 60000)
+end
+
+-- escalate writes the automatic ban of a key past its ban limit: its
+-- stream counter is forgotten, so that a lifted client starts from
+-- nothing; the offense is recorded in <bans>:o; the ban, at <bans>:b, lasts
+-- first × factor^(n−1) ms capped at cap, n the offenses within the window.
+-- BanLength in banlist.go computes the same length, and storetest's
+-- Escalation and PlanStreamBans tests keep the two equal.
+-- bans is the key's ban base, <bns>{<key>}; index its index of key bans,
+-- or nil for <bns>bans (on Redis Cluster the caller declares the slot's
+-- index, which a script cannot derive). Returns the length and the record.
+local function escalate(counter, bans, index, now, lim)
+  redis.call('DEL', counter)
+  local offenses = bans .. ':o'
+  redis.call('ZREMRANGEBYSCORE', offenses, '-inf', now - lim.window)
+  local offense = redis.call('ZCARD', offenses) + 1
+  redis.call('ZADD', offenses, now, string.format('%d:%d', now, offense))
+  redis.call('PEXPIRE', offenses, lim.window)
+  local len = lim.first * math.pow(lim.factor, offense - 1)
+  if len > lim.cap then len = lim.cap end
+  len = math.floor(len)
+  if len < 1 then len = 1 end
+  local rec = ban_record(now, now + len, offense, 'auto', '', lim.reason)
+  index = index or (string.match(bans, '^([^{]*){') .. 'bans')
+  put_ban(bans .. ':b', index, string.match(bans, '{([^}]*)}$'), rec, now, len)
+  return len, rec
+end
+
