@@ -48,6 +48,13 @@ type Env struct {
 	// real time they allow for the time that passes, and leave out the
 	// month's end.
 	Now func() time.Time
+	// Lag is how far behind the real time the store's clock may be when
+	// it reads it, on real time (Now nil): a clock that ticks or is cached
+	// lags by up to its tick, one in whole microseconds by up to 1µs
+	// [Unit/8]. The suite bounds each time it checks by the real time
+	// before and after the calls it depends on, widened by Lag; it never
+	// allows more. Ignored with Now: then every time is exact.
+	Lag time.Duration
 }
 
 // Run runs the suite on stores made by newStore, one per test, on real
@@ -74,6 +81,12 @@ func RunEnv(t *testing.T, newEnv func(t *testing.T) Env) {
 			}
 			if env.Wait == nil {
 				env.Wait = time.Sleep
+			}
+			switch {
+			case env.Now != nil:
+				env.Lag = 0
+			case env.Lag == 0:
+				env.Lag = env.Unit / 8
 			}
 			test.run(t, &env)
 		})
