@@ -12,14 +12,29 @@ import (
 // How the suite checks a time a store reports. A store reads its clock
 // inside each call, at a moment the suite cannot see. With a fake clock
 // (Env.Now) that moment is the clock's time during the call, and every
-// time is exact. On real time a call's span bounds it: from the real time
-// before the call, less Env.Lag (a coarse or cached clock lags), to the
-// real time after it. A time the store computes from two of its clock
-// reads, or from one and a calendar, is then checked against the bounds
-// the spans give: as wide as the calls took, and Lag, never wider.
+// time is exact. On real time a call's span bounds it: it is no later
+// than the real time after the call, and no earlier than the store's own
+// clock just before the call, as the Created of a ban it writes then
+// tells it (a store's clock may lag the real time by more than any fixed
+// allowance: the memory store's coarse clock does under load), or than
+// the real time before the call less Env.Lag, whichever is earlier. A
+// time the store computes from two of its clock reads, or from one and a
+// calendar, is then checked against the bounds the spans give: as wide
+// as the calls took and the clock lagged, no wider.
 
 // A span bounds the moment a store read its clock during one call.
 type span struct{ from, to time.Time }
+
+// storeNow is the store's clock as it tells it: the Created of a ban it
+// writes in a namespace of the suite's own.
+func (env *Env) storeNow(t *testing.T) time.Time {
+	t.Helper()
+	if env.probe == nil {
+		env.probe = env.scoped(t, "clock:", "clock:", limits(env.Unit))
+	}
+	b := addBan(t, env.probe, protect.Ban{Key: protect.Key{Name: "storetest-clock"}, Source: protect.SourceManual, Reason: "the suite reads the store's clock"}, 0)
+	return b.Created.UTC()
+}
 
 // now is the time as the store's clock tells it, as far as the suite can
 // know: the fake clock's, or the real one (in UTC, as the calendar
@@ -32,10 +47,24 @@ func (env *Env) now() time.Time {
 }
 
 // timed calls f and returns the span of the store's clock read in it.
-func (env *Env) timed(f func()) span {
-	from := env.now()
+func (env *Env) timed(t *testing.T, f func()) span {
+	t.Helper()
+	if env.Now != nil {
+		from := env.now()
+		f()
+		return span{from, env.now()}
+	}
+	store := env.storeNow(t).Truncate(time.Microsecond) // a plan's clock is in whole µs
+	from := env.now().Add(-env.Lag)
 	f()
-	return span{from.Add(-env.Lag), env.now()}
+	return span{minTime(from, store), env.now()}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // elapsed bounds the store's time from its read in a to its read in b:
@@ -56,6 +85,9 @@ func (b bound) String() string {
 	}
 	return fmt.Sprintf("%v to %v", b.lo, b.hi)
 }
+
+// plus widens b by d's bounds.
+func (b bound) plus(d bound) bound { return bound{b.lo + d.lo, b.hi + d.hi} }
 
 // exact is a time that does not depend on the clock.
 func exact(d time.Duration) bound { return bound{d, d} }
@@ -104,11 +136,16 @@ func (env *Env) awayFromEnd(p protect.QuotaPeriod) {
 	}
 }
 
-// past lets at least d pass as the store's clock tells it: d on a fake
-// clock; on real time d and Lag, so that a clock that lagged the real
-// time at the start and does not at the end has still seen d.
-func (env *Env) past(d time.Duration) {
-	env.Wait(d + env.Lag)
+// reach returns at once on a fake clock; on real time it waits until the
+// store's clock is at least d past its read in since, however it lags.
+func (env *Env) reach(t *testing.T, since span, d time.Duration) {
+	t.Helper()
+	if env.Now != nil {
+		return
+	}
+	for env.storeNow(t).Before(since.to.Add(d)) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // takePlanTimed calls sp.TakePlan as takePlan does, and returns the span
@@ -116,7 +153,7 @@ func (env *Env) past(d time.Duration) {
 func (env *Env) takePlanTimed(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, plan *protect.Plan, cost int64, stream bool) (protect.PlanResult, span) {
 	t.Helper()
 	var r protect.PlanResult
-	s := env.timed(func() { r = takePlan(t, sp, k, a, plan, cost, stream) })
+	s := env.timed(t, func() { r = takePlan(t, sp, k, a, plan, cost, stream) })
 	return r, s
 }
 

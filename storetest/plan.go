@@ -76,7 +76,8 @@ func testPlanBucket(t *testing.T, env *Env) {
 	if want := less(10*u, first, s); !r.Refused() || r.Charged || r.Limits[0].Remaining != 0 || !want.has(r.Limits[0].RetryAfter) {
 		t.Fatalf("half a token later: TakePlan(%s, cost 1) = %s, want refused, retry after %v", k, planResult(r, plan), want)
 	}
-	env.past(5 * u)
+	env.Wait(5 * u)
+	env.reach(t, first, 10*u)
 	if r, _ := call(); r.Refused() || !r.Charged || r.Limits[0].Remaining != 0 {
 		t.Fatalf("a whole token later: TakePlan(%s, cost 1) = %s, want served, nothing left", k, planResult(r, plan))
 	}
@@ -254,7 +255,7 @@ func testPlanCost(t *testing.T, env *Env) {
 	sp := env.space(t, "", limits(u))
 	rate := newPlan(t, "rate", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 10})
 	k := protect.Key{Name: "cus_cost"}
-	var first span
+	var first, last span
 	for i, c := range []struct {
 		cost    int64
 		refused bool
@@ -271,11 +272,13 @@ func testPlanCost(t *testing.T, env *Env) {
 		{0, false, 1, 0, 0},
 		{1, false, 0, 0, 0},
 	} {
-		env.past(c.wait)
+		env.Wait(c.wait)
+		env.reach(t, last, c.wait)
 		r, s := env.takePlanTimed(t, sp, k, netip.Addr{}, rate, c.cost, false)
 		if i == 0 {
 			first = s
 		}
+		last = s
 		st := r.Limits[0]
 		var want bound
 		switch {
@@ -422,19 +425,22 @@ func testPlanInspect(t *testing.T, env *Env) {
 	_, took := env.takePlanTimed(t, sp, k, netip.Addr{}, plan, 2, false)
 	var st protect.KeyState
 	var err error
-	s := env.timed(func() { st, err = sp.Inspect(t.Context(), k) })
+	s := env.timed(t, func() { st, err = sp.Inspect(t.Context(), k) })
 	if err != nil || len(st.Limits) != 2 {
 		t.Fatalf("Inspect(%s) = %+v, %v; want two limits", k, st, err)
 	}
 	slices.SortFunc(st.Limits, func(a, b protect.LimitUsage) int { return int(a.Period) - int(b.Period) })
 	burst, monthly := st.Limits[0], st.Limits[1]
-	if want := less(20*u, took, s); burst.Name != "burst" || burst.Period != 0 || burst.Window != "" || burst.Used != 0 || !want.has(burst.Reset) {
+	// Inspect may read a time from a key's expiry, in whole milliseconds:
+	// rounded up when written, and on real time down when read later.
+	ms := bound{}
+	if env.Now == nil {
+		ms = bound{-time.Millisecond, time.Millisecond}
+	}
+	if want := less(20*u, took, s).plus(ms); burst.Name != "burst" || burst.Period != 0 || burst.Window != "" || burst.Used != 0 || !want.has(burst.Reset) {
 		t.Fatalf("Inspect(%s): rate = %+v, want burst with a backlog of %v", k, burst, want)
 	}
-	// A quota's reset may come from a key's expiry, which is in whole
-	// milliseconds, rounded up.
-	want := untilEnd(protect.Monthly, s)
-	want.hi += time.Millisecond
+	want := untilEnd(protect.Monthly, s).plus(ms).plus(bound{0, time.Millisecond})
 	if window := s.to.Format("2006-01"); monthly.Name != "monthly" || monthly.Period != protect.Monthly || monthly.Window != window || monthly.Used != 2 || !want.has(monthly.Reset) {
 		t.Fatalf("Inspect(%s): quota = %+v, want monthly, window %s, 2 used, reset in %v", k, monthly, window, want)
 	}

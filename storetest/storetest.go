@@ -49,12 +49,16 @@ type Env struct {
 	// month's end.
 	Now func() time.Time
 	// Lag is how far behind the real time the store's clock may be when
-	// it reads it, on real time (Now nil): a clock that ticks or is cached
-	// lags by up to its tick, one in whole microseconds by up to 1µs
-	// [Unit/8]. The suite bounds each time it checks by the real time
-	// before and after the calls it depends on, widened by Lag; it never
-	// allows more. Ignored with Now: then every time is exact.
+	// it reads it, on real time (Now nil): a clock in whole microseconds
+	// lags by up to 1µs [1ms]. The suite bounds each time it checks by
+	// the real time before (less Lag) and after the calls it depends on,
+	// and by the store's own clock (the Created of a ban it writes in a
+	// namespace of the suite's, Namespace+"clock:") just before each, so a
+	// clock that lags by more is allowed for as far as it is seen to lag,
+	// and no further. Ignored with Now: then every time is exact.
 	Lag time.Duration
+
+	probe protect.Space // where storeNow writes, once bound
 }
 
 // Run runs the suite on stores made by newStore, one per test, on real
@@ -86,7 +90,7 @@ func RunEnv(t *testing.T, newEnv func(t *testing.T) Env) {
 			case env.Now != nil:
 				env.Lag = 0
 			case env.Lag == 0:
-				env.Lag = env.Unit / 8
+				env.Lag = time.Millisecond
 			}
 			test.run(t, &env)
 		})
