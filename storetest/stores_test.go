@@ -27,21 +27,6 @@ import (
 // (PROTECT_REDIS_ADDR) and a real Redis Cluster
 // (PROTECT_REDIS_CLUSTER_ADDRS) on real time.
 
-// plain is a store as a third party writes one: a Store, whose spaces
-// are Spaces and nothing more. Wrapping one of protect's stores in it
-// hides every optional interface of package protect (LocalSpace,
-// DeadlineSpace, BanHolder, BanPager, RangeBanCounter, CircuitStore), so
-// that the suite sees only the Store and Space contract.
-type plain struct{ protect.Store }
-
-func (p plain) Space(sc protect.Scope) (protect.Space, error) {
-	sp, err := p.Store.Space(sc)
-	if err != nil {
-		return nil, err
-	}
-	return struct{ protect.Space }{sp}, nil
-}
-
 // capabilities names the optional interfaces s and its space of sc
 // implement.
 func capabilities(t *testing.T, s protect.Store) []string {
