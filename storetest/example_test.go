@@ -13,8 +13,8 @@ import (
 // on an optional interface.
 type plain struct{ protect.Store }
 
-func (b plain) Space(sc protect.Scope) (protect.Space, error) {
-	sp, err := b.Store.Space(sc)
+func (p plain) Space(sc protect.Scope) (protect.Space, error) {
+	sp, err := p.Store.Space(sc)
 	if err != nil {
 		return nil, err
 	}
