@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,87 @@ import (
 )
 
 // protect's own stores, through the suite: memory and miniredis on a fake
-// clock; a real redis-server (PROTECT_REDIS_ADDR) and a real Redis
-// Cluster (PROTECT_REDIS_CLUSTER_ADDRS) on real time.
+// clock (RunEnv); the memory store, and the memory store and miniredis
+// behind a wrapper that hides every optional capability, on real time
+// (Run, as a third party runs it); a real redis-server
+// (PROTECT_REDIS_ADDR) and a real Redis Cluster
+// (PROTECT_REDIS_CLUSTER_ADDRS) on real time.
+
+// capabilities names the optional interfaces s and its space of sc
+// implement.
+func capabilities(t *testing.T, s protect.Store) []string {
+	t.Helper()
+	sc := protect.Scope{Namespace: "capabilities:", Limits: protect.Limits{TTL: time.Second, BanFactor: 1}}
+	sp, err := s.Space(sc)
+	if err != nil {
+		t.Fatalf("Space(%+v) = %v", sc, err)
+	}
+	var has []string
+	for name, ok := range map[string]bool{
+		"CircuitStore": is[protect.CircuitStore](s), "LocalSpace": is[protect.LocalSpace](sp),
+		"DeadlineSpace": is[protect.DeadlineSpace](sp), "BanHolder": is[protect.BanHolder](sp),
+		"BanPager": is[protect.BanPager](sp), "RangeBanCounter": is[protect.RangeBanCounter](sp),
+	} {
+		if ok {
+			has = append(has, name)
+		}
+	}
+	slices.Sort(has)
+	return has
+}
+
+func is[T any](v any) bool {
+	_, ok := v.(T)
+	return ok
+}
+
+// hidden returns plain{s}, failing the test unless s has a capability
+// that plain hides, and plain{s} none.
+func hidden(t *testing.T, s protect.Store) protect.Store {
+	t.Helper()
+	if got := capabilities(t, s); len(got) == 0 {
+		t.Fatalf("capabilities(%T) = none, want some for plain to hide", s)
+	}
+	p := plain{s}
+	if got := capabilities(t, p); len(got) != 0 {
+		t.Fatalf("capabilities(plain{%T}) = %v, want none", s, got)
+	}
+	return p
+}
+
+// newMemory is a memory store on the real clock, closed when t ends.
+func newMemory(t *testing.T) *protect.MemoryStore {
+	s := protect.NewMemoryStore(protect.MemoryOptions{})
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestMemoryStoreRealTime(t *testing.T) {
+	t.Parallel() // the suite sleeps on real time
+	storetest.Run(t, func(t *testing.T) protect.Store { return newMemory(t) })
+}
+
+func TestPlainMemoryStore(t *testing.T) {
+	t.Parallel() // the suite sleeps on real time
+	storetest.Run(t, func(t *testing.T) protect.Store { return hidden(t, newMemory(t)) })
+}
+
+// TestPlainMiniredis runs the suite on real time on a redisstore.Store on
+// miniredis: its TIME is the real time unless SetTime is called, and
+// ClockTTL makes its keys expire by that clock (without it a TTL only
+// goes down on FastForward, and the suite's expiry tests fail).
+func TestPlainMiniredis(t *testing.T) {
+	t.Parallel() // the suite sleeps on real time
+	storetest.Run(t, func(t *testing.T) protect.Store {
+		m := miniredis.RunT(t)
+		m.ClockTTL(true)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { c.Close() })
+		s := redisstore.New(c, redisstore.Options{RangeRefresh: -1, Logger: discard})
+		t.Cleanup(func() { s.Close() })
+		return hidden(t, s)
+	})
+}
 
 func TestMemoryStore(t *testing.T) {
 	storetest.RunEnv(t, func(t *testing.T) storetest.Env {
