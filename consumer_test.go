@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// oldVerbatimKey is verbatimKey as it was before its one-pass rewrite:
-// FuzzVerbatimKey keeps the two equal.
-func oldVerbatimKey(id string) bool {
+// modelVerbatimKey is verbatimKey written plainly, rule by rule, as a
+// model of what it accepts: FuzzVerbatimKey keeps the two equal.
+func modelVerbatimKey(id string) bool {
 	if id == "" || len(id) > maxVerbatimKey || looksLikeAddr(id) {
 		return false
 	}
@@ -41,7 +41,7 @@ func FuzzVerbatimKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		if got, want := verbatimKey(id), oldVerbatimKey(id); got != want {
+		if got, want := verbatimKey(id), modelVerbatimKey(id); got != want {
 			t.Fatalf("verbatimKey(%q) = %v, want %v", id, got, want)
 		}
 	})

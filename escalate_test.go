@@ -195,7 +195,7 @@ func TestEscalationConfigErrors(t *testing.T) {
 			t.Errorf("New(%+v) = %v; want ErrConfig quoting %q", tt.cfg, err, tt.want)
 		}
 	}
-	// Defaults that no longer fit the counting prefix are dropped, not an error.
+	// Default escalation prefixes no wider than the counting prefix are dropped, not an error.
 	p, _ := newTestProtector(t, Config{IPv6Prefix: 48})
 	if c := p.Config(); len(c.IPv6Escalation) != 0 || c.EscalationThreshold != 3 {
 		t.Fatalf("IPv6Prefix 48: escalation %v, threshold %d; want none, 3", c.IPv6Escalation, c.EscalationThreshold)
