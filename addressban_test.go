@@ -58,7 +58,7 @@ func TestAddressBanHoldsWhateverIsCounted(t *testing.T) {
 					r := httptest.NewRequest("GET", "/", nil)
 					r.RemoteAddr = tt.peer
 					if d, _ := p.Verify(t.Context(), r); d.Status != protect.Allowed {
-						t.Fatalf("before the ban: %v", d.Status)
+						t.Fatalf("Verify(%s) before the ban = %v, want allowed", tt.peer, d.Status)
 					}
 					if _, err := p.Ban(t.Context(), tt.ban, protect.BanOptions{For: time.Hour}); err != nil {
 						t.Fatal(err)
@@ -66,12 +66,12 @@ func TestAddressBanHoldsWhateverIsCounted(t *testing.T) {
 					for i := range 3 {
 						d, _ := p.Verify(t.Context(), r)
 						if d.Status != protect.Banned || !d.Refused() || d.StatusCode() != http.StatusForbidden {
-							t.Fatalf("request %d after the ban: %v %d; want banned 403", i, d.Status, d.StatusCode())
+							t.Fatalf("Verify(%s) request %d after Ban(%s) = %v %d, want banned 403", tt.peer, i, tt.ban, d.Status, d.StatusCode())
 						}
 					}
 					ex, err := admin.New(p).Explain(t.Context(), tt.peer, nil)
 					if err != nil || ex.Step != admin.StepBanned || ex.Status != http.StatusForbidden || ex.Ban == nil || ex.Ban.Key != tt.ban {
-						t.Fatalf("explain: %+v %v; want banned by %s", ex, err, tt.ban)
+						t.Fatalf("Explain(%s) = %+v, %v; want banned by %s", tt.peer, ex, err, tt.ban)
 					}
 				})
 			}
@@ -102,6 +102,6 @@ func TestAddressBanCheckAppliesNoPolicy(t *testing.T) {
 	d, _ := p.Verify(t.Context(), r)
 	st := p.Stats()
 	if d.Status != protect.Allowed || st.StoreFailures != 1 || st.StoreCalls != 2 {
-		t.Fatalf("status %v, store failures %d, calls %d; want allowed, 1 failure, 2 calls", d.Status, st.StoreFailures, st.StoreCalls)
+		t.Fatalf("Verify(203.0.113.7) = %v with Stats().StoreFailures = %d, StoreCalls = %d; want allowed, 1, 2", d.Status, st.StoreFailures, st.StoreCalls)
 	}
 }

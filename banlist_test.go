@@ -54,7 +54,7 @@ func TestWideTargets(t *testing.T) {
 		}
 	}
 	if got := bannedKeys(t, p); len(got) != 0 {
-		t.Fatalf("refused bans wrote %v", got)
+		t.Fatalf("bannedKeys() after refused bans = %v, want none", got)
 	}
 	for _, target := range []string{"10.0.0.0/8", "2a00::/16", "198.51.100.7", "2001:db8::/32", "consumer:acme"} {
 		if _, err := p.Ban(ctx, target, BanOptions{}); err != nil {
@@ -62,16 +62,16 @@ func TestWideTargets(t *testing.T) {
 		}
 	}
 	if _, err := p.Ban(ctx, "::ffff:0:0/96", BanOptions{Force: true}); err != nil {
-		t.Fatalf("forced: %v", err)
+		t.Fatalf("Ban(::ffff:0:0/96, Force) = %v, want nil", err)
 	}
 	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("203.0.113.1")); d.Status != Banned {
-		t.Fatalf("0.0.0.0/0 forced: %v", d.Status)
+		t.Fatalf("VerifyAddr(203.0.113.1) after a forced ban on ::ffff:0:0/96 = %v, want banned", d.Status)
 	}
 	lifted, err := p.LiftWide(ctx, "0.0.0.0/0", "test")
 	if err != nil || len(lifted) != 3 {
 		t.Fatalf("LiftWide(0.0.0.0/0) = %d bans, %v; want the 3 on IPv4", len(lifted), err)
 	}
 	if got, want := bannedKeys(t, p), []string{"2001:db8::/32", "2a00::/16", ConsumerKey("acme").String()}; !slices.Equal(got, want) {
-		t.Fatalf("left %v, want %v", got, want)
+		t.Fatalf("bannedKeys() after LiftWide(0.0.0.0/0) = %v, want %v", got, want)
 	}
 }

@@ -94,7 +94,7 @@ func BenchmarkHeapPerKey(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		if got := p.store.(*MemoryStore).Len(); got != n {
-			b.Fatalf("%d keys tracked", got)
+			b.Fatalf("MemoryStore.Len() = %d, want %d", got, n)
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/key")
 		runtime.KeepAlive(p)
@@ -144,7 +144,7 @@ func BenchmarkHTTP(b *testing.B) {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					if resp.StatusCode != 200 {
-						b.Errorf("status %d", resp.StatusCode)
+						b.Errorf("GET %s = %d, want 200", srv.URL, resp.StatusCode)
 						return
 					}
 				}

@@ -85,7 +85,7 @@ func vectorRequest(v addrVector) *http.Request {
 func TestClientAddrVectors(t *testing.T) {
 	vs := readVectors(t)
 	if len(vs) < 49 {
-		t.Fatalf("only %d vectors; the design's 9 and at least 40 more are expected", len(vs))
+		t.Fatalf("len(readVectors()) = %d, want at least 49: the design's 9 and at least 40 more", len(vs))
 	}
 	for _, v := range vs {
 		t.Run(v.Name, func(t *testing.T) {
@@ -93,26 +93,26 @@ func TestClientAddrVectors(t *testing.T) {
 			got, err := p.res.resolve(vectorRequest(v))
 			if v.Want == "ERR" {
 				if err == nil {
-					t.Fatalf("resolved %v, want an unknown address", got)
+					t.Fatalf("resolve() = %v, nil; want an unknown address", got)
 				}
 				if !errors.Is(err, ErrUnknownClient) {
-					t.Fatalf("error %v does not wrap ErrUnknownClient", err)
+					t.Fatalf("resolve() = %v, %v; want an error wrapping ErrUnknownClient", got, err)
 				}
 				// Through Verify, an unknown address is refused and never counted.
 				d, _ := p.Verify(t.Context(), vectorRequest(v))
 				if d.Status != Unknown || !d.Refused() || d.StatusCode() != 429 || !d.Key.IsZero() {
-					t.Fatalf("Verify = %+v, want Unknown refused with 429 and no key", d)
+					t.Fatalf("Verify() = %+v, want Unknown refused with 429 and no key", d)
 				}
 				if n := p.store.(*MemoryStore).Len(); n != 0 {
-					t.Fatalf("store holds %d counters after an unknown address", n)
+					t.Fatalf("MemoryStore.Len() after an unknown address = %d, want 0", n)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("error %v, want %s", err, v.Want)
+				t.Fatalf("resolve() = %v, %v; want %s", got, err, v.Want)
 			}
 			if want := netip.MustParseAddr(v.Want); got != want {
-				t.Fatalf("got %v, want %v", got, want)
+				t.Fatalf("resolve() = %v, want %v", got, want)
 			}
 		})
 	}
@@ -123,7 +123,7 @@ func TestResolveDoesNotAllocate(t *testing.T) {
 	p := vectorProtector(t, addrVector{})
 	r := vectorRequest(addrVector{Lines: []string{"6.6.6.6, 203.0.113.7, 10.0.0.2"}})
 	if n := testing.AllocsPerRun(100, func() { p.res.resolve(r) }); n != 0 {
-		t.Fatalf("resolve allocates %v times per call", n)
+		t.Fatalf("resolve() allocates %v times per call, want 0", n)
 	}
 }
 
@@ -142,7 +142,7 @@ func TestAggregationKeys(t *testing.T) {
 	for _, tt := range tests {
 		ag := aggregator{v4Bits: tt.v4, v6Bits: tt.v6}
 		if got := ag.key(netip.MustParseAddr(tt.addr)).String(); got != tt.want {
-			t.Errorf("key(%s) with /%d,/%d = %s, want %s", tt.addr, tt.v4, tt.v6, got, tt.want)
+			t.Errorf("aggregator{/%d, /%d}.key(%s) = %s, want %s", tt.v4, tt.v6, tt.addr, got, tt.want)
 		}
 	}
 }
@@ -151,10 +151,10 @@ func TestAggregationKeys(t *testing.T) {
 func checkResolved(t *testing.T, a netip.Addr) {
 	t.Helper()
 	if !a.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() {
-		t.Fatalf("resolved %v (%#v): must be valid, unmapped, zone-free and specified", a, a)
+		t.Fatalf("resolve() = %v (%#v), want a valid, unmapped, zone-free and specified address", a, a)
 	}
 	if a.Is6() && embeddedIPv4(a) != a {
-		t.Fatalf("resolved %v: embeds the IPv4 host %v, which it must be counted as", a, embeddedIPv4(a))
+		t.Fatalf("resolve() = %v, want %v: the IPv4 host it embeds, which it must be counted as", a, embeddedIPv4(a))
 	}
 }
 
@@ -223,7 +223,7 @@ func FuzzResolve(f *testing.F) {
 		a, err := p.res.resolve(r)
 		if err != nil {
 			if !errors.Is(err, ErrUnknownClient) {
-				t.Fatalf("error %v does not wrap ErrUnknownClient", err)
+				t.Fatalf("resolve(peer %q, lines %q, %q) = %v, want an error wrapping ErrUnknownClient", peer, line1, line2, err)
 			}
 			return
 		}
@@ -239,12 +239,12 @@ func FuzzNetEntry(f *testing.F) {
 		p, err := parseNetEntry(s)
 		if err != nil {
 			if !strings.Contains(err.Error(), strconv.Quote(s)) {
-				t.Fatalf("error %q does not quote the entry %q", err, s)
+				t.Fatalf("parseNetEntry(%q) = %q, want an error quoting the entry", s, err)
 			}
 			return
 		}
 		if !p.IsValid() || p != p.Masked() || (p.Addr().Is4In6() && p.Bits() >= 96) {
-			t.Fatalf("parseNetEntry(%q) = %v: must be valid, masked and unmapped", s, p)
+			t.Fatalf("parseNetEntry(%q) = %v, want a valid, masked and unmapped prefix", s, p)
 		}
 	})
 }

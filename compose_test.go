@@ -45,10 +45,10 @@ func TestOneBanListAcrossNamespaces(t *testing.T) {
 				login.VerifyAddr(t.Context(), a)
 			}
 			if d, _ := api.VerifyAddr(t.Context(), a); d.Status != Banned {
-				t.Fatalf("api: %v; want banned by the login guard's ban", d.Status)
+				t.Fatalf("api.VerifyAddr(%s) = %v, want banned by the login guard's ban", a, d.Status)
 			}
 			if d, _ := apart.VerifyAddr(t.Context(), a); d.Status != Allowed {
-				t.Fatalf("a protector with its own ban list: %v; want allowed", d.Status)
+				t.Fatalf("apart.VerifyAddr(%s) = %v, want allowed: it has a ban list of its own", a, d.Status)
 			}
 		})
 	}
@@ -71,18 +71,18 @@ func TestDryRunWritesNoBan(t *testing.T) {
 				got = append(got, fmt.Sprintf("%v/%v/%d", d.Status, d.Refused(), d.StatusCode()))
 			}
 			if want := "[allowed/false/200 limited/false/200 banned/false/200 banned/false/200 banned/false/200]"; fmt.Sprint(got) != want {
-				t.Fatalf("dry run: %v; want %s", got, want)
+				t.Fatalf("dry.VerifyAddr(%s) × 5 = %v, want %s", a, got, want)
 			}
 			if d, _ := live.VerifyAddr(t.Context(), a); d.Status != Allowed {
-				t.Fatalf("live protector: %v; want allowed: the dry run must not have banned the client", d.Status)
+				t.Fatalf("live.VerifyAddr(%s) = %v, want allowed: the dry run must not have banned the client", a, d.Status)
 			}
 			for _, p := range []*Protector{dry, live} {
 				if bans, err := p.Bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
-					t.Fatalf("bans %v %v; want none", bans, err)
+					t.Fatalf("Bans() = %v, %v; want none", bans, err)
 				}
 			}
 			if n := logs.Count("protect: dry run: would ban"); n != 1 {
-				t.Fatalf("%d \"would ban\" lines; want 1", n)
+				t.Fatalf("logs.Count(%q) = %d, want 1", "protect: dry run: would ban", n)
 			}
 		})
 	}
@@ -101,10 +101,10 @@ func TestNestedRateLimitFields(t *testing.T) {
 		h.ServeHTTP(w, request("192.0.2.70:1"))
 	}
 	if got, want := fmt.Sprintf("%q", w.Header().Values("RateLimit-Policy")), `["\"addr\";q=20;w=10" "\"key\";q=3;w=10"]`; got != want {
-		t.Errorf("RateLimit-Policy %s; want %s", got, want)
+		t.Errorf("Header().Values(RateLimit-Policy) = %s, want %s", got, want)
 	}
 	if got, want := fmt.Sprintf("%q", w.Header().Values("RateLimit")), `["\"addr\";r=18;t=10" "\"key\";r=1;t=10"]`; got != want {
-		t.Errorf("RateLimit %s; want %s", got, want)
+		t.Errorf("Header().Values(RateLimit) = %s, want %s", got, want)
 	}
 	// The same protector's decision written twice: one item, the last.
 	d1, _ := outer.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.71"))
@@ -116,7 +116,7 @@ func TestNestedRateLimitFields(t *testing.T) {
 	d3.WriteHeaders(hdr)
 	d2.WriteHeaders(hdr)
 	if got, want := fmt.Sprintf("%q", hdr.Values("RateLimit")), `["\"key\";r=2;t=10" "\"addr\";r=18;t=10"]`; got != want {
-		t.Errorf("rewritten: RateLimit %s; want %s", got, want)
+		t.Errorf("Values(RateLimit) after d3.WriteHeaders, d2.WriteHeaders = %s, want %s", got, want)
 	}
 	// The default name is the default namespace's.
 	p, _ := newTestProtector(t, Config{})
@@ -124,7 +124,7 @@ func TestNestedRateLimitFields(t *testing.T) {
 	hdr = http.Header{}
 	d.WriteHeaders(hdr)
 	if got := hdr.Get("RateLimit-Policy"); got != `"protect";q=200;w=10` {
-		t.Errorf("default policy %s", got)
+		t.Errorf("Get(RateLimit-Policy) with the default Name = %s, want %s", got, `"protect";q=200;w=10`)
 	}
 }
 
@@ -137,6 +137,6 @@ func TestPolicyName(t *testing.T) {
 		}
 	}
 	if _, err := New(Config{Name: "Bad Name"}); err == nil || !strings.Contains(err.Error(), `"Bad Name"`) {
-		t.Errorf("a bad Name: %v; want an error that quotes it", err)
+		t.Errorf("New(Config{Name: %q}) = %v, want an error that quotes it", "Bad Name", err)
 	}
 }

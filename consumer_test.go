@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// oldVerbatimKey is verbatimKey as it was before its one-pass rewrite:
-// FuzzVerbatimKey keeps the two equal.
-func oldVerbatimKey(id string) bool {
+// modelVerbatimKey is verbatimKey written plainly, rule by rule, as a
+// model of what it accepts: FuzzVerbatimKey keeps the two equal.
+func modelVerbatimKey(id string) bool {
 	if id == "" || len(id) > maxVerbatimKey || looksLikeAddr(id) {
 		return false
 	}
@@ -41,7 +41,7 @@ func FuzzVerbatimKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		if got, want := verbatimKey(id), oldVerbatimKey(id); got != want {
+		if got, want := verbatimKey(id), modelVerbatimKey(id); got != want {
 			t.Fatalf("verbatimKey(%q) = %v, want %v", id, got, want)
 		}
 	})
@@ -54,20 +54,20 @@ func TestConsumerKeysCache(t *testing.T) {
 	for range 2 {
 		for _, id := range []string{"cus_alpha", "10.0.0.1", "sk_live_0123456789abcdefghij", "2001:db8::1"} {
 			if got, want := c.key(id), ConsumerKey(id); got != want {
-				t.Fatalf("key(%q) = %v, want %v", id, got, want)
+				t.Fatalf("consumerKeys.key(%q) = %v, want %v", id, got, want)
 			}
 		}
 	}
 	for i := range 5 * keyCacheSets {
 		id := fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)
 		if got, want := c.key(id), ConsumerKey(id); got != want {
-			t.Fatalf("key(%q) = %v, want %v", id, got, want)
+			t.Fatalf("consumerKeys.key(%q) = %v, want %v", id, got, want)
 		}
 	}
 	// A repeated hashed id is a hit: no SHA-256, no allocation.
 	const id = "10.200.0.1"
 	c.key(id)
 	if allocs := testing.AllocsPerRun(100, func() { c.key(id) }); allocs != 0 {
-		t.Fatalf("key(%q) again: %v allocations, want 0 (a cache hit)", id, allocs)
+		t.Fatalf("consumerKeys.key(%q) again allocates %v times, want 0 (a cache hit)", id, allocs)
 	}
 }

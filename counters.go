@@ -5,9 +5,9 @@ package protect
 // the caller has already computed (it also picked the shard).
 //
 // It exists because counting is the hot path. A Go map of struct keys
-// hashes the key twice per request (read, then write back) and costs ~40ns
-// here; this table hashes nothing itself, finds a key in one probe and
-// updates it in place. Slots hold no pointers for address keys, so the
+// hashes the key twice per request (read, then write back); this table
+// hashes nothing itself, finds a key in one probe and updates it in
+// place. Slots hold no pointers for address keys, so the
 // garbage collector never scans them. Not safe for concurrent use: its
 // shard's mutex guards it.
 type counterTable[K comparable] struct {

@@ -23,12 +23,12 @@ func TestCounterTableModel(t *testing.T) {
 			check := func(step int) {
 				t.Helper()
 				if tab.used != len(model) {
-					t.Fatalf("step %d: table holds %d, model %d", step, tab.used, len(model))
+					t.Fatalf("step %d: counterTable.used = %d, want %d (the model's)", step, tab.used, len(model))
 				}
 				for k, want := range model {
 					i, ok := tab.find(k, hash(k))
 					if !ok || tab.slots[i] != want {
-						t.Fatalf("step %d: key %d: found %v %+v, want %+v", step, k, ok, tab.slots[i], want)
+						t.Fatalf("step %d: find(%d) = %v, slot %+v; want true, %+v", step, k, ok, tab.slots[i], want)
 					}
 				}
 			}
@@ -61,7 +61,7 @@ func TestCounterTableModel(t *testing.T) {
 					before := tab.used
 					tab.evict(rng.Uint64(), now, 0)
 					if before > 0 && tab.used != before-1 {
-						t.Fatalf("step %d: evict removed %d", step, before-tab.used)
+						t.Fatalf("step %d: evict() removed %d counters, want 1", step, before-tab.used)
 					}
 					for mk := range model {
 						if _, ok := tab.find(mk, hash(mk)); !ok {
@@ -85,6 +85,6 @@ func TestCounterTableShrinks(t *testing.T) {
 	big := len(tab.slots)
 	tab.sweep(1) // drops the even keys' counters (exp 0 ≤ 1) and the odd ones (exp 1 ≤ 1)
 	if tab.used != 0 || len(tab.slots) != minTableSize {
-		t.Fatalf("after sweeping everything: %d used in %d slots (was %d)", tab.used, len(tab.slots), big)
+		t.Fatalf("sweep(1) of everything: used = %d in %d slots (from %d); want 0 in %d", tab.used, len(tab.slots), big, minTableSize)
 	}
 }

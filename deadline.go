@@ -9,7 +9,7 @@ import (
 
 // A deadlineCtx carries StoreTimeout to the Redis store for a fraction of
 // what context.WithTimeout costs per call (a context, a timer and a
-// channel: more than half the garbage of a Redis check). Its Done channel
+// channel, all garbage once the call returns). Its Done channel
 // is shared by every call whose deadline falls in the same slot of
 // deadlineSlot (see deadlines), so a busy protector makes one timer and
 // one channel per slot, not per call.

@@ -19,7 +19,7 @@ func TestDeadlineContext(t *testing.T) {
 		t.Fatalf("Deadline() = %v, %v; want %v, true", got, ok, d)
 	}
 	if same := w.context(context.Background(), d.Add(time.Nanosecond)); same.Done() != ctx.Done() && d.UnixNano()%int64(deadlineSlot) != int64(deadlineSlot)-1 {
-		t.Fatal("two deadlines a nanosecond apart got two channels")
+		t.Fatal("context(d + 1ns).Done() != context(d).Done(), want one channel for two deadlines a nanosecond apart in one slot")
 	}
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("Err() before the deadline = %v, want nil", err)
@@ -27,7 +27,7 @@ func TestDeadlineContext(t *testing.T) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Second):
-		t.Fatal("Done() not closed a second after a 20ms deadline")
+		t.Fatal("Done() still open a second after a 20ms deadline, want closed")
 	}
 	if late := time.Since(d); late < 0 || late > deadlineSlot+50*time.Millisecond {
 		t.Fatalf("Done() closed %v after the deadline, want within [0, %v + scheduling]", late, deadlineSlot)
@@ -46,6 +46,6 @@ func TestDeadlineContext(t *testing.T) {
 	early, cancelEarly := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancelEarly()
 	if got := w.context(early, time.Now().Add(time.Hour)); got != early {
-		t.Fatal("a parent with an earlier deadline was wrapped; want it returned as it is")
+		t.Fatal("context(parent with an earlier deadline) = a wrapper, want the parent as it is")
 	}
 }

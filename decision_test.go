@@ -106,15 +106,15 @@ func TestResponseHeaders(t *testing.T) {
 		h := http.Header{}
 		d.WriteHeaders(h)
 		if d.Status != w.status || d.StatusCode() != w.code || h.Get("Retry-After") != w.retryAfter || (h.Get("Cache-Control") == "no-store") != w.noStore {
-			t.Fatalf("step %d: %v %d headers %v", i+1, d.Status, d.StatusCode(), h)
+			t.Fatalf("step %d: VerifyAddr(%s) = %v %d, headers %v; want %v %d, Retry-After %q, no-store %v", i+1, addr, d.Status, d.StatusCode(), h, w.status, w.code, w.retryAfter, w.noStore)
 		}
 		pol, err := parseSFList(h.Get("RateLimit-Policy"))
 		if err != nil || len(pol) != 1 || pol[0].name != "protect" || pol[0].params["q"] != 2 || pol[0].params["w"] != 3 {
-			t.Fatalf("step %d: RateLimit-Policy %q: %v %+v", i+1, h.Get("RateLimit-Policy"), err, pol)
+			t.Fatalf("step %d: parseSFList(RateLimit-Policy %q) = %+v, %v; want \"protect\";q=2;w=3", i+1, h.Get("RateLimit-Policy"), pol, err)
 		}
 		rl, err := parseSFList(h.Get("RateLimit"))
 		if err != nil || len(rl) != 1 || rl[0].name != "protect" || rl[0].params["r"] != w.r || rl[0].params["t"] != w.t {
-			t.Fatalf("step %d: RateLimit %q: %v %+v", i+1, h.Get("RateLimit"), err, rl)
+			t.Fatalf("step %d: parseSFList(RateLimit %q) = %+v, %v; want \"protect\";r=%d;t=%d", i+1, h.Get("RateLimit"), rl, err, w.r, w.t)
 		}
 	}
 	// The ban's Retry-After counts down with the clock, rounded up.
@@ -123,7 +123,7 @@ func TestResponseHeaders(t *testing.T) {
 	h := http.Header{}
 	d.WriteHeaders(h)
 	if h.Get("Retry-After") != "60" || !strings.HasSuffix(h.Get("RateLimit"), ";t=60") {
-		t.Fatalf("after 30s: Retry-After %q RateLimit %q", h.Get("Retry-After"), h.Get("RateLimit"))
+		t.Fatalf("VerifyAddr(%s) after 30s: Retry-After %q, RateLimit %q; want 60, t=60", addr, h.Get("Retry-After"), h.Get("RateLimit"))
 	}
 }
 
@@ -151,22 +151,22 @@ func TestProblemBody(t *testing.T) {
 			RetryAfter int64  `json:"retry_after"`
 		}
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-			t.Fatalf("%v: body %q: %v", tt.d.Status, w.Body, err)
+			t.Fatalf("%v: json.Unmarshal(WriteResponse body %q) = %v", tt.d.Status, w.Body, err)
 		}
 		if w.Code != tt.code || body.Status != tt.code || body.Code != tt.problem || body.RetryAfter != tt.retryAfter ||
 			body.Title != http.StatusText(tt.code) || w.Header().Get("Content-Type") != "application/problem+json" ||
 			w.Header().Get("Cache-Control") != "no-store" {
-			t.Errorf("%v: %d %+v %v", tt.d.Status, w.Code, body, w.Header())
+			t.Errorf("%v: WriteResponse = %d %+v %v; want %d, problem %q, retry_after %d, problem+json, no-store", tt.d.Status, w.Code, body, w.Header(), tt.code, tt.problem, tt.retryAfter)
 		}
 		if strings.Contains(w.Body.String(), "6379") || strings.Contains(w.Body.String(), "forwarding") {
-			t.Errorf("%v: body leaks an error: %s", tt.d.Status, w.Body)
+			t.Errorf("%v: WriteResponse body = %s, want no error text in it", tt.d.Status, w.Body)
 		}
 	}
 	// An allowed decision writes nothing.
 	w := httptest.NewRecorder()
 	Decision{Status: Allowed}.WriteResponse(w)
 	if w.Body.Len() != 0 || len(w.Header()) != 0 {
-		t.Fatalf("allowed decision wrote %v %q", w.Header(), w.Body)
+		t.Fatalf("Decision{Allowed}.WriteResponse wrote %v %q, want nothing", w.Header(), w.Body)
 	}
 }
 
@@ -177,6 +177,6 @@ func TestStatusStrings(t *testing.T) {
 		got = append(got, s.String())
 	}
 	if strings.Join(got, " ") != want {
-		t.Fatalf("got %v", got)
+		t.Fatalf("Status.String() for Allowed…Unavailable = %v, want %s", got, want)
 	}
 }

@@ -25,7 +25,7 @@ func TestBanLimitDefault(t *testing.T) {
 	for _, tt := range tests {
 		p, _ := newTestProtector(t, Config{MaxRequests: tt.max, BanLimit: tt.ban})
 		if got := p.Config().BanLimit; got != tt.want {
-			t.Errorf("MaxRequests %d, BanLimit %d: BanLimit in force %d; want %d", tt.max, tt.ban, got, tt.want)
+			t.Errorf("New(MaxRequests %d, BanLimit %d).Config().BanLimit = %d, want %d", tt.max, tt.ban, got, tt.want)
 		}
 	}
 }
@@ -51,7 +51,7 @@ func TestBanLimitPhases(t *testing.T) {
 			got = append(got, d.Status)
 		}
 		if fmt.Sprint(got) != tt.want {
-			t.Errorf("%+v: %v; want %s", tt.cfg, got, tt.want)
+			t.Errorf("New(%+v): VerifyAddr(192.0.2.1) × %d = %v, want %s", tt.cfg, tt.n, got, tt.want)
 		}
 	}
 }

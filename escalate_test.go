@@ -15,7 +15,7 @@ func banKey(t *testing.T, p *Protector, addr string) {
 	a := netip.MustParseAddr(addr)
 	p.VerifyAddr(t.Context(), a)
 	if d, _ := p.VerifyAddr(t.Context(), a); d.Status != Banned {
-		t.Fatalf("%s: %v; want Banned", addr, d.Status)
+		t.Fatalf("VerifyAddr(%s) = %v, want Banned", addr, d.Status)
 	}
 }
 
@@ -53,28 +53,28 @@ func escalationCase(t *testing.T, p *Protector) {
 		status(t, p, "2001:db8:1:2::2")
 	}
 	if r := rangeBansOf(t, p); len(r) != 0 {
-		t.Fatalf("after 2 bans and 100 refused requests: ranges %v; want none", r)
+		t.Fatalf("rangeBansOf() after 2 bans and 100 refused requests = %v, want none", r)
 	}
 	if got := status(t, p, "2001:db8:1:3::1"); got != Allowed {
-		t.Fatalf("a third /64 before its ban: %v", got)
+		t.Fatalf("VerifyAddr(2001:db8:1:3::1), a third /64 before its ban = %v, want Allowed", got)
 	}
 	banKey(t, p, "2001:db8:1:3::1")
 	r := rangeBansOf(t, p)
 	b, ok := r["2001:db8:1::/56"]
 	if len(r) != 1 || !ok {
-		t.Fatalf("after 3 /64 bans: ranges %v; want 2001:db8:1::/56", r)
+		t.Fatalf("rangeBansOf() after 3 /64 bans = %v, want 2001:db8:1::/56", r)
 	}
 	if b.Source != SourceAuto || b.Reason != "3 /64 bans inside 2001:db8:1::/56" || b.Expires.Sub(b.Created) != time.Hour {
-		t.Fatalf("the /56 ban: %+v; want auto, its reason, 1h", b)
+		t.Fatalf("rangeBansOf()[2001:db8:1::/56] = %+v, want auto, its reason, 1h", b)
 	}
 	if got := status(t, p, "2001:db8:1:ff::9"); got != Banned {
-		t.Fatalf("a fresh /64 inside the /56: %v; want Banned", got)
+		t.Fatalf("VerifyAddr(2001:db8:1:ff::9), a fresh /64 inside the /56 = %v, want Banned", got)
 	}
 	if n := p.Stats().AutoBans; n != 4 {
-		t.Fatalf("Stats().AutoBans = %d; want 4: three /64s and the /56", n)
+		t.Fatalf("Stats().AutoBans = %d, want 4: three /64s and the /56", n)
 	}
 	if got := status(t, p, "2001:db8:2::1"); got != Allowed {
-		t.Fatalf("outside the /56: %v; want Allowed", got)
+		t.Fatalf("VerifyAddr(2001:db8:2::1), outside the /56 = %v, want Allowed", got)
 	}
 
 	// A lift of the /56 serves it again, and lets it escalate again.
@@ -83,14 +83,14 @@ func escalationCase(t *testing.T, p *Protector) {
 		t.Fatal(err)
 	}
 	if got := status(t, p, "2001:db8:1:ff::9"); got != Allowed {
-		t.Fatalf("inside the lifted /56: %v; want Allowed", got)
+		t.Fatalf("VerifyAddr(2001:db8:1:ff::9) inside the lifted /56 = %v, want Allowed", got)
 	}
 	for _, a := range []string{"2001:db8:1:11::1", "2001:db8:1:12::1", "2001:db8:1:13::1"} {
 		banKey(t, p, a)
 	}
 	b, ok = rangeBansOf(t, p)["2001:db8:1::/56"]
 	if !ok || b.Expires.Sub(b.Created) != 2*time.Hour || !strings.HasSuffix(b.Reason, ", offense 2") {
-		t.Fatalf("the /56 banned again: %+v %v; want its second ban, 2h", b, ok)
+		t.Fatalf("rangeBansOf()[2001:db8:1::/56] banned again = %+v, %v; want its second ban, 2h", b, ok)
 	}
 
 	// Three /56s escalated inside one /48 ban the /48.
@@ -102,10 +102,10 @@ func escalationCase(t *testing.T, p *Protector) {
 	r = rangeBansOf(t, p)
 	b, ok = r["2001:db8:1::/48"]
 	if !ok || b.Reason != "3 /56 bans inside 2001:db8:1::/48" {
-		t.Fatalf("after 3 /56 bans: ranges %v; want 2001:db8:1::/48", r)
+		t.Fatalf("rangeBansOf() after 3 /56 bans = %v, want 2001:db8:1::/48", r)
 	}
 	if got := status(t, p, "2001:db8:1:ff00::1"); got != Banned {
-		t.Fatalf("inside the /48: %v; want Banned", got)
+		t.Fatalf("VerifyAddr(2001:db8:1:ff00::1) inside the /48 = %v, want Banned", got)
 	}
 }
 
@@ -125,17 +125,17 @@ func TestEscalationCountsKeysOnce(t *testing.T) {
 	}
 	banKey(t, p, "2001:db8:1:2::1")
 	if r := rangeBansOf(t, p); len(r) != 0 {
-		t.Fatalf("one /64 banned 3 times and another once: ranges %v; want none", r)
+		t.Fatalf("rangeBansOf() after one /64 banned 3 times and another once = %v, want none", r)
 	}
 	clk.Advance(2 * time.Hour) // past the offense window: the count is forgotten
 	banKey(t, p, "2001:db8:1:3::1")
 	banKey(t, p, "2001:db8:1:4::1")
 	if r := rangeBansOf(t, p); len(r) != 0 {
-		t.Fatalf("2 bans, then 2 more after the window: ranges %v; want none", r)
+		t.Fatalf("rangeBansOf() after 2 bans, then 2 more after the window = %v, want none", r)
 	}
 	banKey(t, p, "2001:db8:1:5::1")
 	if _, ok := rangeBansOf(t, p)["2001:db8:1::/56"]; !ok {
-		t.Fatal("3 bans within the window: no /56")
+		t.Fatal("rangeBansOf() after 3 bans within the window holds no 2001:db8:1::/56, want it")
 	}
 }
 
@@ -171,7 +171,7 @@ func TestEscalationSettings(t *testing.T) {
 			}
 			r := rangeBansOf(t, p)
 			if _, ok := r[tt.want]; tt.want != "" && (!ok || len(r) != 1) || tt.want == "" && len(r) != 0 {
-				t.Fatalf("ranges %v; want %q", r, tt.want)
+				t.Fatalf("rangeBansOf() = %v, want %q", r, tt.want)
 			}
 		})
 	}
@@ -195,10 +195,10 @@ func TestEscalationConfigErrors(t *testing.T) {
 			t.Errorf("New(%+v) = %v; want ErrConfig quoting %q", tt.cfg, err, tt.want)
 		}
 	}
-	// Defaults that no longer fit the counting prefix are dropped, not an error.
+	// Default escalation prefixes no wider than the counting prefix are dropped, not an error.
 	p, _ := newTestProtector(t, Config{IPv6Prefix: 48})
 	if c := p.Config(); len(c.IPv6Escalation) != 0 || c.EscalationThreshold != 3 {
-		t.Fatalf("IPv6Prefix 48: escalation %v, threshold %d; want none, 3", c.IPv6Escalation, c.EscalationThreshold)
+		t.Fatalf("New(IPv6Prefix 48).Config() = IPv6Escalation %v, EscalationThreshold %d; want none, 3", c.IPv6Escalation, c.EscalationThreshold)
 	}
 }
 
@@ -209,7 +209,7 @@ func TestEscalationOffTheHotPath(t *testing.T) {
 	a := netip.MustParseAddr("2001:db8::1")
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() { p.VerifyAddr(ctx, a) }); n != 0 {
-		t.Fatalf("VerifyAddr allocates %v times", n)
+		t.Fatalf("VerifyAddr(%s) allocates %v times, want 0", a, n)
 	}
 }
 
@@ -226,7 +226,7 @@ func TestEscalationSharedBanNamespace(t *testing.T) {
 		banKey(t, api, a)
 	}
 	if _, ok := rangeBansOf(t, admin)["2001:db8:1::/56"]; !ok {
-		t.Fatal("3 /64 bans: no /56 on the shared list")
+		t.Fatal("rangeBansOf(admin) after 3 /64 bans holds no 2001:db8:1::/56, want it on the shared list")
 	}
 	if _, err := admin.Lift(t.Context(), "2001:db8:1::/56", "test"); err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestEscalationSharedBanNamespace(t *testing.T) {
 	}
 	b, ok := rangeBansOf(t, admin)["2001:db8:1::/56"]
 	if !ok || !strings.HasSuffix(b.Reason, ", offense 2") {
-		t.Fatalf("3 more /64 bans after the lift: %+v %v; want the /56's second ban", b, ok)
+		t.Fatalf("rangeBansOf(admin)[2001:db8:1::/56] after 3 more /64 bans = %+v, %v; want the /56's second ban", b, ok)
 	}
 }
 
@@ -252,6 +252,6 @@ func TestEscalationKeepsCountersMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := status(t, p, "2001:db8:1:4::1"); got != Banned {
-		t.Fatalf("inside the lifted escalated /56: %v; want Banned (counter kept, not walked)", got)
+		t.Fatalf("VerifyAddr(2001:db8:1:4::1) inside the lifted escalated /56 = %v, want Banned (counter kept, not walked)", got)
 	}
 }

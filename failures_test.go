@@ -88,18 +88,18 @@ func TestLoginGuard(t *testing.T) {
 	const peer = "192.0.2.10:5555"
 	for i := 1; i <= 100; i++ {
 		if got := login(h, peer, "hunter2"); got.code != 200 || got.body != "welcome" || got.rateLimit != `"protect";r=5;t=900` {
-			t.Fatalf("success %d: %v; want 200 with r=5", i, got)
+			t.Fatalf("login(%s, right password) %d = %v, want 200 with r=5", peer, i, got)
 		}
 	}
 	if st := inspectCount(t, p, "192.0.2.10"); st.Count != 0 || st.CountTTL != 0 {
-		t.Fatalf("after 100 successes: %+v; want no counter", st)
+		t.Fatalf("Inspect(192.0.2.10) after 100 successes = %+v, want no counter", st)
 	}
 	// Five failures are answered by the handler, each counted before its
 	// header went out: r is what is left after it.
 	for i := 1; i <= 5; i++ {
 		want := response{code: 401, body: "wrong password", rateLimit: fmt.Sprintf(`"protect";r=%d;t=900`, 5-i)}
 		if got := login(h, peer, "wrong"); got != want {
-			t.Fatalf("failure %d: %v; want %v", i, got, want)
+			t.Fatalf("login(%s, wrong) %d = %v, want %v", peer, i, got, want)
 		}
 	}
 	// No failure left: the right password is refused too, and every
@@ -107,35 +107,35 @@ func TestLoginGuard(t *testing.T) {
 	for i := 6; i <= 20; i++ {
 		got := login(h, peer, "hunter2")
 		if got.code != 429 || !strings.Contains(got.body, `"code":"rate_limited"`) || got.retryAfter != "900" || got.rateLimit != `"protect";r=0;t=900` || got.cacheControl != "no-store" {
-			t.Fatalf("attempt %d: %v; want 429 rate_limited, Retry-After 900", i, got)
+			t.Fatalf("login(%s, right password) attempt %d = %v, want 429 rate_limited, Retry-After 900", peer, i, got)
 		}
 	}
 	if st := inspectCount(t, p, "192.0.2.10"); st.Count != 20 {
-		t.Fatalf("count after 20 attempts = %d", st.Count)
+		t.Fatalf("Inspect(192.0.2.10).Count after 20 attempts = %d, want 20", st.Count)
 	}
 	got := login(h, peer, "hunter2")
 	if got.code != 403 || !strings.Contains(got.body, `"code":"banned"`) || got.retryAfter != "3600" {
-		t.Fatalf("attempt 21: %v; want 403 banned for 3600s", got)
+		t.Fatalf("login(%s) attempt 21 = %v, want 403 banned for 3600s", peer, got)
 	}
 	clk.Advance(15 * time.Minute) // a pause resets a stream, not a ban
 	if got := login(h, peer, "hunter2"); got.code != 403 || got.retryAfter != "2700" {
-		t.Fatalf("15 minutes into the ban: %v", got)
+		t.Fatalf("login(%s) 15 minutes into the ban = %v, want 403, Retry-After 2700", peer, got)
 	}
 	bans, err := p.Bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "192.0.2.10" || bans[0].Reason != "failures passed the ban limit of 20" ||
 		bans[0].Source != SourceAuto || bans[0].Offense != 1 {
-		t.Fatalf("bans = %+v, %v", bans, err)
+		t.Fatalf("Bans() = %+v, %v; want one automatic ban of 192.0.2.10, offense 1", bans, err)
 	}
 	clk.Advance(45 * time.Minute)
 	if got := login(h, peer, "hunter2"); got.code != 200 || got.rateLimit != `"protect";r=5;t=900` {
-		t.Fatalf("after the ban: %v; want served from a fresh count", got)
+		t.Fatalf("login(%s) after the ban = %v, want 200 from a fresh count (r=5)", peer, got)
 	}
 	// The second ban, within the offense window, is twice as long.
 	for range 21 {
 		login(h, peer, "wrong")
 	}
 	if got := login(h, peer, "hunter2"); got.code != 403 || got.retryAfter != "7200" {
-		t.Fatalf("second ban: %v; want 403 for 7200s", got)
+		t.Fatalf("login(%s) in the second ban = %v, want 403 for 7200s", peer, got)
 	}
 	var added []map[string]string
 	for _, r := range rec.Records() {
@@ -145,11 +145,11 @@ func TestLoginGuard(t *testing.T) {
 	}
 	if len(added) != 2 || added[0]["reason"] != "failures passed the ban limit of 20" || added[0]["length"] != "1h0m0s" ||
 		added[1]["length"] != "2h0m0s" || added[1]["offense"] != "2" || added[1]["key"] != "192.0.2.10" {
-		t.Fatalf("logged bans: %v", added)
+		t.Fatalf("logged \"ban added\" records = %v, want two of 192.0.2.10: 1h, then 2h at offense 2", added)
 	}
 	// Another client of the same login is untouched.
 	if got := login(h, "192.0.2.11:1", "hunter2"); got.code != 200 {
-		t.Fatalf("another client: %v", got)
+		t.Fatalf("login(192.0.2.11, right password) = %v, want 200: another client is untouched", got)
 	}
 }
 
@@ -172,12 +172,12 @@ func TestLoginPause(t *testing.T) {
 			h := p.Middleware(loginApp)
 			for range tt.failures {
 				if got := login(h, "192.0.2.20:1", "wrong"); got.code != 401 {
-					t.Fatalf("failure: %v", got)
+					t.Fatalf("login(192.0.2.20, wrong) = %v, want 401", got)
 				}
 			}
 			clk.Advance(tt.pause)
 			if got := login(h, "192.0.2.20:1", "hunter2"); got.code != tt.want {
-				t.Fatalf("next attempt: %v; want %d", got, tt.want)
+				t.Fatalf("login(192.0.2.20, right password) after %v = %v, want %d", tt.pause, got, tt.want)
 			}
 		})
 	}
@@ -206,40 +206,40 @@ func TestScannerTrap(t *testing.T) {
 			for i := range 300 {
 				path := []string{"/", "/things"}[i%2]
 				if got := serve(h, "GET", path, "192.0.2.1:1", nil); got.code != 200 {
-					t.Fatalf("real page %d: %v", i, got)
+					t.Fatalf("GET %s from 192.0.2.1 (request %d) = %v, want 200", path, i, got)
 				}
 			}
 			if st := inspectCount(t, p, "192.0.2.1"); st.Count != 0 {
-				t.Fatalf("a client of real pages was counted: %+v", st)
+				t.Fatalf("Inspect(192.0.2.1) after real pages only = %+v, want count 0", st)
 			}
 			const scanner = "198.51.100.66:40000"
 			for i, path := range probes[:tt.probes] {
 				got := serve(h, "GET", path, scanner, nil)
 				if got.code != 404 {
-					t.Fatalf("probe %d (%s): %v", i+1, path, got)
+					t.Fatalf("GET %s from the scanner (probe %d) = %v, want 404", path, i+1, got)
 				}
 				// The probe that bans still gets the handler's 404, with
 				// the ban's fields.
 				if i == 5 && (got.retryAfter != "3600" || got.rateLimit != `"protect";r=0;t=3600`) {
-					t.Fatalf("the banning probe: %v", got)
+					t.Fatalf("GET %s, the banning probe = %v, want 404 with Retry-After 3600 and r=0;t=3600", path, got)
 				}
 			}
 			if got := serve(h, "GET", "/", scanner, nil); got.code != tt.wantNext {
-				t.Fatalf("after %d probes, /: %v; want %d", tt.probes, got, tt.wantNext)
+				t.Fatalf("GET / after %d probes = %v, want %d", tt.probes, got, tt.wantNext)
 			}
 			if tt.wantNext == 403 { // banned on every path
 				for _, path := range []string{"/things", "/.env", "/nothing-here"} {
 					if got := serve(h, "GET", path, scanner, nil); got.code != 403 || got.retryAfter != "3600" {
-						t.Fatalf("after %d probes, %s: %v; want 403", tt.probes, path, got)
+						t.Fatalf("GET %s after %d probes = %v, want 403, Retry-After 3600", path, tt.probes, got)
 					}
 				}
 			}
 			bans, err := p.Bans(t.Context(), BanFilter{})
 			if wantBans := tt.probes / 6; err != nil || len(bans) != wantBans {
-				t.Fatalf("bans = %+v, %v; want %d", bans, err, wantBans)
+				t.Fatalf("Bans() = %+v, %v; want %d bans", bans, err, wantBans)
 			}
 			if st := inspectCount(t, p, "198.51.100.66"); tt.probes < 6 && st.Count != int64(tt.probes) {
-				t.Fatalf("scanner's count = %d; want %d", st.Count, tt.probes)
+				t.Fatalf("Inspect(198.51.100.66).Count = %d, want %d", st.Count, tt.probes)
 			}
 		})
 	}
@@ -328,12 +328,12 @@ func TestFailureMiddlewareCases(t *testing.T) {
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, r)
 				if w.Code != s.want || ran != s.ran {
-					t.Fatalf("step %d (%+v): code %d, handler ran %v", i+1, s, w.Code, ran)
+					t.Fatalf("step %d (%+v): ServeHTTP = %d, handler ran %v; want %d, %v", i+1, s, w.Code, ran, s.want, s.ran)
 				}
 			}
 			for a, want := range tt.wantCount {
 				if st := inspectCount(t, p, a); st.Count != want {
-					t.Fatalf("count of %s = %d; want %d", a, st.Count, want)
+					t.Fatalf("Inspect(%s).Count = %d, want %d", a, st.Count, want)
 				}
 			}
 		})
@@ -351,16 +351,16 @@ func TestFailureMiddlewareDryRunWrites(t *testing.T) {
 		codes = append(codes, login(h, "198.51.100.3:1", "wrong").code)
 	}
 	if fmt.Sprint(codes) != "[401 401 401 401 401]" {
-		t.Fatalf("codes %v", codes)
+		t.Fatalf("login(198.51.100.3, wrong) × 5 = %v, want [401 401 401 401 401]: a dry run refuses nothing", codes)
 	}
 	// Counts 1; would be 429, counts 2; would be 429, counts 3; would be
 	// banned, counts 4 (would ban); would be banned, counts nothing.
 	bans, err := p.Bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 0 {
-		t.Fatalf("bans %+v %v; want none", bans, err)
+		t.Fatalf("Bans() = %+v, %v; want none", bans, err)
 	}
 	if st := inspectCount(t, p, "198.51.100.3"); st.Count != 4 {
-		t.Fatalf("count %d; want 4", st.Count)
+		t.Fatalf("Inspect(198.51.100.3).Count = %d, want 4", st.Count)
 	}
 }
 
@@ -380,7 +380,7 @@ func TestFailureMiddlewareOverHTTP(t *testing.T) {
 	mux.HandleFunc("/hijack", func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
-			t.Errorf("Hijack: %v", err)
+			t.Errorf("Hijack() = %v, want nil", err)
 			return
 		}
 		defer conn.Close()
@@ -389,10 +389,10 @@ func TestFailureMiddlewareOverHTTP(t *testing.T) {
 	})
 	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := w.(io.ReaderFrom); !ok {
-			t.Error("the writer lost io.ReaderFrom")
+			t.Error("w.(io.ReaderFrom) = false, want true: the writer keeps io.ReaderFrom")
 		}
 		if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
-			t.Errorf("ResponseController.SetWriteDeadline: %v", err)
+			t.Errorf("ResponseController.SetWriteDeadline() = %v, want nil", err)
 		}
 		// io.Copy prefers the source's WriterTo: hide it, so that the
 		// writer's ReadFrom does the copy.
@@ -412,20 +412,20 @@ func TestFailureMiddlewareOverHTTP(t *testing.T) {
 	}
 	for range 3 {
 		if code, body, _ := get("/hijack"); code != 400 || body != "bye" {
-			t.Fatalf("/hijack: %d %q", code, body)
+			t.Fatalf("GET /hijack = %d %q, want 400 \"bye\"", code, body)
 		}
 	}
 	if st := inspectCount(t, p, "127.0.0.1"); st.Count != 0 {
-		t.Fatalf("hijacked connections counted: %d", st.Count)
+		t.Fatalf("Inspect(127.0.0.1).Count after hijacked connections = %d, want 0", st.Count)
 	}
 	if code, body, h := get("/file"); code != 200 || body != "file contents" || h.Get("RateLimit") != `"protect";r=3;t=10` {
-		t.Fatalf("/file: %d %q %v", code, body, h)
+		t.Fatalf("GET /file = %d %q %v, want 200 \"file contents\", r=3", code, body, h)
 	}
 	if code, body, h := get("/stream"); code != 403 || body != "part one;part two" || h.Get("RateLimit") != `"protect";r=2;t=10` {
-		t.Fatalf("/stream: %d %q %v", code, body, h)
+		t.Fatalf("GET /stream = %d %q %v, want 403 \"part one;part two\", r=2", code, body, h)
 	}
 	if st := inspectCount(t, p, "127.0.0.1"); st.Count != 1 {
-		t.Fatalf("count = %d; want 1", st.Count)
+		t.Fatalf("Inspect(127.0.0.1).Count = %d, want 1", st.Count)
 	}
 }
 
@@ -445,21 +445,21 @@ func TestPenalizeCountsN(t *testing.T) {
 		}
 	}
 	if d, _ := p.Penalize(ctx, r, 2); d.Status != Limited || d.Count != 12 || d.RetryAfter != DefaultTTL {
-		t.Fatalf("past MaxRequests: %v count %d", d.Status, d.Count)
+		t.Fatalf("Penalize(2) past MaxRequests = %v count %d retry after %v, want limited, count 12, %v", d.Status, d.Count, d.RetryAfter, DefaultTTL)
 	}
 	d, _ := p.Penalize(ctx, r, 1)
 	if d.Status != Banned || d.Ban == nil || d.Ban.Reason != "stream passed the ban limit of 12 requests" || d.RetryAfter != time.Hour {
-		t.Fatalf("past BanLimit: %v %+v", d.Status, d.Ban)
+		t.Fatalf("Penalize(1) past BanLimit = %v %+v, retry after %v; want banned for 1h by the stream", d.Status, d.Ban, d.RetryAfter)
 	}
 	// A banned client is not counted further; a Check sees the same ban.
 	if d, _ := p.Penalize(ctx, r, 5); d.Status != Banned || d.Count != 0 {
-		t.Fatalf("penalizing a banned client: %v count %d", d.Status, d.Count)
+		t.Fatalf("Penalize(5) of a banned client = %v count %d, want banned, count 0", d.Status, d.Count)
 	}
 	if d, _ := p.Check(ctx, r); d.Status != Banned {
-		t.Fatalf("Check after the ban: %v", d.Status)
+		t.Fatalf("Check() after the ban = %v, want banned", d.Status)
 	}
 	if n := len(rec.Records()); n != 1 || rec.Records()[0]["msg"] != "protect: ban added" || rec.Records()[0]["key"] != "203.0.113.9" {
-		t.Fatalf("log: %v", rec.Records())
+		t.Fatalf("logged records = %v, want one \"protect: ban added\" of 203.0.113.9", rec.Records())
 	}
 }
 
@@ -474,7 +474,7 @@ func TestPenalizeBadN(t *testing.T) {
 		}
 	}
 	if st := inspectCount(t, p, "203.0.113.9"); st.Count != 0 {
-		t.Fatalf("count = %d after bad penalties", st.Count)
+		t.Fatalf("Inspect(203.0.113.9).Count after bad penalties = %d, want 0", st.Count)
 	}
 }
 
@@ -511,13 +511,13 @@ func TestPenalizeResolvesAsVerify(t *testing.T) {
 			}
 			d, err := p.Penalize(t.Context(), r, 7)
 			if err != nil || d.Status != tt.wantStatus || d.Key.String() != tt.wantKey {
-				t.Fatalf("Penalize = %v key %q, %v; want %v key %q", d.Status, d.Key, err, tt.wantStatus, tt.wantKey)
+				t.Fatalf("Penalize(7) = %v key %q, %v; want %v key %q", d.Status, d.Key, err, tt.wantStatus, tt.wantKey)
 			}
 			if tt.wantKey != "" && d.Count != 7 {
-				t.Fatalf("count %d; want 7", d.Count)
+				t.Fatalf("Penalize(7).Count = %d, want 7", d.Count)
 			}
 			if tt.wantKey == "" && (d.Count != 0 || d.Key != (Key{})) {
-				t.Fatalf("%v client counted: %d under %q", d.Status, d.Count, d.Key)
+				t.Fatalf("Penalize(7) of a %v client = count %d under %q, want 0 under no key", d.Status, d.Count, d.Key)
 			}
 		})
 	}
@@ -543,21 +543,21 @@ func TestPenalizeForgedHeader(t *testing.T) {
 			for i := 1; i <= 11; i++ {
 				d, err := p.Penalize(t.Context(), request(tt.peer, tt.xff...), 1)
 				if err != nil || d.Addr.String() != forger || d.Key.String() != forger {
-					t.Fatalf("penalty %d: %v addr %v key %s, %v; want the forger", i, d.Status, d.Addr, d.Key, err)
+					t.Fatalf("Penalize(1) %d = %v addr %v key %s, %v; want the forger %s", i, d.Status, d.Addr, d.Key, err, forger)
 				}
 				if (d.Status == Banned) != (i == 11) {
-					t.Fatalf("penalty %d: %v", i, d.Status)
+					t.Fatalf("Penalize(1) %d = %v, want banned at the 11th alone", i, d.Status)
 				}
 			}
 			if st := inspectCount(t, p, victim); st.Count != 0 || st.Ban != nil || st.Offenses != 0 {
-				t.Fatalf("the victim was touched: %+v", st)
+				t.Fatalf("Inspect(%s) = %+v, want the victim untouched", victim, st)
 			}
 			if d := verify(t, p, request(victim+":1")); d.Status != Allowed || d.Count != 1 {
-				t.Fatalf("the victim afterwards: %v count %d", d.Status, d.Count)
+				t.Fatalf("Verify(%s) afterwards = %v count %d, want allowed, count 1", victim, d.Status, d.Count)
 			}
 			bans, _ := p.Bans(t.Context(), BanFilter{})
 			if len(bans) != 1 || bans[0].Key.String() != forger {
-				t.Fatalf("bans %+v; want the forger alone", bans)
+				t.Fatalf("Bans() = %+v, want the forger %s alone", bans, forger)
 			}
 		})
 	}
@@ -587,14 +587,14 @@ func TestInFlightGap(t *testing.T) {
 		got[c]++
 	}
 	if got[401] != n || len(got) != 1 {
-		t.Fatalf("codes %v; want %d × 401", got, n)
+		t.Fatalf("codes of %d guesses in flight = %v, want %d × 401", n, got, n)
 	}
 	st := inspectCount(t, p, "198.51.100.50")
 	if st.Ban == nil || st.Offenses != 1 || st.Count != 0 {
-		t.Fatalf("after the burst: %+v; want one ban", st)
+		t.Fatalf("Inspect(198.51.100.50) after the burst = %+v, want one ban, count 0", st)
 	}
 	if got := login(h, "198.51.100.50:1", "hunter2"); got.code != 403 {
-		t.Fatalf("the next attempt: %v", got)
+		t.Fatalf("login(198.51.100.50, right password) after the burst = %v, want 403", got)
 	}
 }
 
@@ -617,22 +617,22 @@ func TestFailuresUnderAPlan(t *testing.T) {
 		return strings.Join(codes, " ")
 	}
 	if got := send("hunter2", 20); got != strings.TrimSpace(strings.Repeat("200 ", 20)) {
-		t.Fatalf("successes: %s", got)
+		t.Fatalf("send(right password, 20) = %s, want 20 × 200", got)
 	}
 	if got := send("wrong", 4); got != "401 401 401 429" {
-		t.Fatalf("failures: %s", got)
+		t.Fatalf("send(wrong, 4) = %s, want 401 401 401 429", got)
 	}
 	clk.Advance(20 * time.Second) // one failure refilled
 	if got := send("wrong", 2); got != "401 429" {
-		t.Fatalf("after 20s: %s", got)
+		t.Fatalf("send(wrong, 2) after 20s = %s, want 401 429", got)
 	}
 	// Stream: 4 failures and 2 refused attempts so far; past 10 bans.
 	if got := send("hunter2", 5); got != "429 429 429 429 403" {
-		t.Fatalf("attempts 7-11: %s", got)
+		t.Fatalf("send(right password, 5), attempts 7-11 = %s, want 429 429 429 429 403", got)
 	}
 	bans, err := p.Bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Reason != "failures passed the ban limit of 10" {
-		t.Fatalf("bans %+v %v", bans, err)
+		t.Fatalf("Bans() = %+v, %v; want one, its reason \"failures passed the ban limit of 10\"", bans, err)
 	}
 }
 
@@ -663,13 +663,13 @@ func TestFailuresOfAConsumer(t *testing.T) {
 		return strings.Join(codes, " ")
 	}
 	if got := send("acme", "good", 10) + " " + send("acme", "bad", 2) + " " + send("acme", "good", 10); got != strings.TrimSpace(strings.Repeat("200 ", 10)+"401 401 "+strings.Repeat("429 ", 10)) {
-		t.Fatalf("acme: %s", got)
+		t.Fatalf("send(acme: 10 good, 2 bad, 10 good) = %s, want 10 × 200, 401 401, 10 × 429", got)
 	}
 	if got := send("globex", "good", 2); got != "200 200" {
-		t.Fatalf("another consumer behind the same address: %s", got)
+		t.Fatalf("send(globex, good, 2), another consumer behind the same address = %s, want 200 200", got)
 	}
 	if bans, err := p.Bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
-		t.Fatalf("bans %+v %v; consumers are never banned automatically", bans, err)
+		t.Fatalf("Bans() = %+v, %v; want none: consumers are never banned automatically", bans, err)
 	}
 }
 
@@ -691,7 +691,7 @@ func TestFailureThatBansDropsTheCheckFields(t *testing.T) {
 	got := login(h, peer, "wrong")
 	bans, _ := p.Bans(t.Context(), BanFilter{})
 	if len(bans) != 1 || got.code != http.StatusUnauthorized || got.rateLimit != "" || got.retryAfter != "3600" {
-		t.Fatalf("the failure that crosses BanLimit = %v with %d bans; want 401, no RateLimit, Retry-After 3600, one ban", got, len(bans))
+		t.Fatalf("login(%s, wrong), the failure that crosses BanLimit = %v with %d bans; want 401, no RateLimit, Retry-After 3600, one ban", peer, got, len(bans))
 	}
 }
 
@@ -715,7 +715,7 @@ func TestFailureOfAPanickingHandler(t *testing.T) {
 	// Three panics counted; the 4th and 5th attempts are refused before
 	// the handler, and counted.
 	if st := inspectCount(t, p, "127.0.0.1"); st.Count != 5 || ran.Load() != 3 {
-		t.Fatalf("after 5 requests to a panicking handler: count %d, handler ran %d times; want 5 and 3", st.Count, ran.Load())
+		t.Fatalf("Inspect(127.0.0.1).Count after 5 requests to a panicking handler = %d, handler ran %d times; want 5 and 3", st.Count, ran.Load())
 	}
 }
 
@@ -753,7 +753,7 @@ func TestAddressBanHoldsForConsumers(t *testing.T) {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			if w.Code != http.StatusForbidden {
-				t.Fatalf("the banned scanner with an API key: %d, want 403", w.Code)
+				t.Fatalf("ServeHTTP(192.0.2.5, banned scanner with an API key) = %d, want 403", w.Code)
 			}
 			if _, err := p.Ban(t.Context(), "192.0.2.6", BanOptions{}); err != nil {
 				t.Fatal(err)
@@ -761,12 +761,12 @@ func TestAddressBanHoldsForConsumers(t *testing.T) {
 			r = request("192.0.2.6:1")
 			r.Header.Set("X-Api-Key", "free-trial-123")
 			if d, _ := p.Verify(t.Context(), r); d.Status != Banned || d.Key.String() != "192.0.2.6" {
-				t.Fatalf("an operator-banned address with an API key: %v %s, want banned on 192.0.2.6", d.Status, d.Key)
+				t.Fatalf("Verify(192.0.2.6, operator-banned, with an API key) = %v %s, want banned on 192.0.2.6", d.Status, d.Key)
 			}
 			r = request("192.0.2.7:1")
 			r.Header.Set("X-Api-Key", "free-trial-123")
 			if d, _ := p.Verify(t.Context(), r); d.Status != Allowed || d.Key.String() != "free-trial-123" {
-				t.Fatalf("another address with the same key: %v %s, want allowed, counted as the consumer", d.Status, d.Key)
+				t.Fatalf("Verify(192.0.2.7, with the same key) = %v %s, want allowed, counted as the consumer", d.Status, d.Key)
 			}
 		})
 	}

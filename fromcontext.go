@@ -25,9 +25,9 @@ func (c *decisionContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// withDecision returns r with d in its context, for FromContext. It costs
-// two allocations: the decisionContext and the shallow copy of r that
-// Request.WithContext makes.
+// withDecision returns r with d in its context, for FromContext. It
+// allocates the decisionContext and the shallow copy of r that
+// Request.WithContext makes, and nothing else.
 func withDecision(r *http.Request, d *Decision) *http.Request {
 	return r.WithContext(&decisionContext{Context: r.Context(), d: *d})
 }
@@ -45,10 +45,10 @@ func withDecision(r *http.Request, d *Decision) *http.Request {
 // Decision is returned then.
 //
 // Middleware puts the decision in the context of every request it passes
-// on, at two allocations (672 bytes on 64-bit) per request: the context and
-// Request.WithContext's copy of the request. That is what
-// context.WithValue with the request copy costs, one allocation less
-// than boxing a Decision into it.
+// on, allocating per request only the context and Request.WithContext's
+// copy of the request. That is what context.WithValue with the request
+// copy costs, without the further allocation of boxing a Decision into
+// it.
 func FromContext(ctx context.Context) (Decision, bool) {
 	if c, ok := ctx.Value(decisionKey{}).(*decisionContext); ok {
 		return c.d, true

@@ -13,7 +13,7 @@ func TestHashedKeyCase(t *testing.T) {
 	const id = "sk_live_0123456789abcdefghijklmnop" // hashed: a secret's shape
 	want := ConsumerKey(id)
 	if !strings.HasPrefix(want.Name, "~") {
-		t.Fatalf("ConsumerKey(%q) = %q; want a hashed key", id, want.Name)
+		t.Fatalf("ConsumerKey(%q) = %q, want a hashed key", id, want.Name)
 	}
 	upper := "~" + strings.ToUpper(want.Name[1:])
 	mixed := want.Name[:10] + strings.ToUpper(want.Name[10:])
@@ -34,6 +34,6 @@ func TestHashedKeyCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d, _ := p.VerifyKey(t.Context(), id); d.Status != Banned {
-		t.Fatalf("VerifyKey after a ban on consumer:%s: %v; want Banned", upper, d.Status)
+		t.Fatalf("VerifyKey(%q) after a ban on consumer:%s = %v, want Banned", id, upper, d.Status)
 	}
 }

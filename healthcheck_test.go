@@ -46,12 +46,12 @@ func TestTrustedWalkEndsSafe(t *testing.T) {
 			}
 			d, err := p.Verify(t.Context(), r)
 			if err != nil || d.Status != tt.want || addrString(d.Addr) != tt.wantFor {
-				t.Fatalf("%v for %q, err %v; want %v for %q", d.Status, addrString(d.Addr), err, tt.want, tt.wantFor)
+				t.Fatalf("Verify(%s) = %v for %q, %v; want %v for %q", tt.peer, d.Status, addrString(d.Addr), err, tt.want, tt.wantFor)
 			}
 			w := httptest.NewRecorder()
 			p.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})).ServeHTTP(w, r)
 			if wantCode := map[bool]int{true: 200, false: 429}[tt.want != Unknown]; w.Code != wantCode {
-				t.Fatalf("through Middleware: %d; want %d", w.Code, wantCode)
+				t.Fatalf("Middleware.ServeHTTP(%s) = %d, want %d", tt.peer, w.Code, wantCode)
 			}
 		})
 	}

@@ -46,7 +46,7 @@ func sendAll(t *testing.T, n int, concurrent bool, verify func(i int) (Decision,
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil || d.Err != nil {
-				t.Errorf("request %d: %v %v", i, err, d.Err)
+				t.Errorf("verify(%d) = %v, Err %v; want no error", i, err, d.Err)
 			}
 			got[d.Status]++
 		}

@@ -8,9 +8,9 @@ import (
 
 // A coarseClock tells a MemoryStore the time to within a millisecond for
 // the price of an atomic load. Reading the monotonic clock costs a
-// vDSO call (about 30ns on the machines we measure on, a third of what a
-// check costs); a counter's expiry needs no finer time than Redis keeps
-// (PX is in milliseconds). A goroutine refreshes the time every
+// vDSO call on every check, which is a large share of a check's own work;
+// a counter's expiry needs no finer time than Redis keeps (PX is in
+// milliseconds). A goroutine refreshes the time every
 // millisecond while the store is in use, and stops after a second without
 // a read, so an idle store costs no wake-ups; the next read starts it
 // again, with a fresh time.

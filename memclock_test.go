@@ -26,7 +26,7 @@ func TestCoarseClock(t *testing.T) {
 		time.Sleep(200 * time.Microsecond)
 	}
 	if !c.running.Load() {
-		t.Fatal("refresher not running while the clock is read")
+		t.Fatal("c.running.Load() while the clock is read = false, want true")
 	}
 
 	// Unread for c.idle ticks, the refresher stops; the next read starts it
@@ -34,20 +34,20 @@ func TestCoarseClock(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	for c.running.Load() {
 		if time.Now().After(deadline) {
-			t.Fatal("refresher still running after 2s without a read")
+			t.Fatal("c.running.Load() after 2s without a read = true, want false")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(10 * time.Millisecond)
 	before := int64(time.Since(epoch))
 	if got := c.now(); got < before || !c.running.Load() {
-		t.Fatalf("first read after idle = %v, want at least %v and the refresher running again", time.Duration(got), time.Duration(before))
+		t.Fatalf("now(), the first read after idle = %v, want at least %v and the refresher running again", time.Duration(got), time.Duration(before))
 	}
 
 	// Closed, it reads the real clock every time and runs nothing.
 	c.close()
 	if c.running.Load() {
-		t.Fatal("refresher running after close")
+		t.Fatal("c.running.Load() after close() = true, want false")
 	}
 	time.Sleep(5 * time.Millisecond)
 	before = int64(time.Since(epoch))

@@ -45,12 +45,12 @@ func TestMemoryEvictionKeepsBusyCounters(t *testing.T) {
 					mustTake(t, sp, addrKeyFor(100_000+i), netip.Addr{})
 				}
 				if s.Len() > 256 {
-					t.Fatalf("Len = %d, want at most MaxKeys 256", s.Len())
+					t.Fatalf("Len() = %d, want at most MaxKeys 256", s.Len())
 				}
 				for b := range c.busy {
 					k := addrKeyFor(b)
 					if r := mustTake(t, sp, k, k.Prefix.Addr()); r.Count != c.busyCount+1 {
-						t.Fatalf("busy client %s after the flood: count %d, want %d (its counter was evicted)", k, r.Count, c.busyCount+1)
+						t.Fatalf("Take(%s), a busy client after the flood: Count = %d, want %d (its counter was evicted)", k, r.Count, c.busyCount+1)
 					}
 				}
 			})

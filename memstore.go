@@ -39,8 +39,8 @@ type MemoryOptions struct {
 // value is not usable; call NewMemoryStore.
 //
 // Counters are keyed by comparable values, not formatted strings, so the
-// hot path does not allocate: a tracked address costs well under 128
-// bytes of heap, and every key can still be listed.
+// hot path does not allocate and a tracked address holds no string of
+// its own on the heap, and every key can still be listed.
 type MemoryStore struct {
 	clock  func() time.Time // nil: the real clock, through coarse
 	coarse *coarseClock

@@ -44,7 +44,7 @@ func mustTake(t *testing.T, sp Space, k Key, a netip.Addr) Result {
 	t.Helper()
 	r, err := sp.Take(t.Context(), k, a, 1)
 	if err != nil {
-		t.Fatalf("Take(%s) = %v", k, err)
+		t.Fatalf("Take(%s) = %v, want nil", k, err)
 	}
 	return r
 }
@@ -124,10 +124,10 @@ func TestMemoryNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := mustTake(t, b, k, netip.MustParseAddr("10.0.0.1")); r.Banned {
-		t.Fatal("a range ban in namespace a reached namespace b")
+		t.Fatalf("namespace b: Take(%s) = banned, want allowed: a range ban in namespace a stays there", k)
 	}
 	if r := mustTake(t, a, k, netip.MustParseAddr("10.0.0.1")); !r.Banned || r.Ban == nil || !r.Ban.Range || r.Ban.Key != rng {
-		t.Fatalf("namespace a: Take = %+v; want banned by the range %s", r, rng)
+		t.Fatalf("namespace a: Take(%s) = %+v, want banned by the range %s", k, r, rng)
 	}
 	if bans, err := b.Bans(ctx, BanFilter{}); err != nil || len(bans) != 0 {
 		t.Fatalf("namespace b: Bans() = %+v, %v; want none", bans, err)
@@ -145,16 +145,16 @@ func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 	k := addrKeyFor(7)
 	a := k.Prefix.Addr()
 	if n := testing.AllocsPerRun(1000, func() { sp.Take(ctx, k, a, 1) }); n != 0 {
-		t.Fatalf("Space.Take on a hot key: %v allocations, want 0", n)
+		t.Fatalf("Space.Take on a hot key allocates %v times, want 0", n)
 	}
 	if n := testing.AllocsPerRun(1000, func() { sp.Take(ctx, k, a, 0) }); n != 0 {
-		t.Fatalf("Space.Take(n=0) on a hot key: %v allocations, want 0", n)
+		t.Fatalf("Space.Take(n=0) on a hot key allocates %v times, want 0", n)
 	}
 
 	p, _ := newTestProtector(t, Config{MaxRequests: 1 << 40, BanLimit: -1})
 	bg := context.Background()
 	if n := testing.AllocsPerRun(1000, func() { p.VerifyAddr(bg, a) }); n != 0 {
-		t.Fatalf("VerifyAddr on a hot address: %v allocations, want 0", n)
+		t.Fatalf("VerifyAddr on a hot address allocates %v times, want 0", n)
 	}
 	i := 0
 	fresh4 := func() {
@@ -162,7 +162,7 @@ func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 		p.VerifyAddr(bg, netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}))
 	}
 	if n := testing.AllocsPerRun(1000, fresh4); n != 0 {
-		t.Fatalf("VerifyAddr on a new IPv4 address each time: %v allocations, want 0", n)
+		t.Fatalf("VerifyAddr on a new IPv4 address each time allocates %v times, want 0", n)
 	}
 	j := 0
 	fresh6 := func() { // a new /64 each time
@@ -170,7 +170,7 @@ func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 		p.VerifyAddr(bg, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, byte(j >> 8), byte(j), 15: 1}))
 	}
 	if n := testing.AllocsPerRun(1000, fresh6); n != 0 {
-		t.Fatalf("VerifyAddr on a new IPv6 /64 each time: %v allocations, want 0", n)
+		t.Fatalf("VerifyAddr on a new IPv6 /64 each time allocates %v times, want 0", n)
 	}
 	if got := s.Len(); got != 1 {
 		t.Fatalf("Len() = %d, want 1: the protector has a store of its own", got)

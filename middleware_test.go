@@ -39,18 +39,18 @@ func TestMiddlewareSkip(t *testing.T) {
 		for range 5 {
 			w := serveFrom(t, h, "203.0.113.7", "/healthz")
 			if w.Code != 200 || len(w.Header()) != 0 {
-				t.Fatalf("skipped request: %d %v; want 200 and no header", w.Code, w.Header())
+				t.Fatalf("GET /healthz, a skipped request = %d %v, want 200 and no header", w.Code, w.Header())
 			}
 		}
 		// Nothing was counted: the first counted request is the first.
 		if w := serveFrom(t, h, "203.0.113.7", "/"); w.Code != 404 || w.Header().Get("RateLimit") == "" {
-			t.Fatalf("first counted request: %d %v", w.Code, w.Header())
+			t.Fatalf("GET /, the first counted request = %d %v, want 404 with a RateLimit header", w.Code, w.Header())
 		}
 		if w := serveFrom(t, h, "203.0.113.7", "/"); w.Code != 429 {
-			t.Fatalf("second counted request: %d; want 429", w.Code)
+			t.Fatalf("GET /, the second counted request = %d, want 429", w.Code)
 		}
 		if want := []bool{false, false, false, false, false, true}; len(sawDecision) != len(want) || !equalBools(sawDecision, want) {
-			t.Fatalf("FromContext ok in the handler = %v; want %v", sawDecision, want)
+			t.Fatalf("FromContext ok in the handler = %v, want %v", sawDecision, want)
 		}
 	}
 }
@@ -80,17 +80,17 @@ func TestMiddlewareOnRefused(t *testing.T) {
 		if w.Code != 429 || w.Body.String() != "slow down, /a\n" || w.Header().Get("Content-Type") != "text/plain" ||
 			w.Header().Get("Retry-After") != "10" || w.Header().Get("Cache-Control") != "no-store" ||
 			w.Header().Get("RateLimit") != `"protect";r=0;t=10` {
-			t.Fatalf("refusal: %d %v %q", w.Code, w.Header(), w.Body)
+			t.Fatalf("GET /a, refused = %d %v %q; want OnRefused's 429 text/plain \"slow down, /a\" with Retry-After 10, no-store, r=0", w.Code, w.Header(), w.Body)
 		}
 		if len(got) != 1 || got[0].Status != Limited || got[0].Key.String() != "203.0.113.7" {
-			t.Fatalf("OnRefused saw %+v", got)
+			t.Fatalf("decisions OnRefused saw = %+v, want one, limited, of 203.0.113.7", got)
 		}
 	}
 }
 
 func TestFromContext(t *testing.T) {
 	if _, ok := FromContext(context.Background()); ok {
-		t.Fatal("a decision outside Middleware")
+		t.Fatal("FromContext(context.Background()) ok = true, want false outside Middleware")
 	}
 	type ctxKey struct{}
 	outer, _ := newTestProtector(t, Config{MaxRequests: 10, Namespace: "outer:"})
@@ -99,12 +99,12 @@ func TestFromContext(t *testing.T) {
 	h := outer.Middleware(inner.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, ok := FromContext(r.Context())
 		if !ok {
-			t.Error("no decision in the handler")
+			t.Error("FromContext(r.Context()) ok in the handler = false, want true")
 		}
 		// Values and cancellation of the request's own context still reach
 		// through the decision's.
 		if r.Context().Value(ctxKey{}) != "v" {
-			t.Error("the request's context values are lost")
+			t.Error("r.Context().Value(ctxKey{}) in the handler != \"v\", want the request's own context value")
 		}
 		seen = append(seen, d)
 	})))
@@ -118,7 +118,7 @@ func TestFromContext(t *testing.T) {
 	want := Decision{Status: Allowed, Addr: netip.MustParseAddr("198.51.100.9"), Count: 2, Limit: 3, Remaining: 1, Window: DefaultTTL}
 	if len(seen) != 2 || seen[1].Status != want.Status || seen[1].Addr != want.Addr || seen[1].Count != want.Count ||
 		seen[1].Limit != want.Limit || seen[1].Remaining != want.Remaining || seen[1].Key.String() != "198.51.100.9" {
-		t.Fatalf("the handler saw %+v; want the inner protector's %+v", seen, want)
+		t.Fatalf("FromContext in the handler = %+v, want the inner protector's %+v", seen, want)
 	}
 
 	// A derived context finds the parent's cancellation without a goroutine
@@ -137,10 +137,10 @@ func TestFromContext(t *testing.T) {
 	select {
 	case <-derived.Done():
 	case <-time.After(5 * time.Second):
-		t.Fatal("cancelling the request's context did not reach a context derived in the handler")
+		t.Fatal("derived.Done() still open 5s after the request's context was cancelled, want closed")
 	}
 	if d, ok := FromContext(derived); !ok || d.Count != 1 {
-		t.Fatalf("FromContext(derived) = %+v, %v", d, ok)
+		t.Fatalf("FromContext(derived) = %+v, %v; want count 1, true", d, ok)
 	}
 }
 
@@ -150,7 +150,7 @@ func TestFromContextCountStatus(t *testing.T) {
 	h := p.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, ok := FromContext(r.Context())
 		if !ok || d.Status != Allowed {
-			t.Errorf("FromContext = %+v, %v", d, ok)
+			t.Errorf("FromContext(r.Context()) = %+v, %v; want allowed, true", d, ok)
 		}
 		counts = append(counts, d.Count)
 		w.WriteHeader(401)
@@ -160,7 +160,7 @@ func TestFromContextCountStatus(t *testing.T) {
 	}
 	// The check before the handler: failures counted so far.
 	if want := []int64{0, 1, 2}; len(counts) != 3 || counts[0] != want[0] || counts[1] != want[1] || counts[2] != want[2] {
-		t.Fatalf("counts seen by the handler = %v; want %v", counts, want)
+		t.Fatalf("FromContext(r.Context()).Count in the handler = %v, want %v", counts, want)
 	}
 }
 
@@ -175,12 +175,12 @@ func TestMiddlewareAllocs(t *testing.T) {
 	w := &nopWriter{h: http.Header{}}
 	h.ServeHTTP(w, r)
 	if n := testing.AllocsPerRun(500, func() { h.ServeHTTP(w, r) }); n != 2 {
-		t.Fatalf("Middleware allocates %v times per allowed request; want 2 (decisionContext, Request.WithContext)", n)
+		t.Fatalf("Middleware allocates %v times per allowed request, want 2 (decisionContext, Request.WithContext)", n)
 	}
 	skip, _ := newTestProtector(t, Config{Skip: func(*http.Request) bool { return true }})
 	h = skip.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	if n := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) }); n != 0 {
-		t.Fatalf("a skipped request allocates %v times", n)
+		t.Fatalf("Middleware allocates %v times per skipped request, want 0", n)
 	}
 }
 
@@ -194,16 +194,16 @@ func TestStatusText(t *testing.T) {
 	for s := Allowed; s <= Exhausted; s++ {
 		b, err := json.Marshal(s)
 		if err != nil || string(b) != `"`+s.String()+`"` {
-			t.Fatalf("json %v = %s, %v", s, b, err)
+			t.Fatalf("json.Marshal(%v) = %s, %v; want %q", s, b, err, s.String())
 		}
 		var back Status
 		if err := json.Unmarshal(b, &back); err != nil || back != s {
-			t.Fatalf("%s read back as %v, %v", b, back, err)
+			t.Fatalf("json.Unmarshal(%s) = %v, %v; want %v", b, back, err, s)
 		}
 	}
 	var s Status
 	if err := s.UnmarshalText([]byte("LIMITED")); err == nil || !strings.Contains(err.Error(), `"LIMITED"`) {
-		t.Fatalf("UnmarshalText(LIMITED) = %v", err)
+		t.Fatalf("UnmarshalText(LIMITED) = %v, want an error quoting \"LIMITED\"", err)
 	}
 }
 
@@ -230,14 +230,14 @@ func TestDecisionLogValue(t *testing.T) {
 			slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: dropTime})).Info("m", "d", tc.d, "s", tc.d.Status)
 			want := `{"level":"INFO","msg":"m",` + tc.want + `,"s":"` + tc.d.Status.String() + `"}` + "\n"
 			if buf.String() != want {
-				t.Fatalf("logged\n%s\nwant\n%s", buf.String(), want)
+				t.Fatalf("JSONHandler.Info(%s) logged\n%s\nwant\n%s", tc.name, buf.String(), want)
 			}
 		})
 	}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: dropTime})).Info("m", "d", Decision{Status: Limited, Limit: 2, Count: 3, RetryAfter: time.Second})
 	if want := "level=INFO msg=m d.status=limited d.count=3 d.limit=2 d.remaining=0 d.retry_after=1s\n"; buf.String() != want {
-		t.Fatalf("text handler logged %q; want %q", buf.String(), want)
+		t.Fatalf("TextHandler.Info(Decision) logged %q, want %q", buf.String(), want)
 	}
 }
 

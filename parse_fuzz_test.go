@@ -17,20 +17,20 @@ func FuzzConsumerKey(f *testing.F) {
 		switch {
 		case k.Name == id:
 			if !verbatimKey(id) {
-				t.Fatalf("%q kept verbatim", id)
+				t.Fatalf("ConsumerKey(%q) = %q verbatim, but verbatimKey(%q) = false", id, k.Name, id)
 			}
 		case len(k.Name) == 33 && k.Name[0] == '~':
 			if _, err := hex.DecodeString(k.Name[1:]); err != nil {
-				t.Fatalf("hash %q", k.Name)
+				t.Fatalf("ConsumerKey(%q) = %q, want ~ and 32 hex digits", id, k.Name)
 			}
 		default:
-			t.Fatalf("ConsumerKey(%q) = %q", id, k.Name)
+			t.Fatalf("ConsumerKey(%q) = %q, want the id itself or ~ and 32 hex digits", id, k.Name)
 		}
 		if strings.ContainsAny(k.Name, "{}") {
-			t.Fatalf("%q would break the hash tag", k.Name)
+			t.Fatalf("ConsumerKey(%q) = %q, want no { or }: they would break the hash tag", id, k.Name)
 		}
 		if back, err := ParseKey(k.Name); err == nil && back != k {
-			t.Fatalf("ParseKey(%q) = %+v", k.Name, back)
+			t.Fatalf("ParseKey(%q) = %+v, want %+v", k.Name, back, k)
 		}
 	})
 }

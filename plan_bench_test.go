@@ -49,7 +49,7 @@ func BenchmarkVerifyConsumer(b *testing.B) {
 						i := 0
 						for b.Loop() {
 							if d, _ := p.VerifyConsumer(ctx, ids[i], plan); d.Refused() {
-								b.Fatal("refused")
+								b.Fatalf("VerifyConsumer(%q) = %v, want allowed", ids[i], d.Status)
 							}
 							if i++; i == n {
 								i = 0

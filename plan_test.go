@@ -26,7 +26,7 @@ func consume(t *testing.T, p *Protector, consumer string, plan *Plan) Decision {
 	t.Helper()
 	d, err := p.VerifyConsumer(t.Context(), consumer, plan)
 	if err != nil || d.Err != nil {
-		t.Fatalf("VerifyConsumer(%q): %v %v", consumer, err, d.Err)
+		t.Fatalf("VerifyConsumer(%q) = %v, Err %v; want no error", consumer, err, d.Err)
 	}
 	return d
 }
@@ -51,10 +51,10 @@ func TestNewPlanDefaults(t *testing.T) {
 		t.Fatalf("Limits() = %v, want %v", got, want)
 	}
 	if got := p.Policy(); got != `"rate-5-per-1s";q=5;w=1, "rate-1000-per-1d";q=1000;w=86400, "monthly";q=100000;w=2592000, "day";q=5000;w=86400` {
-		t.Fatalf("Policy() = %s", got)
+		t.Fatalf("Policy() = %s, want the four limits, in order", got)
 	}
 	if p.Name() != "pro" || !strings.HasPrefix(p.String(), "pro: ") {
-		t.Fatalf("Name() = %q, String() = %q", p.Name(), p.String())
+		t.Fatalf("Name() = %q, String() = %q; want \"pro\", \"pro: …\"", p.Name(), p.String())
 	}
 }
 
@@ -101,13 +101,13 @@ func TestNewPlanErrors(t *testing.T) {
 		}
 		for _, w := range c.want {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("NewPlan(%q) = %q; want it to say %q", c.name, err, w)
+				t.Errorf("NewPlan(%q) = %q, want it to say %q", c.name, err, w)
 			}
 		}
 	}
 	// Pointers to limits are limits too.
 	if _, err := NewPlan("ptr", &Rate{Limit: 1, Period: time.Second}, &Quota{Limit: 1, Period: Hourly}); err != nil {
-		t.Fatalf("NewPlan(pointers) = %v", err)
+		t.Fatalf("NewPlan(ptr, &Rate, &Quota) = %v, want nil: pointers to limits are limits too", err)
 	}
 }
 
@@ -124,24 +124,24 @@ func TestPlanBucketOfFive(t *testing.T) {
 			h := headers(d)
 			if d.Status != Allowed || d.Remaining != 5-i || d.Policy != "default" || d.Limit != 1 || d.Window != time.Second ||
 				h.Get("RateLimit-Policy") != `"default";q=1;w=1` || h.Get("RateLimit") != fmt.Sprintf(`"default";r=%d;t=%d`, 5-i, i) {
-				t.Fatalf("%s: request %d = %v %+v, headers %v", when, i, d.Status, d, h)
+				t.Fatalf("%s: VerifyConsumer(acme) request %d = %v %+v, headers %v; want allowed, %d left, r=%d;t=%d", when, i, d.Status, d, h, 5-i, 5-i, i)
 			}
 		}
 		d := consume(t, p, "acme", plan)
 		h := headers(d)
 		if d.Status != Limited || d.StatusCode() != 429 || d.RetryAfter != time.Second || d.Policy != "default" ||
 			h.Get("Retry-After") != "1" || h.Get("RateLimit") != `"default";r=0;t=1` || h.Get("Cache-Control") != "no-store" {
-			t.Fatalf("%s: request 6 = %v %+v, headers %v; want 429, Retry-After: 1", when, d.Status, d, h)
+			t.Fatalf("%s: VerifyConsumer(acme) request 6 = %v %+v, headers %v; want 429, Retry-After: 1", when, d.Status, d, h)
 		}
 	}
 	burst("a full bucket")
 	clk.Advance(500 * time.Millisecond)
 	if d := consume(t, p, "acme", plan); d.Status != Limited || d.RetryAfter != 500*time.Millisecond || headers(d).Get("Retry-After") != "1" {
-		t.Fatalf("half a token later = %v, retry after %v; want limited, 500ms (Retry-After: 1)", d.Status, d.RetryAfter)
+		t.Fatalf("VerifyConsumer(acme) half a token later = %v, retry after %v; want limited, 500ms (Retry-After: 1)", d.Status, d.RetryAfter)
 	}
 	clk.Advance(500 * time.Millisecond)
 	if d := consume(t, p, "acme", plan); d.Status != Allowed || d.Remaining != 0 {
-		t.Fatalf("a token later = %v, %d left; want allowed, 0 left", d.Status, d.Remaining)
+		t.Fatalf("VerifyConsumer(acme) a token later = %v, %d left; want allowed, 0 left", d.Status, d.Remaining)
 	}
 	clk.Advance(time.Hour)
 	burst("after an hour's pause")
@@ -153,7 +153,7 @@ func TestPlanRetryEvery40ms(t *testing.T) {
 	p, clk := newTestProtector(t, Config{})
 	plan := mustPlan(t, "one", Rate{Name: "one", Limit: 1, Period: time.Second})
 	if d := consume(t, p, "acme", plan); d.Status != Allowed {
-		t.Fatalf("first = %v", d.Status)
+		t.Fatalf("VerifyConsumer(acme), the first = %v, want allowed", d.Status)
 	}
 	for i := 1; i <= 25; i++ {
 		clk.Advance(40 * time.Millisecond)
@@ -161,9 +161,9 @@ func TestPlanRetryEvery40ms(t *testing.T) {
 		left := time.Second - time.Duration(i)*40*time.Millisecond
 		switch {
 		case i < 25 && (d.Status != Limited || d.RetryAfter != left || headers(d).Get("Retry-After") != "1"):
-			t.Fatalf("retry %d (%v) = %v, retry after %v; want limited, %v", i, time.Duration(i)*40*time.Millisecond, d.Status, d.RetryAfter, left)
+			t.Fatalf("VerifyConsumer(acme) retry %d (at %v) = %v, retry after %v; want limited, %v", i, time.Duration(i)*40*time.Millisecond, d.Status, d.RetryAfter, left)
 		case i == 25 && d.Status != Allowed:
-			t.Fatalf("retry 25, at 1s when the token is back = %v; want allowed", d.Status)
+			t.Fatalf("VerifyConsumer(acme) retry 25, at 1s when the token is back = %v, want allowed", d.Status)
 		}
 	}
 }
@@ -190,15 +190,15 @@ func TestPlanAcmeSharesOneBucket(t *testing.T) {
 	for i := range 7 {
 		d := send([]string{"key_acme_1", "key_acme_2"}[i%2], peers[i%3])
 		if d.Key != (Key{Name: "acme"}) {
-			t.Fatalf("request %d counted %v, want the consumer acme", i, d.Key)
+			t.Fatalf("Verify(request %d).Key = %v, want the consumer acme", i, d.Key)
 		}
 		got = append(got, strconv.Itoa(d.StatusCode()))
 	}
 	if s := strings.Join(got, " "); s != "200 200 200 200 200 429 429" {
-		t.Fatalf("acme over two keys and three addresses: %s; want 5 served, then 429", s)
+		t.Fatalf("Verify of acme over two keys and three addresses = %s, want 5 served, then 429", s)
 	}
 	if d := send("key_globex", peers[0]); d.Status != Allowed || d.Remaining != 4 || d.Addr != netip.MustParseAddr("192.0.2.1") {
-		t.Fatalf("globex on acme's address = %v, %d left; want allowed with 4 left", d.Status, d.Remaining)
+		t.Fatalf("Verify(key_globex) on acme's address = %v, %d left from %v; want allowed with 4 left from 192.0.2.1", d.Status, d.Remaining, d.Addr)
 	}
 }
 
@@ -211,14 +211,14 @@ func TestPlanMonthlyQuota(t *testing.T) {
 	plan := mustPlan(t, "pro", Rate{Name: "burst", Limit: 1, Period: time.Second, Burst: 3}, Quota{Name: "monthly", Limit: 5, Period: Monthly})
 	for i := range 3 {
 		if d := consume(t, p, "acme", plan); d.Status != Allowed {
-			t.Fatalf("request %d = %v", i+1, d.Status)
+			t.Fatalf("VerifyConsumer(acme) request %d = %v, want allowed", i+1, d.Status)
 		}
 	}
 	for range 4 { // the rate refuses; the quota keeps its 2
 		d := consume(t, p, "acme", plan)
 		if d.Status != Limited || d.Status.Code() != "rate_limited" || d.Policy != "burst" ||
 			headers(d).Get("RateLimit") != `"burst";r=0;t=1, "monthly";r=2;t=129600` {
-			t.Fatalf("rate refusal = %v %s, RateLimit %q", d.Status, d.Policy, headers(d).Get("RateLimit"))
+			t.Fatalf("VerifyConsumer(acme) past the burst = %v %s, RateLimit %q; want limited by burst, the quota keeping its 2", d.Status, d.Policy, headers(d).Get("RateLimit"))
 		}
 	}
 	clk.Advance(3 * time.Second)
@@ -235,17 +235,17 @@ func TestPlanMonthlyQuota(t *testing.T) {
 			w.Header().Get("Retry-After") != strconv.FormatInt(int64(want/time.Second), 10) ||
 			!strings.Contains(w.Body.String(), `"code":"quota_exceeded"`) || !strings.Contains(w.Body.String(), `"policy":"monthly"`) ||
 			w.Header().Get("RateLimit") != fmt.Sprintf(`"burst";r=1;t=2, "monthly";r=0;t=%d`, int64(want/time.Second)) {
-			t.Fatalf("quota refusal %d = %v %s retry after %v, %v %s; want exhausted until %v", i, d.Status, d.Policy, d.RetryAfter, w.Header(), w.Body, boundary)
+			t.Fatalf("VerifyConsumer(acme) past the quota, %d = %v %s retry after %v, %v %s; want exhausted until %v", i, d.Status, d.Policy, d.RetryAfter, w.Header(), w.Body, boundary)
 		}
 	}
 	clk.Advance(boundary.Sub(clk.Now()) - time.Microsecond)
 	if d := consume(t, p, "acme", plan); d.Status != Exhausted || d.RetryAfter != time.Microsecond || headers(d).Get("Retry-After") != "1" {
-		t.Fatalf("1µs before the month's end = %v, retry after %v", d.Status, d.RetryAfter)
+		t.Fatalf("VerifyConsumer(acme) 1µs before the month's end = %v, retry after %v; want exhausted, 1µs (Retry-After: 1)", d.Status, d.RetryAfter)
 	}
 	clk.Advance(time.Microsecond)
 	d := consume(t, p, "acme", plan)
 	if d.Status != Allowed || headers(d).Get("RateLimit") != `"burst";r=2;t=1, "monthly";r=4;t=2678400` {
-		t.Fatalf("on the first of the month = %v, RateLimit %q; want allowed, 4 left for 31 days", d.Status, headers(d).Get("RateLimit"))
+		t.Fatalf("VerifyConsumer(acme) on the first of the month = %v, RateLimit %q; want allowed, 4 left for 31 days", d.Status, headers(d).Get("RateLimit"))
 	}
 }
 
@@ -255,7 +255,7 @@ func TestPlanConcurrentExact(t *testing.T) {
 	plan := mustPlan(t, "hot", Rate{Limit: 100, Period: time.Hour})
 	got := sendAll(t, 300, true, func(int) (Decision, error) { return p.VerifyConsumer(t.Context(), "acme", plan) })
 	if got[Allowed] != 100 || got[Limited] != 200 || len(got) != 2 {
-		t.Fatalf("got %v; want 100 allowed, 200 limited", got)
+		t.Fatalf("VerifyConsumer(acme) × 300 concurrently = %v, want 100 allowed, 200 limited", got)
 	}
 }
 
@@ -282,25 +282,25 @@ func TestVerifyConsumerNCosts(t *testing.T) {
 	} {
 		d, err := p.VerifyConsumerN(ctx, "acme", plan, c.cost)
 		if err != nil || d.Status != c.status || d.Remaining != c.left || d.RetryAfter != c.retry || !errors.Is(d.Err, c.err) || d.Policy != "burst" {
-			t.Fatalf("cost %d = %v %+v, %v; want %v, %d left, retry after %v, err %v", c.cost, d.Status, d, err, c.status, c.left, c.retry, c.err)
+			t.Fatalf("VerifyConsumerN(acme, %d) = %v %+v, %v; want %v, %d left, retry after %v, err %v", c.cost, d.Status, d, err, c.status, c.left, c.retry, c.err)
 		}
 	}
 	if d, _ := p.VerifyConsumerN(ctx, "acme", plan, 11); headers(d).Get("Retry-After") != "" || !strings.Contains(d.Err.Error(), `limit "burst" of plan "batch" holds 10`) {
-		t.Fatalf("cost 11: Retry-After %q, Err %v; want none, and an error quoting the limit", headers(d).Get("Retry-After"), d.Err)
+		t.Fatalf("VerifyConsumerN(acme, 11): Retry-After %q, Err %v; want none, and an error quoting the limit", headers(d).Get("Retry-After"), d.Err)
 	}
 	clk.Advance(2 * time.Second)
 	for range 3 { // cost 0 writes nothing
 		if d, _ := p.VerifyConsumerN(ctx, "acme", plan, 0); d.Status != Allowed || d.Remaining != 2 {
-			t.Fatalf("cost 0 after 2s = %v, %d left; want allowed, 2 left", d.Status, d.Remaining)
+			t.Fatalf("VerifyConsumerN(acme, 0) after 2s = %v, %d left; want allowed, 2 left", d.Status, d.Remaining)
 		}
 	}
 	if d, err := p.VerifyConsumerN(ctx, "acme", plan, -1); err == nil || d.Status != Unavailable || !d.Refused() {
-		t.Fatalf("cost -1 = %v, %v; want an error and a refusal", d.Status, err)
+		t.Fatalf("VerifyConsumerN(acme, -1) = %v, %v; want unavailable, an error and a refusal", d.Status, err)
 	}
 	st, _ := p.Inspect(ctx, Key{Name: "acme"})
 	for _, u := range st.Limits {
 		if u.Name == "daily" && u.Used != 10 {
-			t.Fatalf("daily used %d, want 10: only the two served requests (4 + 6) count", u.Used)
+			t.Fatalf("Inspect(acme) daily Used = %d, want 10: only the two served requests (4 + 6) count", u.Used)
 		}
 	}
 }
@@ -312,17 +312,17 @@ func TestVerifyConsumerPipeline(t *testing.T) {
 	plan := mustPlan(t, "p", Rate{Limit: 1, Period: time.Hour})
 	ctx := t.Context()
 	if d, err := p.VerifyConsumer(ctx, "", plan); err != nil || d.Status != Unknown || !errors.Is(d.Err, ErrUnknownClient) {
-		t.Fatalf("empty consumer = %v, %v", d.Status, d.Err)
+		t.Fatalf("VerifyConsumer(\"\") = %v, %v; want unknown, ErrUnknownClient", d.Status, d.Err)
 	}
 	for _, nilPlan := range []*Plan{nil, {}} {
 		if d, err := p.VerifyConsumer(ctx, "sk_live_0123456789abcdefghij", nilPlan); err != nil || d.Status != Unknown || !d.Refused() ||
 			strings.Contains(d.Err.Error(), "sk_live") {
-			t.Fatalf("no plan = %v, %v; want unknown, the secret not quoted", d.Status, d.Err)
+			t.Fatalf("VerifyConsumer(sk_live_…, %v) = %v, %v; want unknown, the secret not quoted", nilPlan, d.Status, d.Err)
 		}
 	}
 	for range 50 {
 		if d := consume(t, p, "hammer", plan); d.Status == Banned {
-			t.Fatal("a consumer was banned automatically")
+			t.Fatal("VerifyConsumer(hammer) = banned, want never: consumers are not banned automatically")
 		}
 	}
 	if _, err := p.Ban(ctx, "consumer:acme", BanOptions{Reason: "fraud"}); err != nil {
@@ -330,17 +330,17 @@ func TestVerifyConsumerPipeline(t *testing.T) {
 	}
 	d := consume(t, p, "acme", plan)
 	if d.Status != Banned || d.StatusCode() != 403 || d.Ban.Reason != "fraud" || d.RetryAfter != time.Hour || headers(d).Get("RateLimit") != "" {
-		t.Fatalf("banned consumer = %v %+v", d.Status, d)
+		t.Fatalf("VerifyConsumer(acme) after Ban(consumer:acme) = %v %+v, want banned 403 for fraud, 1h, no RateLimit", d.Status, d)
 	}
 	if _, err := p.Lift(ctx, "consumer:acme", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	if d := consume(t, p, "acme", plan); d.Status != Allowed {
-		t.Fatalf("after the lift = %v; want allowed (the banned requests charged nothing)", d.Status)
+		t.Fatalf("VerifyConsumer(acme) after the lift = %v, want allowed (the banned requests charged nothing)", d.Status)
 	}
 	// Secrets are hashed in the key, as ConsumerKey says.
 	if d := consume(t, p, "sk_live_0123456789abcdefghij", plan); d.Key != ConsumerKey("sk_live_0123456789abcdefghij") || strings.Contains(d.Key.String(), "sk_") {
-		t.Fatalf("a secret counted as %v", d.Key)
+		t.Fatalf("VerifyConsumer(sk_live_…).Key = %v, want ConsumerKey's hash", d.Key)
 	}
 }
 
@@ -362,42 +362,43 @@ func TestConsumerFunc(t *testing.T) {
 	})
 	withConsumer := func(r *http.Request, c string) *http.Request { r.Header.Set("X-Consumer", c); return r }
 	if d := verify(t, p, withConsumer(request("10.0.0.1:5000", "garbage"), "acme")); d.Status != Unknown {
-		t.Fatalf("unknown address = %v", d.Status)
+		t.Fatalf("Verify(10.0.0.1 forwarding garbage, acme) = %v, want unknown", d.Status)
 	}
 	if d := verify(t, p, withConsumer(request("192.0.2.7:5000"), "acme")); d.Status != Safe {
-		t.Fatalf("safe network = %v", d.Status)
+		t.Fatalf("Verify(192.0.2.7, a safe network, acme) = %v, want safe", d.Status)
 	}
 	if d := verify(t, p, withConsumer(request("198.51.100.1:5000"), "noplan")); d.Status != Unknown || !d.Refused() {
-		t.Fatalf("nil plan = %v", d.Status)
+		t.Fatalf("Verify(198.51.100.1, noplan), a nil plan = %v refused %v, want unknown, refused", d.Status, d.Refused())
 	}
 	// Check decides without charging.
 	for range 3 {
 		if d, _ := p.Check(t.Context(), withConsumer(request("198.51.100.1:5000"), "acme")); d.Status != Allowed || d.Remaining != 2 || d.Policy != "burst" {
-			t.Fatalf("Check = %v, %d left", d.Status, d.Remaining)
+			t.Fatalf("Check(198.51.100.1, acme) = %v, %d left, policy %q; want allowed, 2 left, burst", d.Status, d.Remaining, d.Policy)
 		}
 	}
 	for i, want := range []Status{Allowed, Allowed, Limited} {
 		if d := verify(t, p, withConsumer(request("198.51.100.1:5000"), "acme")); d.Status != want || d.Key.Name != "acme" {
-			t.Fatalf("consumer request %d = %v on %v, want %v", i+1, d.Status, d.Key, want)
+			t.Fatalf("Verify(198.51.100.1, acme) request %d = %v on %v, want %v on acme", i+1, d.Status, d.Key, want)
 		}
 	}
 	for i, want := range []Status{Allowed, Allowed, Allowed, Limited} { // without a consumer: the stream limit of the address
 		if d := verify(t, p, request("198.51.100.1:5000")); d.Status != want || d.Key.String() != "198.51.100.1" || d.Policy != "" {
-			t.Fatalf("address request %d = %v on %v, want %v", i+1, d.Status, d.Key, want)
+			t.Fatalf("Verify(198.51.100.1) request %d = %v on %v, want %v on the address", i+1, d.Status, d.Key, want)
 		}
 	}
 	_, err := New(Config{KeyFunc: func(*http.Request) (string, bool) { return "", false }, ConsumerFunc: func(*http.Request) (string, *Plan, bool) { return "", nil, false }})
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "KeyFunc and ConsumerFunc") {
-		t.Fatalf("New(KeyFunc and ConsumerFunc) = %v; want a config error naming both", err)
+		t.Fatalf("New(KeyFunc and ConsumerFunc) = %v, want a config error naming both", err)
 	}
 	if _, err := New(Config{Plan: &Plan{}}); !errors.Is(err, ErrConfig) {
-		t.Fatalf("New(Plan: &Plan{}) = %v; want a config error", err)
+		t.Fatalf("New(Plan: &Plan{}) = %v, want a config error", err)
 	}
 }
 
 // Config.Plan on addresses: 5 per minute; the 6th request in a minute is
 // 429 with Retry-After 12 (one token every 12s); a client that keeps
-// sending through the refusals passes BanLimit and is banned as before.
+// sending through the refusals passes BanLimit and is banned, as it is
+// without a plan.
 func TestConfigPlanOnAddresses(t *testing.T) {
 	plan := mustPlan(t, "login", Rate{Name: "login", Limit: 5, Period: time.Minute})
 	p, clk := newTestProtector(t, Config{Plan: plan, BanLimit: 20})
@@ -406,39 +407,39 @@ func TestConfigPlanOnAddresses(t *testing.T) {
 	for i := int64(1); i <= 5; i++ {
 		d, _ := p.VerifyAddr(ctx, a)
 		if d.Status != Allowed || d.Count != i || d.Remaining != 5-i || headers(d).Get("RateLimit-Policy") != `"login";q=5;w=60` {
-			t.Fatalf("request %d = %v count %d, %d left, %v", i, d.Status, d.Count, d.Remaining, headers(d))
+			t.Fatalf("VerifyAddr(%s) request %d = %v count %d, %d left, %v; want allowed, count %d, %d left, the login policy", a, i, d.Status, d.Count, d.Remaining, headers(d), i, 5-i)
 		}
 	}
 	d, _ := p.VerifyAddr(ctx, a)
 	if d.Status != Limited || d.RetryAfter != 12*time.Second || headers(d).Get("Retry-After") != "12" || d.Count != 6 {
-		t.Fatalf("request 6 = %v retry after %v, count %d; want limited for 12s", d.Status, d.RetryAfter, d.Count)
+		t.Fatalf("VerifyAddr(%s) request 6 = %v retry after %v, count %d; want limited for 12s, count 6", a, d.Status, d.RetryAfter, d.Count)
 	}
 	if d, _ := p.Check(ctx, request("203.0.113.9:1")); d.Status != Limited || d.Count != 6 {
-		t.Fatalf("Check = %v count %d; want limited, nothing counted", d.Status, d.Count)
+		t.Fatalf("Check(203.0.113.9) = %v count %d, want limited, count 6: nothing counted", d.Status, d.Count)
 	}
 	clk.Advance(12 * time.Second) // past the stream's TTL of 10s: the stream starts over
 	if d, _ := p.VerifyAddr(ctx, a); d.Status != Allowed || d.Count != 1 {
-		t.Fatalf("12s later = %v count %d; want allowed, count 1", d.Status, d.Count)
+		t.Fatalf("VerifyAddr(%s) 12s later = %v count %d, want allowed, count 1", a, d.Status, d.Count)
 	}
 	for i := int64(2); i <= 20; i++ {
 		if d, _ := p.VerifyAddr(ctx, a); d.Status != Limited || d.Count != i {
-			t.Fatalf("hammering, request %d = %v count %d; want limited", i, d.Status, d.Count)
+			t.Fatalf("VerifyAddr(%s) hammering, request %d = %v count %d; want limited, count %d", a, i, d.Status, d.Count, i)
 		}
 	}
 	d, _ = p.VerifyAddr(ctx, a)
 	if d.Status != Banned || d.Ban == nil || d.Ban.Source != SourceAuto || d.RetryAfter != time.Hour || d.Count != 21 {
-		t.Fatalf("request 21 = %v %+v; want an automatic ban of an hour", d.Status, d)
+		t.Fatalf("VerifyAddr(%s) request 21 = %v %+v, want an automatic ban of an hour", a, d.Status, d)
 	}
 	bans, _ := p.Bans(ctx, BanFilter{})
 	if len(bans) != 1 || bans[0].Key.String() != "203.0.113.9" {
-		t.Fatalf("bans = %+v", bans)
+		t.Fatalf("Bans() = %+v, want one, of 203.0.113.9", bans)
 	}
 	// Through Middleware too.
 	h := p.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, request("198.51.100.77:1"))
 	if w.Code != 200 || w.Header().Get("RateLimit") != `"login";r=4;t=12` {
-		t.Fatalf("Middleware = %d %v", w.Code, w.Header())
+		t.Fatalf("Middleware.ServeHTTP(198.51.100.77) = %d %v, want 200 with RateLimit \"login\";r=4;t=12", w.Code, w.Header())
 	}
 }
 
@@ -453,14 +454,14 @@ func TestPlanHeadersAreStructuredFields(t *testing.T) {
 	h := headers(consume(t, p, "acme", plan))
 	policy, err := parseSFList(h.Get("RateLimit-Policy"))
 	if err != nil || sfString(policy, "q", "w") != "[burst q=10 w=1 (2)][sustained q=1000 w=3600 (2)][monthly q=100000 w=2592000 (2)]" {
-		t.Fatalf("RateLimit-Policy %q = %v, %v", h.Get("RateLimit-Policy"), policy, err)
+		t.Fatalf("parseSFList(RateLimit-Policy %q) = %v, %v; want burst, sustained and monthly", h.Get("RateLimit-Policy"), policy, err)
 	}
 	state, err := parseSFList(h.Get("RateLimit"))
 	// burst: 2.5 tokens back of 2 taken → 19 left, full in 0.15s (t=1);
 	// sustained: 998 left, full in 7.2s − 0.25s; monthly: 99998 left,
 	// 36h less 0.25s to December.
 	if err != nil || sfString(state, "r", "t") != "[burst r=19 t=1 (2)][sustained r=998 t=7 (2)][monthly r=99998 t=129600 (2)]" {
-		t.Fatalf("RateLimit %q = %v, %v", h.Get("RateLimit"), state, err)
+		t.Fatalf("parseSFList(RateLimit %q) = %v, %v; want burst r=19, sustained r=998, monthly r=99998", h.Get("RateLimit"), state, err)
 	}
 }
 
@@ -542,6 +543,6 @@ func TestPlanEvictionKeepsUsage(t *testing.T) {
 		consume(t, p, fmt.Sprintf("flood-%d", i), plan)
 	}
 	if d := consume(t, p, "acme", plan); d.Status != Allowed || d.Remaining != 949 {
-		t.Fatalf("acme after a flood of 1000 consumers in a store of 64: %v, %d left; want allowed, 949 left", d.Status, d.Remaining)
+		t.Fatalf("VerifyConsumer(acme) after a flood of 1000 consumers in a store of 64 = %v, %d left; want allowed, 949 left", d.Status, d.Remaining)
 	}
 }

@@ -35,7 +35,7 @@ func verify(t *testing.T, p *Protector, r *http.Request) Decision {
 	t.Helper()
 	d, err := p.Verify(t.Context(), r)
 	if err != nil {
-		t.Fatalf("Verify: %v", err)
+		t.Fatalf("Verify(%s) = %v, want nil", r.RemoteAddr, err)
 	}
 	return d
 }
@@ -50,11 +50,11 @@ func TestExactCounts(t *testing.T) {
 			addr := netip.MustParseAddr("203.0.113.7")
 			got := sendAll(t, 300, concurrent, func(int) (Decision, error) { return p.VerifyAddr(t.Context(), addr) })
 			if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
-				t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
+				t.Fatalf("VerifyAddr(%s) × 300 = %v, want allowed 100, limited 150, banned 50", addr, got)
 			}
 			bans, err := p.Bans(t.Context(), BanFilter{})
 			if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.7" || bans[0].Source != SourceAuto {
-				t.Fatalf("bans = %+v, %v; want one automatic ban on 203.0.113.7", bans, err)
+				t.Fatalf("Bans() = %+v, %v; want one automatic ban on 203.0.113.7", bans, err)
 			}
 		})
 	}
@@ -78,7 +78,7 @@ func TestStreamSemantics(t *testing.T) {
 			for i := 1; i <= tt.firstDeny; i++ {
 				d, _ := p.VerifyAddr(t.Context(), addr)
 				if refused := d.Refused(); refused != (i == tt.firstDeny) {
-					t.Fatalf("request %d: %v (count %d)", i, d.Status, d.Count)
+					t.Fatalf("VerifyAddr(%s) request %d = %v (count %d), refused %v; want refused %v", addr, i, d.Status, d.Count, refused, i == tt.firstDeny)
 				}
 				clk.Advance(tt.gap)
 			}
@@ -86,7 +86,7 @@ func TestStreamSemantics(t *testing.T) {
 			clk.Advance(tt.ttl - tt.gap + time.Millisecond)
 			d, _ := p.VerifyAddr(t.Context(), addr)
 			if d.Status != Allowed || d.Count != 1 {
-				t.Fatalf("after a pause: %v count %d, want allowed with count 1", d.Status, d.Count)
+				t.Fatalf("VerifyAddr(%s) after a pause = %v count %d, want allowed with count 1", addr, d.Status, d.Count)
 			}
 		})
 	}
@@ -103,15 +103,15 @@ func TestForgedHeaders(t *testing.T) {
 		for i := range 1000 {
 			d := verify(t, p, request("127.0.0.2:5000", fmt.Sprintf("198.18.%d.%d", i/250, i%250)))
 			if d.Key.String() != "127.0.0.2" && d.Status != Banned {
-				t.Fatalf("request %d counted as %q", i, d.Key)
+				t.Fatalf("Verify(127.0.0.2 forging a new header) request %d = %v counted as %q, want counted as 127.0.0.2", i, d.Status, d.Key)
 			}
 			got[d.Status]++
 		}
 		if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 750 {
-			t.Fatalf("got %v", got)
+			t.Fatalf("Verify(127.0.0.2 forging a new header) × 1000 = %v, want allowed 100, limited 150, banned 750", got)
 		}
 		if n := p.store.(*MemoryStore).Len(); n > 1 {
-			t.Fatalf("%d counters; forged headers must not create any", n)
+			t.Fatalf("MemoryStore.Len() = %d, want at most 1: forged headers must not create counters", n)
 		}
 	})
 
@@ -121,11 +121,11 @@ func TestForgedHeaders(t *testing.T) {
 			verify(t, p, request("127.0.0.2:5000", "203.0.113.7"))
 		}
 		if d := verify(t, p, request("127.0.0.2:5000", "203.0.113.7")); d.Status != Banned || d.Key.String() != "127.0.0.2" {
-			t.Fatalf("attacker: %v %q, want banned as 127.0.0.2", d.Status, d.Key)
+			t.Fatalf("Verify(the attacker 127.0.0.2) = %v %q, want banned as 127.0.0.2", d.Status, d.Key)
 		}
 		for i := range 3 {
 			if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed || d.Key.String() != "203.0.113.7" || d.Count != int64(i+1) {
-				t.Fatalf("customer request %d: %v %q count %d", i+1, d.Status, d.Key, d.Count)
+				t.Fatalf("Verify(customer 203.0.113.7 through the proxy) request %d = %v %q count %d, want allowed as 203.0.113.7, count %d", i+1, d.Status, d.Key, d.Count, i+1)
 			}
 		}
 		// Through the proxy, a forged entry left of the proxy's own is not believed either.
@@ -133,7 +133,7 @@ func TestForgedHeaders(t *testing.T) {
 			verify(t, p, request(proxy, "203.0.113.7, 198.51.100.66"))
 		}
 		if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed {
-			t.Fatalf("customer after a forged flood through the proxy: %v", d.Status)
+			t.Fatalf("Verify(customer 203.0.113.7) after a forged flood through the proxy = %v, want allowed", d.Status)
 		}
 		bans, _ := p.Bans(t.Context(), BanFilter{})
 		var keys []string
@@ -141,7 +141,7 @@ func TestForgedHeaders(t *testing.T) {
 			keys = append(keys, b.Key.String())
 		}
 		if strings.Join(keys, ",") != "127.0.0.2,198.51.100.66" && strings.Join(keys, ",") != "198.51.100.66,127.0.0.2" {
-			t.Fatalf("banned %v; want the attacker's two addresses only", keys)
+			t.Fatalf("Bans() keys = %v, want the attacker's two addresses only", keys)
 		}
 	})
 
@@ -152,10 +152,10 @@ func TestForgedHeaders(t *testing.T) {
 			got[verify(t, p, request("127.0.0.2:5000", "10.0.0.5")).Status]++
 		}
 		if got[Safe] != 0 || got[Allowed] != 100 {
-			t.Fatalf("got %v and %d safe; the claim must be counted", got, got[Safe])
+			t.Fatalf("Verify(127.0.0.2 claiming 10.0.0.5) × 300 = %v (%d safe), want 100 allowed, none safe: the claim must be counted", got, got[Safe])
 		}
 		if d := verify(t, p, request(proxy, "10.0.0.5")); d.Status != Safe {
-			t.Fatalf("a real safe client through the proxy: %v", d.Status)
+			t.Fatalf("Verify(10.0.0.5 through the proxy), a real safe client = %v, want safe", d.Status)
 		}
 	})
 
@@ -166,12 +166,12 @@ func TestForgedHeaders(t *testing.T) {
 			a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2, byte(i >> 8), byte(i), 0xaa, 0, 0, 0, byte(i >> 3), byte(i)})
 			d, _ := p.VerifyAddr(t.Context(), a)
 			if d.Key.String() != "2001:db8:1:2::/64" {
-				t.Fatalf("%v counted as %q", a, d.Key)
+				t.Fatalf("VerifyAddr(%v).Key = %q, want 2001:db8:1:2::/64", a, d.Key)
 			}
 			got[d.Status]++
 		}
 		if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 9750 {
-			t.Fatalf("got %v", got)
+			t.Fatalf("VerifyAddr × 10000 in one /64 = %v, want allowed 100, limited 150, banned 9750", got)
 		}
 	})
 }
@@ -182,14 +182,14 @@ func TestMappedPeer(t *testing.T) {
 	const peer = "[::ffff:127.0.0.1]:5555"
 	p, _ := newTestProtector(t, Config{SafeNetworks: []string{"127.0.0.1"}})
 	if d := verify(t, p, request(peer)); d.Status != Safe || d.Addr != netip.MustParseAddr("127.0.0.1") {
-		t.Fatalf("safe: %v %v", d.Status, d.Addr)
+		t.Fatalf("Verify(%s) = %v %v, want safe 127.0.0.1", peer, d.Status, d.Addr)
 	}
 	p, _ = newTestProtector(t, Config{})
 	if _, err := p.Ban(t.Context(), "127.0.0.1", BanOptions{For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if d := verify(t, p, request(peer)); d.Status != Banned || d.Key.String() != "127.0.0.1" {
-		t.Fatalf("ban: %v %q", d.Status, d.Key)
+		t.Fatalf("Verify(%s) after Ban(127.0.0.1) = %v %q, want banned on 127.0.0.1", peer, d.Status, d.Key)
 	}
 	// A range ban written in mapped form matches too.
 	p, _ = newTestProtector(t, Config{})
@@ -197,7 +197,7 @@ func TestMappedPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := verify(t, p, request(peer)); d.Status != Banned {
-		t.Fatalf("range ban: %v", d.Status)
+		t.Fatalf("Verify(%s) after Ban(::ffff:127.0.0.0/104) = %v, want banned", peer, d.Status)
 	}
 }
 
@@ -213,14 +213,14 @@ func TestBanLifecycle(t *testing.T) {
 				return d
 			}
 		}
-		t.Fatal("no ban after BanLimit")
+		t.Fatalf("VerifyAddr(%s) × 4 = no ban, want banned past BanLimit", addr)
 		return Decision{}
 	}
 	wants := []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 3 * time.Hour} // the cap holds
 	for i, want := range wants {
 		d := offend()
 		if d.RetryAfter != want || !d.BanExpires.Equal(clk.Now().Add(want)) {
-			t.Fatalf("ban %d: RetryAfter %v expires %v, want %v", i+1, d.RetryAfter, d.BanExpires, want)
+			t.Fatalf("ban %d: VerifyAddr(%s).RetryAfter = %v, BanExpires %v; want %v from now", i+1, addr, d.RetryAfter, d.BanExpires, want)
 		}
 		// Retry-After counts down with the clock.
 		clk.Advance(10*time.Minute + 500*time.Millisecond)
@@ -228,26 +228,26 @@ func TestBanLifecycle(t *testing.T) {
 		h := http.Header{}
 		d.WriteHeaders(h)
 		if wantSecs := fmt.Sprint(seconds(want - 10*time.Minute - 500*time.Millisecond)); h.Get("Retry-After") != wantSecs {
-			t.Fatalf("ban %d: Retry-After %q, want %s", i+1, h.Get("Retry-After"), wantSecs)
+			t.Fatalf("ban %d: VerifyAddr(%s) Retry-After = %q, want %s", i+1, addr, h.Get("Retry-After"), wantSecs)
 		}
 		// The ban expires by itself.
 		clk.Advance(want - 10*time.Minute)
 		if d, _ := p.VerifyAddr(t.Context(), addr); d.Status != Allowed || d.Count != 1 {
-			t.Fatalf("after ban %d: %v count %d", i+1, d.Status, d.Count)
+			t.Fatalf("VerifyAddr(%s) after ban %d expires = %v count %d, want allowed, count 1", addr, i+1, d.Status, d.Count)
 		}
 	}
 	// Outside the offense window the length starts over.
 	clk.Advance(DefaultOffenseWindow)
 	if d := offend(); d.RetryAfter != time.Hour {
-		t.Fatalf("after the window: %v, want 1h", d.RetryAfter)
+		t.Fatalf("RetryAfter of the ban after the offense window = %v, want 1h", d.RetryAfter)
 	}
 	// A lift takes effect on the next request.
 	lifted, err := p.Lift(t.Context(), "192.0.2.1", "test")
 	if err != nil || len(lifted) != 1 {
-		t.Fatalf("Lift = %v, %v", lifted, err)
+		t.Fatalf("Lift(192.0.2.1) = %v, %v; want one ban", lifted, err)
 	}
 	if d, _ := p.VerifyAddr(t.Context(), addr); d.Status != Allowed || d.Count != 1 {
-		t.Fatalf("after lift: %v count %d", d.Status, d.Count)
+		t.Fatalf("VerifyAddr(%s) after the lift = %v count %d, want allowed, count 1", addr, d.Status, d.Count)
 	}
 }
 
@@ -269,29 +269,29 @@ func TestManualBans(t *testing.T) {
 	} {
 		d, _ := p.VerifyAddr(ctx, netip.MustParseAddr(tt.addr))
 		if d.Status != tt.want {
-			t.Errorf("%s: %v, want %v", tt.addr, d.Status, tt.want)
+			t.Errorf("VerifyAddr(%s) = %v, want %v", tt.addr, d.Status, tt.want)
 		}
 		if d.Status == Banned && strings.HasPrefix(tt.addr, "2001") && (d.RetryAfter != 0 || !d.BanExpires.IsZero()) {
-			t.Errorf("permanent ban: RetryAfter %v, expires %v", d.RetryAfter, d.BanExpires)
+			t.Errorf("VerifyAddr(%s) under a permanent ban: RetryAfter %v, BanExpires %v; want 0, zero", tt.addr, d.RetryAfter, d.BanExpires)
 		}
 	}
 	bans, _ := p.Bans(ctx, BanFilter{})
 	if len(bans) != 2 || bans[0].Key.String() != "198.51.100.0/24" || !bans[0].Range || bans[0].By != "ops" || bans[0].Reason != "scanner" ||
 		bans[1].Key.String() != "2001:db8:1:2::/64" || !bans[1].Permanent() {
-		t.Fatalf("bans = %+v", bans)
+		t.Fatalf("Bans() = %+v, want 198.51.100.0/24 by ops for scanner, and 2001:db8:1:2::/64 permanent", bans)
 	}
 	// Permanent bans outlive any clock; range bans expire.
 	clk.Advance(365 * 24 * time.Hour)
 	bans, _ = p.Bans(ctx, BanFilter{})
 	if len(bans) != 1 || !bans[0].Permanent() {
-		t.Fatalf("after a year: %+v", bans)
+		t.Fatalf("Bans() after a year = %+v, want the permanent ban alone", bans)
 	}
 	// Lifting a CIDR lifts every ban inside it.
 	p.Ban(ctx, "198.51.100.0/25", BanOptions{})
 	p.Ban(ctx, "198.51.100.200", BanOptions{})
 	lifted, err := p.Lift(ctx, "198.51.100.0/24", "ops")
 	if err != nil || len(lifted) != 2 {
-		t.Fatalf("Lift CIDR = %+v, %v", lifted, err)
+		t.Fatalf("Lift(198.51.100.0/24) = %+v, %v; want the two bans inside it", lifted, err)
 	}
 	for _, target := range []string{"garbage", "1.2.3.4/33", "10.0.0.0/", "0.0.0.0"} {
 		if _, err := p.Ban(ctx, target, BanOptions{}); !errors.Is(err, ErrBadTarget) || !strings.Contains(err.Error(), target) {
@@ -325,21 +325,21 @@ func TestConfigErrors(t *testing.T) {
 			p, err := New(tt.cfg)
 			if err == nil {
 				p.Close()
-				t.Fatal("New accepted a bad config")
+				t.Fatalf("New(%+v) = nil error, want ErrConfig", tt.cfg)
 			}
 			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.quote) || strings.Count(err.Error(), "protect:") != 1 {
-				t.Fatalf("error %q: want ErrConfig quoting %s, said once", err, tt.quote)
+				t.Fatalf("New(%+v) = %q, want ErrConfig quoting %s, \"protect:\" said once", tt.cfg, err, tt.quote)
 			}
 		})
 	}
 	p, err := New(Config{TrustedProxies: []string{"192.0.2.15", "2001:db8::1", " 10.0.0.0/8 "}, SafeNetworks: []string{"::ffff:198.51.100.0/120"}})
 	if err != nil {
-		t.Fatalf("bare addresses rejected: %v", err)
+		t.Fatalf("New(bare addresses, a mapped CIDR) = %v, want nil", err)
 	}
 	defer p.Close()
 	if !p.res.trusted.contains(netip.MustParseAddr("192.0.2.15")) || p.res.trusted.contains(netip.MustParseAddr("192.0.2.16")) ||
 		!p.safe.contains(netip.MustParseAddr("198.51.100.77")) {
-		t.Fatal("bare addresses or mapped CIDRs not honoured")
+		t.Fatal("trusted.contains(192.0.2.15), !trusted.contains(192.0.2.16), safe.contains(198.51.100.77) = not all true, want bare addresses and mapped CIDRs honoured")
 	}
 }
 
@@ -349,20 +349,20 @@ func TestConsumerKeys(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		d, _ := p.VerifyKey(ctx, "cus_alpha")
 		if d.Key.String() != "cus_alpha" || d.Refused() != (i == 4) {
-			t.Fatalf("request %d: %v %q", i, d.Status, d.Key)
+			t.Fatalf("VerifyKey(cus_alpha) request %d = %v %q, want counted as cus_alpha, refused at the 4th", i, d.Status, d.Key)
 		}
 	}
 	if d, _ := p.VerifyKey(ctx, "cus_bravo"); d.Status != Allowed || d.Count != 1 {
-		t.Fatalf("bravo's first request: %v count %d", d.Status, d.Count)
+		t.Fatalf("VerifyKey(cus_bravo) = %v count %d, want allowed, count 1", d.Status, d.Count)
 	}
 	for _, secret := range []string{"sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_abc", "ghp_0123456789abcdefABCDEF0123456789abcd", "a key with spaces", strings.Repeat("x", 33), "{slot}"} {
 		d, _ := p.VerifyKey(ctx, secret)
 		if k := d.Key.String(); d.Key.Name != k || strings.Contains(k, secret) || len(k) != 33 || k[0] != '~' {
-			t.Errorf("VerifyKey(%q) counted as %q; want a hash", secret, k)
+			t.Errorf("VerifyKey(%q).Key = %q, want a hash", secret, k)
 		}
 	}
 	if d, _ := p.VerifyKey(ctx, ""); d.Status != Unknown || !d.Refused() {
-		t.Fatalf("empty key: %v", d.Status)
+		t.Fatalf("VerifyKey(\"\") = %v, want unknown, refused", d.Status)
 	}
 }
 
@@ -374,10 +374,10 @@ func TestKeyFunc(t *testing.T) {
 	r := request("192.0.2.1:1")
 	r.Header.Set("X-Consumer", "acme")
 	if d := verify(t, p, r); d.Key.String() != "acme" || d.Addr != netip.MustParseAddr("192.0.2.1") {
-		t.Fatalf("keyed: %q %v", d.Key, d.Addr)
+		t.Fatalf("Verify(192.0.2.1, X-Consumer acme) = key %q addr %v, want acme from 192.0.2.1", d.Key, d.Addr)
 	}
 	if d := verify(t, p, request("192.0.2.1:1")); d.Key.String() != "192.0.2.1" || d.Count != 1 {
-		t.Fatalf("fallback: %q count %d", d.Key, d.Count)
+		t.Fatalf("Verify(192.0.2.1), no consumer = key %q count %d, want the address, count 1", d.Key, d.Count)
 	}
 }
 
@@ -390,7 +390,7 @@ func TestDryRun(t *testing.T) {
 		h := http.Header{}
 		d.WriteHeaders(h)
 		if d.Status != w || d.Refused() || d.StatusCode() != 200 || h.Get("Ratelimit-Policy") == "" || h.Get("Retry-After") != "" {
-			t.Fatalf("request %d: %v refused=%v code %d headers %v", i+1, d.Status, d.Refused(), d.StatusCode(), h)
+			t.Fatalf("VerifyAddr(%s) request %d in a dry run = %v refused=%v code %d headers %v; want %v, not refused, 200, a policy and no Retry-After", addr, i+1, d.Status, d.Refused(), d.StatusCode(), h, w)
 		}
 	}
 }
@@ -414,7 +414,7 @@ func TestMiddlewareCoversEveryPath(t *testing.T) {
 			ok = http.StatusNotFound
 		}
 		if fmt.Sprint(codes) != fmt.Sprint([]int{ok, ok, 429, 429}) {
-			t.Errorf("%s: %v", path, codes)
+			t.Errorf("GET %s × 4 = %v, want %v", path, codes, []int{ok, ok, 429, 429})
 		}
 	}
 }
@@ -451,15 +451,15 @@ func TestTwoProtectorsCompose(t *testing.T) {
 		return codes
 	}
 	if got := fmt.Sprint(send("alpha", 5)); got != "[200 200 200 429 429]" {
-		t.Fatalf("alpha: %s", got)
+		t.Fatalf("send(alpha, 5) = %s, want [200 200 200 429 429]", got)
 	}
 	if got := fmt.Sprint(send("bravo", 2)); got != "[200 200]" {
-		t.Fatalf("bravo: %s", got)
+		t.Fatalf("send(bravo, 2) = %s, want [200 200]", got)
 	}
 	// 7 requests so far from the address; 13 more guesses reach its limit of 20.
 	got := send("", 30)
 	if fmt.Sprint(got[:13]) != fmt.Sprint(repeat(401, 13)) || fmt.Sprint(got[13:]) != fmt.Sprint(repeat(429, 17)) {
-		t.Fatalf("guesses: %v", got)
+		t.Fatalf("send(no consumer, 30) = %v, want 13 × 401, then 17 × 429", got)
 	}
 }
 
@@ -478,7 +478,7 @@ func TestConsumerNamedLikeAnAddress(t *testing.T) {
 	for _, id := range []string{"203.0.113.7", "::", "2001:db8::1", "10.0.0.0/8"} {
 		d, _ := p.VerifyKey(t.Context(), id)
 		if k := d.Key.String(); d.Key.Prefix.IsValid() || k == id || !strings.HasPrefix(k, "~") {
-			t.Errorf("VerifyKey(%q) counted as %q; want a hashed consumer key", id, k)
+			t.Errorf("VerifyKey(%q).Key = %q, want a hashed consumer key", id, k)
 		}
 	}
 }
@@ -502,12 +502,12 @@ func TestBansAndLiftsAreLogged(t *testing.T) {
 		{"msg": "protect: ban lifted", "key": "192.0.2.1", "reason": "stream passed the ban limit of 2 requests", "length": "1h0m0s", "by": "alice"},
 	}
 	if len(rec.Records()) != len(want) {
-		t.Fatalf("logged %v", rec.Records())
+		t.Fatalf("logged records = %v, want %d", rec.Records(), len(want))
 	}
 	for i, w := range want {
 		for k, v := range w {
 			if rec.Records()[i][k] != v {
-				t.Errorf("record %d: %s = %q, want %q (%v)", i, k, rec.Records()[i][k], v, rec.Records()[i])
+				t.Errorf("logged record %d: %s = %q, want %q (%v)", i, k, rec.Records()[i][k], v, rec.Records()[i])
 			}
 		}
 	}

@@ -23,7 +23,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	start := strings.Index(string(readme), "## Quick start")
 	if start < 0 || !strings.Contains(string(readme[start:]), "```go\n"+config+"\n") {
-		t.Fatalf("the README's quick start no longer holds this test's config:\n%s", config)
+		t.Fatalf("README.md's Quick start does not hold this test's config, want it to:\n%s", config)
 	}
 	p, _ := newTestProtector(t, Config{
 		TrustedProxies: []string{"10.0.0.0/8"}, // your load balancer, nothing else
@@ -45,7 +45,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	// The load balancer's own health check: no X-Forwarded-For.
 	for range 5 {
 		if code, d := send("10.1.2.3:40000", ""); code != 200 || d.Status != Safe {
-			t.Fatalf("health check from 10.1.2.3: %d %v; want 200 safe", code, d.Status)
+			t.Fatalf("send(10.1.2.3, no X-Forwarded-For), the balancer's health check = %d %v, want 200 safe", code, d.Status)
 		}
 	}
 	// A client through the load balancer is counted as itself, and a
@@ -53,14 +53,14 @@ func TestReadmeQuickStart(t *testing.T) {
 	// it: the balancer appends the address it saw.
 	for i := range 2 {
 		if code, d := send("10.1.2.3:40000", "10.9.9.9, 203.0.113.7"); code != 200 || d.Status != Allowed || d.Addr.String() != "203.0.113.7" {
-			t.Fatalf("request %d through the balancer: %d %v %v; want allowed from 203.0.113.7", i+1, code, d.Status, d.Addr)
+			t.Fatalf("send(10.1.2.3, X-Forwarded-For 10.9.9.9, 203.0.113.7) request %d = %d %v %v, want 200 allowed from 203.0.113.7", i+1, code, d.Status, d.Addr)
 		}
 	}
 	if code, _ := send("10.1.2.3:40000", "10.9.9.9, 203.0.113.7"); code != 429 {
-		t.Fatalf("request 3 through the balancer: %d; want 429", code)
+		t.Fatalf("send(10.1.2.3, X-Forwarded-For 10.9.9.9, 203.0.113.7) request 3 = %d, want 429", code)
 	}
 	// A client that connects directly is itself, whatever it writes.
 	if _, d := send("198.51.100.4:5000", "10.1.2.3"); d.Status != Allowed || d.Addr.String() != "198.51.100.4" {
-		t.Fatalf("direct client: %v %v", d.Status, d.Addr)
+		t.Fatalf("send(198.51.100.4, X-Forwarded-For 10.1.2.3), a direct client = %v %v, want allowed from 198.51.100.4", d.Status, d.Addr)
 	}
 }

@@ -54,7 +54,7 @@ func TestStatsDecisions(t *testing.T) {
 	for _, s := range steps {
 		d, _ := s.call()
 		if d.Status != s.want {
-			t.Fatalf("%s: %v; want %v", s.name, d.Status, s.want)
+			t.Fatalf("%s = %v, want %v", s.name, d.Status, s.want)
 		}
 		want[s.want]++
 	}
@@ -62,14 +62,14 @@ func TestStatsDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := p.Penalize(ctx, req("192.0.2.3:1", ""), 0); err == nil {
-		t.Fatal("Penalize(0) did not fail")
+		t.Fatal("Penalize(0) = nil error, want ErrBadPenalty")
 	}
 	s := p.Stats()
 	if s.Decisions != want || s.Penalties != 3 || s.DryRunRefusals != 0 {
-		t.Fatalf("Decisions %v, Penalties %d; want %v, 3", s.Decisions, s.Penalties, want)
+		t.Fatalf("Stats() = Decisions %v, Penalties %d, DryRunRefusals %d; want %v, 3, 0", s.Decisions, s.Penalties, s.DryRunRefusals, want)
 	}
 	if s.StoreCalls != 0 || s.StoreLatency.Count() != 0 || s.RangeBans != 0 || s.Namespace != "protect:" || s.Policy != FailLocal {
-		t.Fatalf("memory store: %+v", s)
+		t.Fatalf("Stats() on the memory store = %+v, want no store calls nor range bans, namespace protect:, FailLocal", s)
 	}
 }
 
@@ -93,13 +93,13 @@ func TestStatsFailureMiddleware(t *testing.T) {
 	// 401, 401 (2 failures: none left), 429 (counted: 3), 403 (counted:
 	// 4 passes BanLimit), 403 (banned).
 	if fmt.Sprint(codes) != "[401 401 429 403 403]" {
-		t.Fatalf("codes %v", codes)
+		t.Fatalf("POST /login × 5 = %v, want [401 401 429 403 403]", codes)
 	}
 	s := p.Stats()
 	var want [numStatuses]uint64
 	want[Allowed], want[Limited], want[Banned] = 2, 1, 2
 	if s.Decisions != want || s.Penalties != 4 || s.AutoBans != 1 {
-		t.Fatalf("Decisions %v, Penalties %d, AutoBans %d; want %v, 4, 1", s.Decisions, s.Penalties, s.AutoBans, want)
+		t.Fatalf("Stats() = Decisions %v, Penalties %d, AutoBans %d; want %v, 4, 1", s.Decisions, s.Penalties, s.AutoBans, want)
 	}
 }
 
@@ -108,7 +108,7 @@ func TestStatsFailureMiddleware(t *testing.T) {
 func TestStatsStripes(t *testing.T) {
 	p, _ := newTestProtector(t, Config{MaxRequests: 1 << 40, BanLimit: -1})
 	if size := unsafe.Sizeof(statStripe{}); size%128 != 0 {
-		t.Fatalf("a stripe is %d bytes: not whole 128-byte blocks", size)
+		t.Fatalf("unsafe.Sizeof(statStripe{}) = %d, want a multiple of 128", size)
 	}
 	const goroutines, each = 16, 500
 	used := make([]*statStripe, goroutines)
@@ -124,14 +124,14 @@ func TestStatsStripes(t *testing.T) {
 	}
 	wg.Wait()
 	if n := p.Stats().Decisions[Allowed]; n != goroutines*each {
-		t.Fatalf("%d allowed; want %d", n, goroutines*each)
+		t.Fatalf("Stats().Decisions[Allowed] = %d, want %d", n, goroutines*each)
 	}
 	distinct := map[*statStripe]bool{}
 	for _, s := range used {
 		distinct[s] = true
 	}
 	if len(p.stats.stripes) > 1 && len(distinct) < 2 {
-		t.Fatalf("%d goroutines all on one stripe of %d", goroutines, len(p.stats.stripes))
+		t.Fatalf("stripe() from %d goroutines = one stripe of %d, want at least 2", goroutines, len(p.stats.stripes))
 	}
 }
 
@@ -151,13 +151,13 @@ func TestStatsBans(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.ManualBans != 3 || s.BansLifted != 1 || s.RangeBans != 1 || s.AutoBans != 0 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("Stats() = %+v, want ManualBans 3, BansLifted 1, RangeBans 1, AutoBans 0", s)
 	}
 	if _, err := p.LiftAll(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.BansLifted != 3 || s.RangeBans != 0 {
-		t.Fatalf("after LiftAll: %+v", s)
+		t.Fatalf("Stats() after LiftAll = %+v, want BansLifted 3, RangeBans 0", s)
 	}
 }
 
@@ -191,6 +191,6 @@ func TestStatsEscalation(t *testing.T) {
 		banKey(t, p, a)
 	}
 	if s := p.Stats(); s.AutoBans != 4 || s.RangeBans != 1 || s.StoreCalls != 0 || s.StoreLatency.Count() != 0 {
-		t.Fatalf("AutoBans %d, RangeBans %d, StoreCalls %d; want 3 keys and their /56, 1 range, no store calls", s.AutoBans, s.RangeBans, s.StoreCalls)
+		t.Fatalf("Stats() = AutoBans %d, RangeBans %d, StoreCalls %d; want 4 (3 keys and their /56), 1 range, no store calls", s.AutoBans, s.RangeBans, s.StoreCalls)
 	}
 }

@@ -120,36 +120,36 @@ func TestStatusWriterKeepsInterfaces(t *testing.T) {
 			_, gotH := w.(http.Hijacker)
 			_, gotR := w.(io.ReaderFrom)
 			if gotF != f || gotH != h || gotR != r {
-				t.Fatalf("wrapper is Flusher %v, Hijacker %v, ReaderFrom %v", gotF, gotH, gotR)
+				t.Fatalf("newStatusWriter(…) is Flusher %v, Hijacker %v, ReaderFrom %v; want %v, %v, %v", gotF, gotH, gotR, f, h, r)
 			}
 			if u := w.(interface{ Unwrap() http.ResponseWriter }).Unwrap(); u != under {
-				t.Fatalf("Unwrap = %T; want the wrapped writer", u)
+				t.Fatalf("Unwrap() = %T, want the wrapped writer", u)
 			}
 			rc := http.NewResponseController(w)
 			deadline := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 			if err := rc.SetWriteDeadline(deadline); err != nil || !base.deadline.Equal(deadline) {
-				t.Fatalf("SetWriteDeadline through Unwrap: %v, deadline %v", err, base.deadline)
+				t.Fatalf("ResponseController.SetWriteDeadline(%v) = %v, the writer's deadline %v; want nil, %v", deadline, err, base.deadline, deadline)
 			}
 			if err := rc.SetReadDeadline(deadline); !errors.Is(err, http.ErrNotSupported) {
-				t.Fatalf("SetReadDeadline, which no writer here has: %v; want ErrNotSupported", err)
+				t.Fatalf("ResponseController.SetReadDeadline, which no writer here has = %v, want ErrNotSupported", err)
 			}
 			err := rc.Flush()
 			if f && (err != nil || base.flushes != 1) || !f && !errors.Is(err, http.ErrNotSupported) {
-				t.Fatalf("ResponseController.Flush = %v, %d flushes", err, base.flushes)
+				t.Fatalf("ResponseController.Flush() = %v, %d flushes; want nil and 1 if the writer flushes, else ErrNotSupported", err, base.flushes)
 			}
 			if f {
 				w.(http.Flusher).Flush()
 				if base.flushes != 2 {
-					t.Fatalf("Flush reached the writer %d times; want 2", base.flushes)
+					t.Fatalf("Flush() reached the writer %d times, want 2", base.flushes)
 				}
 			}
 			if _, _, err := rc.Hijack(); h && (err != nil || base.hijacks != 1 || !st.hijacked) || !h && !errors.Is(err, http.ErrNotSupported) {
-				t.Fatalf("ResponseController.Hijack = %v, %d hijacks, recorded %v", err, base.hijacks, st.hijacked)
+				t.Fatalf("ResponseController.Hijack() = %v, %d hijacks, recorded %v; want nil, 1, true if the writer hijacks, else ErrNotSupported", err, base.hijacks, st.hijacked)
 			}
 			if r {
 				n, err := w.(io.ReaderFrom).ReadFrom(strings.NewReader("body"))
 				if err != nil || n != 4 || base.readFrom != 1 || base.body.String() != "body" {
-					t.Fatalf("ReadFrom = %d, %v; reached %d times, body %q", n, err, base.readFrom, base.body.String())
+					t.Fatalf("ReadFrom(body) = %d, %v, reaching the writer %d times with %q; want 4, nil, once, \"body\"", n, err, base.readFrom, base.body.String())
 				}
 			}
 		})
@@ -192,12 +192,12 @@ func TestStatusWriterStatus(t *testing.T) {
 			tt.do(w)
 			st.done()
 			if st.status != tt.want || fmt.Sprint(base.codes) != fmt.Sprint(tt.wantCodes) {
-				t.Fatalf("status %d, writer got %v; want %d, %v", st.status, base.codes, tt.want, tt.wantCodes)
+				t.Fatalf("status = %d, the writer got %v; want %d, %v", st.status, base.codes, tt.want, tt.wantCodes)
 			}
 			// CountStatus is asked once, about the final status; never
 			// about a hijacked connection.
 			if want := fmt.Sprint([]int{tt.want}); tt.want == 0 && len(asked) != 0 || tt.want != 0 && fmt.Sprint(asked) != want {
-				t.Fatalf("CountStatus asked about %v; want %v", asked, want)
+				t.Fatalf("CountStatus asked about %v, want %v", asked, want)
 			}
 		})
 	}
@@ -218,11 +218,11 @@ func TestStatusWriterCountsBeforeTheHeader(t *testing.T) {
 		st.done()
 		last := len(base.fields) - 1
 		if want := fmt.Sprintf(`"protect";r=%d;t=10`, 4-i); base.fields[last] != want {
-			t.Fatalf("failure %d: the header left with RateLimit %q; want %q", i+1, base.fields[last], want)
+			t.Fatalf("failure %d: RateLimit as the header left = %q, want %q", i+1, base.fields[last], want)
 		}
 	}
 	if st, _ := p.Inspect(t.Context(), k); st.Count != 2 {
-		t.Fatalf("count %d; want 2", st.Count)
+		t.Fatalf("Inspect(192.0.2.1).Count = %d, want 2", st.Count)
 	}
 }
 
@@ -232,7 +232,7 @@ func TestStatusWriterAllocs(t *testing.T) {
 		under, _ := fake(i&1 != 0, i&2 != 0, i&4 != 0)
 		o := outcome{counts: is401}
 		if n := testing.AllocsPerRun(100, func() { newStatusWriter(under, o) }); n != 1 {
-			t.Errorf("variant %d: %v allocations; want 1", i, n)
+			t.Errorf("newStatusWriter(variant %d) allocates %v times, want 1", i, n)
 		}
 	}
 }

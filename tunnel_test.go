@@ -28,12 +28,12 @@ func TestEmbeddedIPv4(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := embeddedIPv4(netip.MustParseAddr(tt.in)); got != netip.MustParseAddr(tt.want) {
-			t.Errorf("embeddedIPv4(%s) = %v; want %s", tt.in, got, tt.want)
+			t.Errorf("embeddedIPv4(%s) = %v, want %s", tt.in, got, tt.want)
 		}
 	}
 	a := netip.MustParseAddr("2002:c000:204::1")
 	if n := testing.AllocsPerRun(100, func() { normalize(a) }); n != 0 {
-		t.Fatalf("normalize allocates %v times", n)
+		t.Fatalf("normalize(%s) allocates %v times, want 0", a, n)
 	}
 }
 
@@ -48,27 +48,27 @@ func TestSixToFourIsOneClient(t *testing.T) {
 		a := netip.AddrFrom16([16]byte{0x20, 0x02, 192, 0, 2, 4, 0, byte(i + 1), 15: 1})
 		d, _ := p.VerifyAddr(ctx, a)
 		if d.Key.String() != "192.0.2.4" || d.Addr != netip.MustParseAddr("192.0.2.4") {
-			t.Fatalf("%v: key %v addr %v; want 192.0.2.4", a, d.Key, d.Addr)
+			t.Fatalf("VerifyAddr(%v) = key %v addr %v, want 192.0.2.4", a, d.Key, d.Addr)
 		}
 		statuses = append(statuses, d.Status)
 	}
 	if statuses[2] != Allowed || statuses[3] != Limited || statuses[4] != Limited {
-		t.Fatalf("five /64s of one 6to4 host: %v; want the 4th limited", statuses)
+		t.Fatalf("VerifyAddr of five /64s of one 6to4 host = %v, want the 4th and 5th limited", statuses)
 	}
 
 	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("203.0.113.9")); d.Status != Safe {
-		t.Fatalf("the IPv4 host of a safe 6to4 address: %v; want Safe", d.Status)
+		t.Fatalf("VerifyAddr(203.0.113.9), the IPv4 host of a safe 6to4 address = %v, want Safe", d.Status)
 	}
 
 	k, isRange, err := p.Target("2002:c633:6401:7::1")
 	if err != nil || isRange || k.String() != "198.51.100.1" {
-		t.Fatalf("Target(6to4 address) = %v %v %v; want 198.51.100.1", k, isRange, err)
+		t.Fatalf("Target(2002:c633:6401:7::1) = %v %v %v, want 198.51.100.1", k, isRange, err)
 	}
 	if _, err := p.Ban(ctx, "2002:c633:6401:7::1", BanOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("198.51.100.1")); d.Status != Banned {
-		t.Fatalf("the IPv4 host after a ban on its 6to4 address: %v; want Banned", d.Status)
+		t.Fatalf("VerifyAddr(198.51.100.1) after a ban on its 6to4 address = %v, want Banned", d.Status)
 	}
 }
 
@@ -93,12 +93,12 @@ func TestTunnelRangeTargets(t *testing.T) {
 		}
 	}
 	if got := bannedKeys(t, p); len(got) != 0 {
-		t.Fatalf("refused bans wrote %v", got)
+		t.Fatalf("bannedKeys() after refused bans = %v, want none", got)
 	}
 	if _, err := p.Ban(ctx, "2002:a00::/24", BanOptions{}); err != nil { // 10.0.0.0/8 inside: those clients stay IPv6
-		t.Fatalf("Ban(2002:a00::/24) = %v", err)
+		t.Fatalf("Ban(2002:a00::/24) = %v, want nil", err)
 	}
 	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("2002:a00:3::1")); d.Status != Banned {
-		t.Fatalf("inside a banned 6to4 range of private addresses: %v; want Banned", d.Status)
+		t.Fatalf("VerifyAddr(2002:a00:3::1) inside a banned 6to4 range of private addresses = %v, want Banned", d.Status)
 	}
 }

@@ -14,12 +14,12 @@ func TestParseHeader(t *testing.T) {
 	for _, tt := range tests {
 		name, value, err := ParseHeader(tt.in)
 		if err != nil || name != tt.name || value != tt.value {
-			t.Errorf("ParseHeader(%q) = %q, %q, %v", tt.in, name, value, err)
+			t.Errorf("ParseHeader(%q) = %q, %q, %v; want %q, %q, nil", tt.in, name, value, err, tt.name, tt.value)
 		}
 	}
 	for _, bad := range []string{"", "no colon", ": value"} {
 		if _, _, err := ParseHeader(bad); err == nil {
-			t.Errorf("ParseHeader(%q) accepted", bad)
+			t.Errorf("ParseHeader(%q) = nil error, want an error", bad)
 		}
 	}
 }
@@ -34,7 +34,7 @@ func FuzzParseHeader(f *testing.F) {
 			return
 		}
 		if name == "" || strings.Contains(name, ":") || !strings.Contains(s, value) {
-			t.Fatalf("ParseHeader(%q) = %q, %q", s, name, value)
+			t.Fatalf("ParseHeader(%q) = %q, %q; want a name without a colon and a value from the input", s, name, value)
 		}
 	})
 }

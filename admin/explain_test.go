@@ -44,7 +44,7 @@ func TestExplainResolution(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ex.Step != tt.step || ex.Client != tt.client || ex.Reason != tt.reason || fmt.Sprint(ex.Notes) != tt.notes {
-			t.Errorf("%s %q:\n got step %s client %q reason %q notes %s\nwant step %s client %q reason %q notes %s",
+			t.Errorf("Explain(%s, X-Forwarded-For %q) = step %s client %q reason %q notes %s\nwant step %s client %q reason %q notes %s",
 				tt.peer, tt.xff, ex.Step, ex.Client, ex.Reason, ex.Notes, tt.step, tt.client, tt.reason, tt.notes)
 		}
 	}

@@ -22,7 +22,7 @@ func TestInspectPlans(t *testing.T) {
 	pro, _ := protect.NewPlan("pro", protect.Rate{Name: "burst", Limit: 10, Period: time.Minute, Burst: 20}, protect.Quota{Name: "daily", Limit: 50, Period: protect.Daily})
 	for range 3 {
 		if d, _ := p.VerifyConsumer(t.Context(), "acme", free); d.Status != protect.Allowed {
-			t.Fatalf("VerifyConsumer = %v", d.Status)
+			t.Fatalf("VerifyConsumer(acme, free) = %v, want allowed", d.Status)
 		}
 	}
 	a := New(p)
@@ -36,14 +36,14 @@ func TestInspectPlans(t *testing.T) {
 	want := "[{Name:burst Kind:rate Period: Window: Used:0 ResetMS:180000 Stored:true Left:[{Plan:free Limit:5 Left:2} {Plan:pro Limit:20 Left:0}]} " +
 		"{Name:monthly Kind:quota Period:monthly Window:2026-11 Used:3 ResetMS:129600000 Stored:true Left:[{Plan:free Limit:100 Left:97}]}]"
 	if got != want {
-		t.Fatalf("limits:\n%s\nwant\n%s", got, want)
+		t.Fatalf("InspectPlans(consumer:acme, free and pro).Limits =\n%s\nwant\n%s", got, want)
 	}
 	in, err = a.InspectPlans(t.Context(), "consumer:acme", map[string]*protect.Plan{"pro": pro})
 	if err != nil || len(in.Limits) != 3 || in.Limits[1].Name != "daily" || in.Limits[1].Stored || in.Limits[1].Left[0].Left != 50 {
-		t.Fatalf("with pro alone: %+v, %v", in.Limits, err)
+		t.Fatalf("InspectPlans(consumer:acme, pro alone).Limits = %+v, %v; want 3, daily unstored with 50 left", in.Limits, err)
 	}
 	in, err = a.Inspect(t.Context(), "consumer:globex")
 	if err != nil || in.Limits == nil || len(in.Limits) != 0 {
-		t.Fatalf("a consumer without state: %#v, %v", in.Limits, err)
+		t.Fatalf("Inspect(consumer:globex).Limits = %#v, %v; want empty, not nil", in.Limits, err)
 	}
 }

@@ -55,20 +55,20 @@ func TestConfigFromEnvReadsEveryName(t *testing.T) {
 		BanStatus: 429, UnknownStatus: 400,
 	}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || len(c.SafeNetworks) != 1 || c.SafeNetworks[0] != "192.0.2.0/24" {
-		t.Fatalf("lists = %q, %q", c.TrustedProxies, c.SafeNetworks)
+		t.Fatalf("FromEnviron(env).TrustedProxies, SafeNetworks = %q, %q; want two proxies ending in 192.0.2.15, and 192.0.2.0/24", c.TrustedProxies, c.SafeNetworks)
 	}
 	c.TrustedProxies, c.SafeNetworks = nil, nil
 	store, ok := c.Store.(*redisstore.Store)
 	if !ok || store.Addr() != "127.0.0.1:6379" {
-		t.Fatalf("Store = %T, want a *redisstore.Store for 127.0.0.1:6379", c.Store)
+		t.Fatalf("FromEnviron(env).Store = %T, want a *redisstore.Store for 127.0.0.1:6379", c.Store)
 	}
 	store.Close()
 	c.Store = nil
 	if !reflect.DeepEqual(c, want) {
-		t.Fatalf("config =\n%+v\nwant\n%+v", c, want)
+		t.Fatalf("FromEnviron(env) =\n%+v\nwant\n%+v", c, want)
 	}
 	if len(env)-2 != len(Names()) {
-		t.Fatalf("the test sets %d names, Names has %d: test every name", len(env)-2, len(Names()))
+		t.Fatalf("len(Names()) = %d, want %d, the names this test sets: test every name", len(Names()), len(env)-2)
 	}
 }
 
@@ -119,11 +119,11 @@ func TestConfigFromEnvErrors(t *testing.T) {
 			}
 			_, err := FromEnviron(tc.env, prefix, tc.own...)
 			if !errors.Is(err, protect.ErrConfig) {
-				t.Fatalf("error %v; want ErrConfig", err)
+				t.Fatalf("FromEnviron(%q, %q) = %v, want ErrConfig", tc.env, prefix, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q\nwant it to contain %q", err, w)
+					t.Errorf("FromEnviron(%q, %q) = %q\nwant it to contain %q", tc.env, prefix, err, w)
 				}
 			}
 		})
@@ -150,12 +150,12 @@ func TestConfigFromEnvDurations(t *testing.T) {
 			}
 			c, err := FromEnviron([]string{Prefix + name + "=" + tc.v}, Prefix)
 			if err != nil {
-				t.Fatalf("%s=%q: %v", name, tc.v, err)
+				t.Fatalf("FromEnviron(%s=%q) = %v, want nil", name, tc.v, err)
 			}
 			got := map[string]time.Duration{"TTL": c.TTL, "BAN_DURATION": c.BanDuration, "MAX_BAN_DURATION": c.MaxBanDuration,
 				"OFFENSE_WINDOW": c.OffenseWindow, "STORE_TIMEOUT": c.StoreTimeout}[name]
 			if got != tc.want {
-				t.Errorf("%s=%q = %v, want %v", name, tc.v, got, tc.want)
+				t.Errorf("FromEnviron(%s=%q): %s = %v, want %v", name, tc.v, name, got, tc.want)
 			}
 		}
 	}
@@ -171,15 +171,15 @@ func TestConfigFromEnvPrefixes(t *testing.T) {
 	}
 	api, err := FromEnviron(env, Prefix, "LISTEN", "PLANS", "LOGIN_*")
 	if err != nil || api.MaxRequests != 100 || api.TTL != 0 {
-		t.Fatalf("api = %d %v, %v", api.MaxRequests, api.TTL, err)
+		t.Fatalf("FromEnviron(env, %q, LISTEN, PLANS, LOGIN_*) = MaxRequests %d, TTL %v, %v; want 100, 0, nil", Prefix, api.MaxRequests, api.TTL, err)
 	}
 	login, err := FromEnviron(env, "HTTP_PROTECT_LOGIN_")
 	if err != nil || login.MaxRequests != 5 || login.TTL != time.Minute {
-		t.Fatalf("login = %d %v, %v", login.MaxRequests, login.TTL, err)
+		t.Fatalf("FromEnviron(env, HTTP_PROTECT_LOGIN_) = MaxRequests %d, TTL %v, %v; want 5, 1m, nil", login.MaxRequests, login.TTL, err)
 	}
 	if _, err := FromEnviron(env, Prefix, "LISTEN"); err == nil ||
 		!strings.Contains(err.Error(), "HTTP_PROTECT_PLANS: not a setting") || !strings.Contains(err.Error(), "HTTP_PROTECT_LOGIN_TTL: not a setting") {
-		t.Fatalf("undeclared names accepted: %v", err)
+		t.Fatalf("FromEnviron(env, %q, LISTEN) = %v, want an error naming HTTP_PROTECT_PLANS and HTTP_PROTECT_LOGIN_TTL as undeclared", Prefix, err)
 	}
 }
 
@@ -187,10 +187,10 @@ func TestConfigFromEnvUsesTheProcessEnvironment(t *testing.T) {
 	t.Setenv("HTTP_PROTECT_MAX_REQUESTS", "7")
 	t.Setenv("HTTP_PROTECT_LISTEN", ":8089")
 	if c, err := FromEnv("LISTEN"); err != nil || c.MaxRequests != 7 {
-		t.Fatalf("FromEnv = %d, %v", c.MaxRequests, err)
+		t.Fatalf("FromEnv(LISTEN) = MaxRequests %d, %v; want 7, nil", c.MaxRequests, err)
 	}
 	if _, err := FromEnv(); err == nil {
-		t.Fatal("HTTP_PROTECT_LISTEN accepted without being declared")
+		t.Fatal("FromEnv() with HTTP_PROTECT_LISTEN set = nil error, want an error: it is not declared")
 	}
 }
 
@@ -205,13 +205,13 @@ func FuzzConfigFromEnv(f *testing.F) {
 		c, err := FromEnviron([]string{Prefix + name + "=" + v}, Prefix, "LOGIN_*")
 		if err != nil {
 			if !errors.Is(err, protect.ErrConfig) {
-				t.Fatalf("%s=%q: error %v does not wrap ErrConfig", name, v, err)
+				t.Fatalf("FromEnviron(%s=%q) = %v, want an error wrapping ErrConfig", name, v, err)
 			}
 			return
 		}
 		if name == "TTL" && bareNumber(strings.TrimSpace(v)) {
 			if want, err := time.ParseDuration(strings.TrimSpace(v) + "s"); err != nil || want != c.TTL {
-				t.Fatalf("TTL=%q = %v, want %v seconds", v, c.TTL, v)
+				t.Fatalf("FromEnviron(TTL=%q).TTL = %v, want %v seconds", v, c.TTL, v)
 			}
 		}
 	})
@@ -236,13 +236,13 @@ func TestConfigFromEnvSecondPrefixHint(t *testing.T) {
 		t.Run(tc.env, func(t *testing.T) {
 			_, err := FromEnviron([]string{tc.env}, Prefix)
 			if err == nil {
-				t.Fatal("no error")
+				t.Fatalf("FromEnviron(%q) = nil error, want one", tc.env)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q\nwant it to contain %q", err, tc.want)
+				t.Errorf("FromEnviron(%q) = %q\nwant it to contain %q", tc.env, err, tc.want)
 			}
 			if strings.Contains(err.Error(), tc.notWant) {
-				t.Errorf("error %q\nwant it not to contain %q", err, tc.notWant)
+				t.Errorf("FromEnviron(%q) = %q\nwant it not to contain %q", tc.env, err, tc.notWant)
 			}
 		})
 	}

@@ -32,7 +32,7 @@ func TestParseDuration(t *testing.T) {
 	}
 	for _, in := range []string{"", "d", "2x", "1d-1h", "99999999999999d"} {
 		if _, err := ParseDuration(in); err == nil {
-			t.Errorf("ParseDuration(%q) accepted", in)
+			t.Errorf("ParseDuration(%q) = nil error, want an error", in)
 		}
 	}
 }

@@ -14,7 +14,7 @@ func TestParsePlans(t *testing.T) {
    "free": {"rates":  [{"limit": 1, "period": "1s", "burst": 5}]},
    "day":  {"rates":  [{"limit": 1000, "period": "1d"}]}}`))
 	if err != nil || len(plans) != 3 {
-		t.Fatalf("ParsePlans = %v, %v", plans, err)
+		t.Fatalf("ParsePlans(pro, free, day) = %v, %v; want 3 plans", plans, err)
 	}
 	for name, want := range map[string]string{
 		"pro":  `pro: "burst";q=10;w=1, "monthly";q=100000;w=2592000`,
@@ -22,11 +22,11 @@ func TestParsePlans(t *testing.T) {
 		"day":  `day: "rate-1000-per-1d";q=1000;w=86400`,
 	} {
 		if got := plans[name].String(); got != want {
-			t.Errorf("plan %s = %s, want %s", name, got, want)
+			t.Errorf("ParsePlans(…)[%s].String() = %s, want %s", name, got, want)
 		}
 	}
 	if r := plans["free"].Limits()[0].(protect.Rate); r.Burst != 5 {
-		t.Errorf("free's burst = %d", r.Burst)
+		t.Errorf("ParsePlans(…)[free].Limits()[0].Burst = %d, want 5", r.Burst)
 	}
 	if plans, err := ParsePlans([]byte(" {} ")); err != nil || len(plans) != 0 {
 		t.Errorf("ParsePlans({}) = %v, %v; want no plans", plans, err)
@@ -55,7 +55,7 @@ func TestParsePlans(t *testing.T) {
 	} {
 		_, err := ParsePlans([]byte(c.in))
 		if !errors.Is(err, protect.ErrPlan) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("ParsePlans(%s) = %v; want an protect.ErrPlan saying %q", c.in, err, c.want)
+			t.Errorf("ParsePlans(%s) = %v, want a protect.ErrPlan saying %q", c.in, err, c.want)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func FuzzParsePlans(f *testing.F) {
 		for name, p := range plans {
 			again, err := protect.NewPlan(name, p.Limits()...)
 			if err != nil || again.String() != p.String() {
-				t.Fatalf("plan %q = %s: protect.NewPlan of its own limits = %v, %v", name, p, again, err)
+				t.Fatalf("NewPlan(%q, the limits of %s) = %v, %v; want the same plan", name, p, again, err)
 			}
 		}
 	})

@@ -86,7 +86,7 @@ func TestScriptedRun(t *testing.T) {
 		t.Helper()
 		d, err := p.VerifyAddr(ctx, a)
 		if err != nil || d.Status != st {
-			t.Fatalf("VerifyAddr(%v) = %v %v; want %v", a, d.Status, err, st)
+			t.Fatalf("VerifyAddr(%v) = %v, %v; want %v", a, d.Status, err, st)
 		}
 		want[st]++
 	}
@@ -112,7 +112,7 @@ func TestScriptedRun(t *testing.T) {
 	r := httptest.NewRequest("POST", "/login", nil)
 	r.RemoteAddr = "192.0.2.99:1234"
 	if d, err := p.Penalize(ctx, r, 2); err != nil || d.Status != protect.Allowed {
-		t.Fatalf("Penalize = %v %v", d.Status, err)
+		t.Fatalf("Penalize(192.0.2.99, 2) = %v, %v; want allowed", d.Status, err)
 	}
 	plan, err := protect.NewPlan("month", protect.Quota{Name: "monthly", Limit: 1, Period: protect.Monthly})
 	if err != nil {
@@ -120,7 +120,7 @@ func TestScriptedRun(t *testing.T) {
 	}
 	for _, st := range []protect.Status{protect.Allowed, protect.Exhausted} {
 		if d, _ := p.VerifyConsumer(ctx, "acme", plan); d.Status != st {
-			t.Fatalf("VerifyConsumer = %v; want %v", d.Status, st)
+			t.Fatalf("VerifyConsumer(acme) = %v, want %v", d.Status, st)
 		}
 		want[st]++
 	}
@@ -160,7 +160,7 @@ func TestDryRun(t *testing.T) {
 		series("protect_dry_run_refusals_total", "counter", `protect_dry_run_refusals_total{namespace="dry:"} 3`),
 		"protect_dry_run_refusals_total")
 	if s := p.Stats(); s.Decisions[protect.Allowed] != 1 || s.Decisions[protect.Limited] != 2 || s.Decisions[protect.Unknown] != 1 {
-		t.Fatalf("Decisions %v", s.Decisions)
+		t.Fatalf("Stats().Decisions = %v, want 1 allowed, 2 limited, 1 unknown", s.Decisions)
 	}
 }
 
@@ -192,7 +192,7 @@ func TestOutage(t *testing.T) {
 				t.Helper()
 				d, err := p.VerifyAddr(ctx, client)
 				if err != nil || d.Status != st {
-					t.Fatalf("VerifyAddr = %v %v (%v); want %v", d.Status, err, d.Err, st)
+					t.Fatalf("VerifyAddr(%v) = %v, %v (Err %v); want %v", client, d.Status, err, d.Err, st)
 				}
 				want[st]++
 			}
@@ -224,7 +224,7 @@ func TestOutage(t *testing.T) {
 				series("protect_circuit_open", "gauge", `protect_circuit_open{namespace="out:"} 0`),
 				"protect_decisions_total", "protect_store_calls_total", "protect_circuit_open")
 			if n := histogramCount(t, c, "protect_store_duration_seconds"); n != 5 {
-				t.Errorf("protect_store_duration_seconds count %d; want 5", n)
+				t.Errorf("histogramCount(protect_store_duration_seconds) = %d, want 5", n)
 			}
 		})
 	}
@@ -243,7 +243,7 @@ func TestStoreTimeout(t *testing.T) {
 	t.Cleanup(func() { store.Close(); rc.Close() })
 	p := newProtector(t, protect.Config{Store: store, Namespace: "slow:", OnStoreError: protect.FailOpen, StoreTimeout: 20 * time.Millisecond})
 	if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1")); d.Status != protect.Allowed || d.Err == nil {
-		t.Fatalf("VerifyAddr = %v %v", d.Status, d.Err)
+		t.Fatalf("VerifyAddr(192.0.2.1) = %v, Err %v; want allowed with an error (FailOpen)", d.Status, d.Err)
 	}
 	compare(t, metrics.NewCollector(p),
 		series("protect_store_errors_total", "counter", `protect_store_errors_total{namespace="slow:"} 1`)+
@@ -252,7 +252,7 @@ func TestStoreTimeout(t *testing.T) {
 	// The call waited its StoreTimeout: it is in a bucket above 20ms.
 	s := p.Stats()
 	if s.StoreLatency.Count() != 1 || s.StoreLatency.Sum < 20*time.Millisecond {
-		t.Fatalf("StoreLatency %+v", s.StoreLatency)
+		t.Fatalf("Stats().StoreLatency = %+v, want one call of at least 20ms", s.StoreLatency)
 	}
 }
 
@@ -279,7 +279,7 @@ func histogramCount(t *testing.T, c prometheus.Collector, name string) uint64 {
 			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
 		}
 	}
-	t.Fatalf("no %s", name)
+	t.Fatalf("Gather() holds no %s, want it", name)
 	return 0
 }
 
@@ -304,7 +304,7 @@ func TestPedantic(t *testing.T) {
 	}
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil || len(problems) != 0 {
-		t.Fatalf("lint: %v %v", problems, err)
+		t.Fatalf("CollectAndLint() = %v, %v; want no problems", problems, err)
 	}
 	// a1 decided twice, a2 (given twice) four times: a: holds six, of
 	// which four limited; b: two, both allowed.
@@ -340,14 +340,14 @@ func TestDefaultRegistryUntouched(t *testing.T) {
 	testutil.CollectAndCount(c)
 	after := names()
 	if fmt.Sprint(before) != fmt.Sprint(after) {
-		t.Fatalf("default registry changed:\n%v\n%v", before, after)
+		t.Fatalf("DefaultGatherer.Gather() names after NewCollector =\n%v\nwant, as before it,\n%v", after, before)
 	}
 	for _, n := range after {
 		if strings.HasPrefix(n, "protect_") {
-			t.Fatalf("default registry holds %s", n)
+			t.Fatalf("DefaultGatherer.Gather() holds %s, want no protect_ metric", n)
 		}
 	}
 	if prometheus.DefaultRegisterer.Unregister(c) {
-		t.Fatal("the collector was on the default registry")
+		t.Fatal("DefaultRegisterer.Unregister(c) = true, want false: the collector is not on the default registry")
 	}
 }

@@ -137,36 +137,36 @@ func TestBanListLift(t *testing.T) {
 				one.verify(t, "203.0.113.7")
 			}
 			if d := two.verify(t, "203.0.113.7"); d.Status != protect.Banned {
-				t.Fatalf("instance two: %v", d.Status)
+				t.Fatalf("two.verify(203.0.113.7) = %v, want banned by instance one's ban", d.Status)
 			}
 			code, out, errs := ctl(t, s, "bans")
 			if code != 0 || !strings.Contains(out, "203.0.113.7") || !strings.Contains(out, "ban limit of 3") || !strings.Contains(out, "  1h0m0s  ") {
-				t.Fatalf("bans: exit %d\n%s%s", code, out, errs)
+				t.Fatalf("protectctl bans = exit %d\n%s%s\nwant exit 0 and the 1h ban of 203.0.113.7", code, out, errs)
 			}
 			var recs []admin.BanRecord
 			ctlJSON(t, s, &recs, "bans")
 			if len(recs) != 1 || recs[0].Key != "203.0.113.7" || recs[0].Source != "auto" || recs[0].Permanent ||
 				recs[0].SecondsLeft == nil || *recs[0].SecondsLeft < 3590 || *recs[0].SecondsLeft > 3600 || recs[0].Offense != 1 {
-				t.Fatalf("bans -json: %+v", recs)
+				t.Fatalf("protectctl bans -json = %+v, want one automatic ban of 203.0.113.7 for about 1h, offense 1", recs)
 			}
 			code, out, errs = ctl(t, s, "lift", "-by", "alice@ops", "203.0.113.7")
 			if code != 0 || !strings.Contains(out, "203.0.113.7") {
-				t.Fatalf("lift: exit %d\n%s%s", code, out, errs)
+				t.Fatalf("protectctl lift 203.0.113.7 = exit %d\n%s%s\nwant exit 0 naming it", code, out, errs)
 			}
 			// Each instance may answer from its cached ban for BanCacheTTL;
 			// then both serve, counting one shared stream from zero.
 			for i, sv := range []*service{one, two} {
 				sv.clock.Advance(500 * time.Millisecond)
 				if d := sv.verify(t, "203.0.113.7"); d.Status != protect.Allowed || d.Count != int64(i+1) {
-					t.Fatalf("instance %d after lift: %v count %d", i+1, d.Status, d.Count)
+					t.Fatalf("instance %d: verify(203.0.113.7) after lift = %v count %d, want allowed, count %d", i+1, d.Status, d.Count, i+1)
 				}
 			}
 			ctlJSON(t, s, &recs, "bans")
 			if recs == nil || len(recs) != 0 {
-				t.Fatalf("bans after lift: %#v", recs)
+				t.Fatalf("protectctl bans after lift = %#v, want an empty list", recs)
 			}
 			if _, out, _ := ctl(t, s, "bans", "-json"); strings.TrimSpace(out) != "[]" {
-				t.Fatalf("empty list is %q, want []", out)
+				t.Fatalf("protectctl bans -json with no bans = %q, want []", out)
 			}
 		})
 	}
@@ -183,40 +183,40 @@ func TestRangeBan(t *testing.T) {
 			two.verify(t, "198.51.100.7")
 			code, out, errs := ctl(t, s, "ban", "-for", "1h", "-reason", "scanner", "-by", "bob@ops", "198.51.100.0/24")
 			if code != 0 || !strings.Contains(out, "198.51.100.0/24") || !strings.Contains(out, "bob@ops") {
-				t.Fatalf("ban: exit %d\n%s%s", code, out, errs)
+				t.Fatalf("protectctl ban 198.51.100.0/24 = exit %d\n%s%s\nwant exit 0 naming it and bob@ops", code, out, errs)
 			}
 			for _, sv := range []*service{one, two} {
 				if err := sv.store.Refresh(t.Context()); err != nil { // what RangeRefresh does every 500ms
 					t.Fatal(err)
 				}
 				if d := sv.verify(t, "198.51.100.7"); d.Status != protect.Banned || d.RetryAfter <= 59*time.Minute {
-					t.Fatalf("inside: %v %v", d.Status, d.RetryAfter)
+					t.Fatalf("verify(198.51.100.7) inside the range = %v, retry after %v; want banned for about 1h", d.Status, d.RetryAfter)
 				}
 				if d := sv.verify(t, "198.51.101.7"); d.Status != protect.Allowed {
-					t.Fatalf("outside: %v", d.Status)
+					t.Fatalf("verify(198.51.101.7) outside the range = %v, want allowed", d.Status)
 				}
 			}
 			var in admin.Inspection
 			ctlJSON(t, s, &in, "inspect", "198.51.100.7")
 			if in.Key != "198.51.100.7" || len(in.RangeBans) != 1 || in.RangeBans[0].Key != "198.51.100.0/24" || in.RangeBans[0].Reason != "scanner" {
-				t.Fatalf("inspect: %+v", in)
+				t.Fatalf("protectctl inspect 198.51.100.7 = %+v, want the range ban 198.51.100.0/24 for scanner", in)
 			}
 			var recs []admin.BanRecord
 			ctlJSON(t, s, &recs, "bans", "-within", "198.51.0.0/16", "-source", "manual")
 			if len(recs) != 1 || !recs[0].Range || recs[0].By != "bob@ops" {
-				t.Fatalf("bans -within: %+v", recs)
+				t.Fatalf("protectctl bans -within 198.51.0.0/16 -source manual = %+v, want the range ban by bob@ops", recs)
 			}
 			ctlJSON(t, s, &recs, "bans", "-source", "auto")
 			if len(recs) != 0 {
-				t.Fatalf("bans -source auto: %+v", recs)
+				t.Fatalf("protectctl bans -source auto = %+v, want none", recs)
 			}
 			if code, _, errs := ctl(t, s, "lift", "198.51.100.0/24"); code != 0 {
-				t.Fatalf("lift: %d %s", code, errs)
+				t.Fatalf("protectctl lift 198.51.100.0/24 = exit %d %s, want 0", code, errs)
 			}
 			for _, sv := range []*service{one, two} {
 				sv.store.Refresh(t.Context())
 				if d := sv.verify(t, "198.51.100.7"); d.Status != protect.Allowed {
-					t.Fatalf("after lift: %v", d.Status)
+					t.Fatalf("verify(198.51.100.7) after lift = %v, want allowed", d.Status)
 				}
 			}
 		})
@@ -234,16 +234,16 @@ func TestLiftIPv6ByAnyAddress(t *testing.T) {
 				sv.verify(t, fmt.Sprintf("2001:db8:1:2::%x", i+1))
 			}
 			if d := sv.verify(t, "2001:db8:1:2:ffff::1"); d.Status != protect.Banned || d.Key.String() != "2001:db8:1:2::/64" {
-				t.Fatalf("%v %q", d.Status, d.Key)
+				t.Fatalf("verify(2001:db8:1:2:ffff::1) = %v %q, want banned on 2001:db8:1:2::/64", d.Status, d.Key)
 			}
 			var recs []admin.BanRecord
 			ctlJSON(t, s, &recs, "lift", "2001:db8:1:2::99")
 			if len(recs) != 1 || recs[0].Key != "2001:db8:1:2::/64" {
-				t.Fatalf("lift: %+v", recs)
+				t.Fatalf("protectctl lift 2001:db8:1:2::99 = %+v, want the ban of 2001:db8:1:2::/64", recs)
 			}
 			sv.clock.Advance(500 * time.Millisecond)
 			if d := sv.verify(t, "2001:db8:1:2::1"); d.Status != protect.Allowed {
-				t.Fatalf("after lift: %v", d.Status)
+				t.Fatalf("verify(2001:db8:1:2::1) after lift = %v, want allowed", d.Status)
 			}
 		})
 	}

@@ -36,7 +36,7 @@ func TestMetrics(t *testing.T) {
 	}
 	code, body := get("/metrics")
 	if code != http.StatusOK {
-		t.Fatalf("/metrics: %d", code)
+		t.Fatalf("GET /metrics = %d, want 200", code)
 	}
 	for _, want := range []string{
 		`protect_decisions_total{namespace="protect:",status="allowed"} 5`,
@@ -45,7 +45,7 @@ func TestMetrics(t *testing.T) {
 		`protect_bans_total{namespace="protect:",source="auto"} 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
-			t.Errorf("/metrics lacks %s:\n%s", want, body)
+			t.Errorf("GET /metrics = a body without %s, want it:\n%s", want, body)
 		}
 	}
 }

@@ -38,16 +38,16 @@ func TestOneExactLimit(t *testing.T) {
 			if !strings.Contains(out.String(), want) || strings.Count(out.String(), "instance on http://127.0.0.1:") != 3 ||
 				!strings.HasPrefix(out.String(), "writing under the namespace "+ns+" ") ||
 				!strings.Contains(out.String(), "-namespace "+ns+" bans") {
-				t.Fatalf("output:\n%s", out.String())
+				t.Fatalf("run(%s, 300) printed\n%s\nwant 100 × 200, 150 × 429, 50 × 403 from 3 instances under the namespace", ns, out.String())
 			}
 			// The run left its ban for protectctl to show, under ns.
 			if n := countKeys(t, url, ns); n == 0 {
-				t.Fatalf("no keys under %s after the run", ns)
+				t.Fatalf("countKeys(%s) after the run = 0, want its ban left for protectctl", ns)
 			}
 			// A second run starts from nothing.
 			out.Reset()
 			if err := run(url, ns, 300, false, &out); err != nil || !strings.Contains(out.String(), want) {
-				t.Fatalf("second run: %v\n%s", err, out.String())
+				t.Fatalf("run(%s, 300) again = %v, printing\n%s\nwant nil and the same counts", ns, err, out.String())
 			}
 			leftAlone()
 		})
@@ -67,7 +67,7 @@ func mustClean(t *testing.T, url, ns string) (check func()) {
 		t.Helper()
 		for other, n := range before {
 			if got := countKeys(t, url, other); got > n {
-				t.Errorf("the demo wrote %d keys under %s", got-n, other)
+				t.Errorf("countKeys(%s) after the demo = %d, want %d: the demo wrote only under its namespace", other, got, n)
 			}
 		}
 	}
@@ -76,7 +76,7 @@ func mustClean(t *testing.T, url, ns string) (check func()) {
 			t.Error(err)
 		}
 		if n := countKeys(t, url, ns); n != 0 {
-			t.Errorf("%d keys left under %s", n, ns)
+			t.Errorf("countKeys(%s) after clean = %d, want 0", ns, n)
 		}
 	})
 	return check
@@ -103,10 +103,10 @@ func countKeys(t *testing.T, url, ns string) int {
 func TestClean(t *testing.T) {
 	url := "redis://" + miniredis.RunT(t).Addr()
 	if _, err := clean(context.Background(), url, ""); err == nil {
-		t.Fatal("an empty namespace would delete every key")
+		t.Fatal("clean(\"\") = nil error, want an error: an empty namespace would delete every key")
 	}
 	if got := globEscape(`a*b?[c]\`); got != `a\*b\?\[c\]\\` {
-		t.Fatalf("globEscape = %q", got)
+		t.Fatalf("globEscape(%q) = %q, want %q", `a*b?[c]\`, got, `a\*b\?\[c\]\\`)
 	}
 }
 
@@ -123,7 +123,7 @@ func TestEachInstanceRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(codes[99:]); got != "[200 429 429 429]" {
-		t.Fatalf("codes 100–103: %s", got)
+		t.Fatalf("drive(103) codes 100–103 = %s, want [200 429 429 429]", got)
 	}
 }
 
@@ -131,6 +131,6 @@ func TestUnreachableRedis(t *testing.T) {
 	var out strings.Builder
 	err := run("redis://127.0.0.1:1/0", "t:", 3, false, &out)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Fatalf("demo without Redis: %v", err)
+		t.Fatalf("run(redis://127.0.0.1:1/0) = %v, want an error naming 127.0.0.1:1", err)
 	}
 }

@@ -31,15 +31,15 @@ func TestLimitsCompose(t *testing.T) {
 	}
 	// Acme's two keys share one budget of 3.
 	if got := send("key_acme_1", 2) + " " + send("key_acme_2", 3); got != "200 200 200 429 429" {
-		t.Fatalf("acme: %s", got)
+		t.Fatalf("send(key_acme_1, 2), send(key_acme_2, 3) = %s, want 200 200 200 429 429", got)
 	}
 	// Globex behind the same address is not punished for Acme.
 	if got := send("key_globex", 2); got != "200 200" {
-		t.Fatalf("globex: %s", got)
+		t.Fatalf("send(key_globex, 2) = %s, want 200 200", got)
 	}
 	// Guessing keys: the address gate (20) stops it after the 13 left.
 	got := send("guess", 20)
 	if want := strings.TrimSpace(strings.Repeat("401 ", 13) + strings.Repeat("429 ", 7)); got != want {
-		t.Fatalf("guesses: %s", got)
+		t.Fatalf("send(guess, 20) = %s, want %s", got, want)
 	}
 }

@@ -30,7 +30,7 @@ func get(t *testing.T, h http.Handler, path, peer, xff string) (*httptest.Respon
 	var body hello
 	if w.Code == http.StatusOK && strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-			t.Fatalf("%s: %v: %q", path, err, w.Body)
+			t.Fatalf("json.Unmarshal(GET %s body %q) = %v", path, w.Body, err)
 		}
 	}
 	return w, body
@@ -54,17 +54,17 @@ func TestFrameworks(t *testing.T) {
 			w, b := get(t, h, "/api/hello", "203.0.113.9:4000", "1.2.3.4")
 			fw := b.GinClientIP + b.EchoRealIP
 			if w.Code != 200 || b.Client != "203.0.113.9" || fw != "203.0.113.9" || b.Remaining != 4 || w.Header().Get("RateLimit") == "" {
-				t.Fatalf("direct client: %d %+v %v", w.Code, b, w.Header())
+				t.Fatalf("get(/api/hello, 203.0.113.9 forging 1.2.3.4) = %d %+v %v; want 200 from 203.0.113.9 to both, 4 left, RateLimit", w.Code, b, w.Header())
 			}
 			// Through the load balancer, both read the header it wrote.
 			w, b = get(t, h, "/api/hello", "10.0.0.1:4000", "198.51.100.7")
 			if w.Code != 200 || b.Client != "198.51.100.7" || b.GinClientIP+b.EchoRealIP != "198.51.100.7" {
-				t.Fatalf("through the proxy: %d %+v", w.Code, b)
+				t.Fatalf("get(/api/hello, through the proxy 10.0.0.1 for 198.51.100.7) = %d %+v, want 200 from 198.51.100.7 to both", w.Code, b)
 			}
 			// The health check is outside the group: never counted.
 			for range 10 {
 				if w, _ := get(t, h, "/healthz", "203.0.113.9:4000", ""); w.Code != 200 || w.Header().Get("RateLimit") != "" {
-					t.Fatalf("/healthz: %d %v", w.Code, w.Header())
+					t.Fatalf("get(/healthz) = %d %v, want 200 without RateLimit", w.Code, w.Header())
 				}
 			}
 			for range 4 {
@@ -75,7 +75,7 @@ func TestFrameworks(t *testing.T) {
 			var problem struct{ Code string }
 			json.Unmarshal(w.Body.Bytes(), &problem)
 			if w.Code != 429 || problem.Code != "rate_limited" || w.Header().Get("Retry-After") != "10" {
-				t.Fatalf("6th request: %d %q %v", w.Code, w.Body, w.Header())
+				t.Fatalf("get(/api/hello), the 6th request = %d %q %v; want 429 rate_limited, Retry-After 10", w.Code, w.Body, w.Header())
 			}
 		})
 	}
@@ -98,7 +98,7 @@ func TestGinDefaultClientIPIsForgeable(t *testing.T) {
 	})
 	_, b := get(t, r, "/", "203.0.113.9:4000", "1.2.3.4")
 	if b.GinClientIP != "1.2.3.4" || b.Client != "203.0.113.9" {
-		t.Fatalf("gin says %q, protect %q", b.GinClientIP, b.Client)
+		t.Fatalf("get(/, 203.0.113.9 forging 1.2.3.4): gin's ClientIP = %q, protect's client %q; want 1.2.3.4, 203.0.113.9", b.GinClientIP, b.Client)
 	}
 }
 
@@ -122,14 +122,14 @@ func TestAroundTheEngine(t *testing.T) {
 	})
 	h := p.Middleware(r)
 	if w, b := get(t, h, "/x", "203.0.113.9:4000", ""); w.Code != 200 || b.Client != "203.0.113.9" || b.Remaining != 4 {
-		t.Fatalf("/x: %d %+v", w.Code, b)
+		t.Fatalf("get(/x) = %d %+v, want 200 from 203.0.113.9, 4 left", w.Code, b)
 	}
 	// gin's own 404 is behind the protector too.
 	if w, _ := get(t, h, "/nowhere", "203.0.113.9:4000", ""); w.Code != 404 || w.Header().Get("RateLimit") == "" {
-		t.Fatalf("404: %d %v", w.Code, w.Header())
+		t.Fatalf("get(/nowhere) = %d %v, want gin's 404 with RateLimit", w.Code, w.Header())
 	}
 	// Skip passes /healthz untouched even around the engine.
 	if w, _ := get(t, h, "/healthz", "203.0.113.9:4000", ""); w.Header().Get("RateLimit") != "" {
-		t.Fatalf("/healthz counted: %v", w.Header())
+		t.Fatalf("get(/healthz) headers = %v, want no RateLimit: Skip passes it", w.Header())
 	}
 }

@@ -17,7 +17,7 @@ func TestHello(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
 		body, _ := io.ReadAll(w.Body)
 		if w.Code != 200 || string(body) != "hello\n" || (w.Header().Get("RateLimit") == "") != bare {
-			t.Fatalf("bare=%v: %d %q %v", bare, w.Code, body, w.Header())
+			t.Fatalf("GET / with bare=%v = %d %q %v; want 200 \"hello\", RateLimit present %v", bare, w.Code, body, w.Header(), !bare)
 		}
 	}
 }

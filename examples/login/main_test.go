@@ -78,19 +78,19 @@ func TestSuccessesNeverCount(t *testing.T) {
 	const peer = "192.0.2.10:5000"
 	for i := range 100 {
 		if got := post(h, peer, demoPassword); got.code != 200 || got.body != "welcome, demo" {
-			t.Fatalf("login %d: %+v", i+1, got)
+			t.Fatalf("post(%s, the demo password) %d = %+v, want 200 \"welcome, demo\"", peer, i+1, got)
 		}
 	}
 	// Four failures among them leave one to spare.
 	if got := codes(h, peer, "guess", 4); got != "401 401 401 401" {
-		t.Fatalf("failures: %s", got)
+		t.Fatalf("codes(%s, guess, 4) = %s, want 4 × 401", peer, got)
 	}
 	if got := post(h, peer, demoPassword); got.code != 200 {
-		t.Fatalf("after 4 failures: %+v", got)
+		t.Fatalf("post(%s, the demo password) after 4 failures = %+v, want 200", peer, got)
 	}
 	bans, err := guard.Bans(t.Context(), protect.BanFilter{})
 	if err != nil || len(bans) != 0 {
-		t.Fatalf("bans %+v %v", bans, err)
+		t.Fatalf("guard.Bans() = %+v, %v; want none", bans, err)
 	}
 }
 
@@ -98,44 +98,44 @@ func TestFailuresLimitThenBan(t *testing.T) {
 	h, guard, clk := newSite(t)
 	const peer = "198.51.100.23:40000"
 	if got := codes(h, peer, "guess", 5); got != "401 401 401 401 401" {
-		t.Fatalf("five failures: %s", got)
+		t.Fatalf("codes(%s, guess, 5) = %s, want 5 × 401", peer, got)
 	}
 	// Out of attempts: the right password is refused too.
 	got := post(h, peer, demoPassword)
 	if got.code != 429 || got.retryAfter != "900" || !strings.Contains(got.body, `"code":"rate_limited"`) {
-		t.Fatalf("the right password after 5 failures: %+v", got)
+		t.Fatalf("post(%s, the demo password) after 5 failures = %+v, want 429 rate_limited, Retry-After 900", peer, got)
 	}
 	// Each refused attempt counts: 6 … 20 are refused, the 21st bans.
 	if got := codes(h, peer, demoPassword, 14); got != strings.TrimSpace(strings.Repeat("429 ", 14)) {
-		t.Fatalf("attempts 7-20: %s", got)
+		t.Fatalf("codes(%s, the demo password, 14), attempts 7-20 = %s, want 14 × 429", peer, got)
 	}
 	if got := post(h, peer, demoPassword); got.code != 403 || got.retryAfter != "3600" {
-		t.Fatalf("attempt 21: %+v", got)
+		t.Fatalf("post(%s), attempt 21 = %+v, want 403, Retry-After 3600", peer, got)
 	}
 	// Only the login is guarded: the site is still readable; the form is not.
 	if code := get(h, peer, "/"); code != 200 {
-		t.Fatalf("home while banned: %d", code)
+		t.Fatalf("get(%s, /) while banned = %d, want 200: only the login is guarded", peer, code)
 	}
 	if code := get(h, peer, "/login"); code != 403 {
-		t.Fatalf("the form while banned: %d", code)
+		t.Fatalf("get(%s, /login) while banned = %d, want 403", peer, code)
 	}
 	// Another client is untouched.
 	if got := post(h, "198.51.100.24:1", demoPassword); got.code != 200 {
-		t.Fatalf("another client: %+v", got)
+		t.Fatalf("post(198.51.100.24, the demo password), another client = %+v, want 200", got)
 	}
 	bans, err := guard.Bans(t.Context(), protect.BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "198.51.100.23" || bans[0].Reason != "failures passed the ban limit of 20" {
-		t.Fatalf("bans %+v %v", bans, err)
+		t.Fatalf("guard.Bans() = %+v, %v; want one of 198.51.100.23 for passing the ban limit of 20", bans, err)
 	}
 	// The ban ends after an hour; the next one, within the offense window,
 	// lasts two.
 	clk.Advance(time.Hour)
 	if got := post(h, peer, demoPassword); got.code != 200 {
-		t.Fatalf("after the ban: %+v", got)
+		t.Fatalf("post(%s, the demo password) after the ban = %+v, want 200", peer, got)
 	}
 	codes(h, peer, "guess", 21)
 	if got := post(h, peer, demoPassword); got.code != 403 || got.retryAfter != "7200" {
-		t.Fatalf("second ban: %+v", got)
+		t.Fatalf("post(%s) in the second ban = %+v, want 403, Retry-After 7200", peer, got)
 	}
 }
 
@@ -146,20 +146,20 @@ func TestPauseForgives(t *testing.T) {
 	codes(h, peer, "guess", 5)
 	clk.Advance(14 * time.Minute)
 	if got := post(h, peer, demoPassword); got.code != 429 {
-		t.Fatalf("14 minutes later: %+v", got)
+		t.Fatalf("post(%s) 14 minutes later = %+v, want 429", peer, got)
 	}
 	clk.Advance(15 * time.Minute) // the refused attempt counted: 15 minutes from it
 	if got := post(h, peer, demoPassword); got.code != 200 {
-		t.Fatalf("after the pause: %+v", got)
+		t.Fatalf("post(%s) after the pause = %+v, want 200", peer, got)
 	}
 }
 
 func TestRunPrintsHowToProbe(t *testing.T) {
 	var out strings.Builder
 	if err := run("127.0.0.1:-1", &out, slog.New(slog.DiscardHandler)); err == nil {
-		t.Fatal("run accepted a bad address")
+		t.Fatal("run(127.0.0.1:-1) = nil, want an error for a bad address")
 	}
 	if !strings.Contains(out.String(), "curl -i -d user=demo") {
-		t.Fatalf("output:\n%s", out.String())
+		t.Fatalf("run(127.0.0.1:-1) printed\n%s\nwant the curl -d user=demo example", out.String())
 	}
 }

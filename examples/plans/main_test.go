@@ -53,7 +53,7 @@ func newStory(t *testing.T) (func(path, key, peer string) response, *clock) {
 		res := response{code: w.Code, retryAfter: w.Header().Get("Retry-After"), policy: strings.Join(w.Header().Values("RateLimit-Policy"), ", "), rateLimit: strings.Join(w.Header().Values("RateLimit"), ", ")}
 		if w.Header().Get("Content-Type") == "application/problem+json" {
 			if err := json.Unmarshal(w.Body.Bytes(), &res.problem); err != nil {
-				t.Fatalf("problem body %q: %v", w.Body, err)
+				t.Fatalf("json.Unmarshal(problem body %q) = %v", w.Body, err)
 			}
 		}
 		return res
@@ -74,19 +74,19 @@ func TestAcmeSharesOneBucket(t *testing.T) {
 		codes = append(codes, strconv.Itoa(last.code))
 	}
 	if got := strings.Join(codes, " "); got != strings.TrimSpace(strings.Repeat("200 ", 10)+"429 429") {
-		t.Fatalf("acme: %s; want 10 served (pro's burst), then 429", got)
+		t.Fatalf("send(/v1/things, acme) × 12 = %s, want 10 served (pro's burst), then 429", got)
 	}
 	if last.retryAfter != "1" || last.problem.Code != "rate_limited" || last.problem.Policy != "burst" ||
 		// The gate's item and the plan's, each protector's own.
 		last.policy != `"addr";q=20;w=10, "burst";q=5;w=1, "monthly";q=100000;w=2592000` ||
 		!strings.HasPrefix(last.rateLimit, `"addr";r=`) || !strings.Contains(last.rateLimit, `, "burst";r=0;t=1, "monthly";r=99990;t=`) {
-		t.Fatalf("acme's 429: %+v", last)
+		t.Fatalf("send(/v1/things, acme), the 429 = %+v, want the addr, burst and monthly policies, burst r=0", last)
 	}
 	// Globex, behind the same address as Acme's first machine, has its own
 	// bucket: free's burst of 5.
 	for i := range 5 {
 		if r := send("/v1/things", "key_globex", peers[0]); r.code != 200 {
-			t.Fatalf("globex request %d: %d", i+1, r.code)
+			t.Fatalf("send(/v1/things, key_globex) request %d = %d, want 200", i+1, r.code)
 		}
 	}
 	// A second later Acme has one token back (5 a second is one per 0.2s:
@@ -99,7 +99,7 @@ func TestAcmeSharesOneBucket(t *testing.T) {
 		}
 	}
 	if served != 5 {
-		t.Fatalf("acme a second later: %d served, want 5", served)
+		t.Fatalf("send(/v1/things, key_acme_1) × 7 a second later = %d served, want 5", served)
 	}
 }
 
@@ -111,23 +111,23 @@ func TestQuotaExceeded(t *testing.T) {
 	for i := range 100 {
 		clk.Advance(11 * time.Second) // a pause past the gate's TTL, and a token back
 		if r := send("/v1/things", "key_globex", "192.0.2.10:4000"); r.code != 200 {
-			t.Fatalf("request %d: %d %+v", i+1, r.code, r)
+			t.Fatalf("send(/v1/things, key_globex) request %d = %d %+v, want 200", i+1, r.code, r)
 		}
 	}
 	clk.Advance(11 * time.Second)
 	r := send("/v1/things", "key_globex", "192.0.2.10:4000")
 	wait := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Sub(clk.Now())
 	if r.code != 429 || r.problem.Code != "quota_exceeded" || r.problem.Policy != "monthly" || r.retryAfter != strconv.FormatInt(int64(wait/time.Second), 10) {
-		t.Fatalf("request 101: %+v; want 429 quota_exceeded, Retry-After %v", r, wait)
+		t.Fatalf("send(/v1/things, key_globex) request 101 = %+v, want 429 quota_exceeded, Retry-After %v", r, wait)
 	}
 	// The client rule: a Retry-After above a minute is not worth waiting
 	// for in a request; a rate_limited one is.
 	if secs, _ := strconv.Atoi(r.retryAfter); secs <= 60 {
-		t.Fatalf("quota Retry-After %d: want days, not seconds", secs)
+		t.Fatalf("Retry-After of the quota refusal = %d, want days, not seconds", secs)
 	}
 	clk.Advance(wait)
 	if r := send("/v1/things", "key_globex", "192.0.2.10:4000"); r.code != 200 || !strings.Contains(r.rateLimit, `"monthly";r=99;`) {
-		t.Fatalf("on the first of December: %+v", r)
+		t.Fatalf("send(/v1/things, key_globex) on the first of December = %+v, want 200, monthly r=99", r)
 	}
 }
 
@@ -140,11 +140,11 @@ func TestGateAndHealth(t *testing.T) {
 		codes = append(codes, strconv.Itoa(send("/v1/things", "guess", "203.0.113.66:5000").code))
 	}
 	if got := strings.Join(codes, " "); got != strings.TrimSpace(strings.Repeat("401 ", 20)+strings.Repeat("429 ", 5)) {
-		t.Fatalf("guessing: %s; want 20 × 401, then the gate's 429", got)
+		t.Fatalf("codes of guessed keys = %s, want 20 × 401, then the gate's 429", got)
 	}
 	for range 50 {
 		if r := send("/health", "", "203.0.113.66:5000"); r.code != http.StatusOK || r.rateLimit != "" {
-			t.Fatalf("/health from a limited address: %+v", r)
+			t.Fatalf("send(/health) from a limited address = %+v, want 200 without RateLimit", r)
 		}
 	}
 }

@@ -52,11 +52,11 @@ func TestReadersAreNeverCounted(t *testing.T) {
 	for i := range 500 {
 		path := []string{"/", "/about"}[i%2]
 		if got := get(h, "192.0.2.1:1", path); got.code != 200 {
-			t.Fatalf("request %d, %s: %+v", i+1, path, got)
+			t.Fatalf("get(192.0.2.1, %s) request %d = %+v, want 200", path, i+1, got)
 		}
 	}
 	if n := count(t, trap, "192.0.2.1"); n != 0 {
-		t.Fatalf("a reader was counted: %d", n)
+		t.Fatalf("count(192.0.2.1), a reader = %d, want 0", n)
 	}
 }
 
@@ -74,12 +74,12 @@ func TestScannerBanned(t *testing.T) {
 			const scanner = "198.51.100.66:40000"
 			for _, p := range probes[:tt.probes] {
 				if got := get(h, scanner, p); got.code != 404 {
-					t.Fatalf("probe %s: %+v", p, got)
+					t.Fatalf("get(%s, %s), a probe = %+v, want 404", scanner, p, got)
 				}
 			}
 			for _, p := range []string{"/about", "/"} {
 				if got := get(h, scanner, p); got.code != tt.wantNext {
-					t.Fatalf("after %d probes, %s: %+v; want %d", tt.probes, p, got, tt.wantNext)
+					t.Fatalf("get(%s, %s) after %d probes = %+v, want %d", scanner, p, tt.probes, got, tt.wantNext)
 				}
 			}
 			bans, err := trap.Bans(t.Context(), protect.BanFilter{})
@@ -88,16 +88,16 @@ func TestScannerBanned(t *testing.T) {
 			}
 			if tt.probes < 6 {
 				if len(bans) != 0 || count(t, trap, "198.51.100.66") != 5 {
-					t.Fatalf("five probes: bans %+v", bans)
+					t.Fatalf("trap.Bans() after five probes = %+v, count %d; want none, 5", bans, count(t, trap, "198.51.100.66"))
 				}
 				return
 			}
 			if len(bans) != 1 || bans[0].Key.String() != "198.51.100.66" || bans[0].Reason != "failures passed the ban limit of 5" ||
 				bans[0].Expires.Sub(bans[0].Created) != 24*time.Hour {
-				t.Fatalf("bans %+v", bans)
+				t.Fatalf("trap.Bans() = %+v, want one of 198.51.100.66 for 24h, passing the ban limit of 5", bans)
 			}
 			if got := get(h, scanner, "/about"); got.retryAfter != "86400" || !strings.Contains(got.body, `"code":"banned"`) {
-				t.Fatalf("banned response: %+v", got)
+				t.Fatalf("get(%s, /about) while banned = %+v, want Retry-After 86400 and the banned problem", scanner, got)
 			}
 		})
 	}
@@ -107,26 +107,26 @@ func TestHoneypotBansAtOnce(t *testing.T) {
 	h, trap := newSite(t)
 	const scanner = "203.0.113.99:1"
 	if got := get(h, scanner, "/wp-login.php"); got.code != 403 || got.retryAfter != "86400" {
-		t.Fatalf("/wp-login.php: %+v", got)
+		t.Fatalf("get(%s, /wp-login.php) = %+v, want 403, Retry-After 86400", scanner, got)
 	}
 	if got := get(h, scanner, "/"); got.code != 403 {
-		t.Fatalf("home after the honeypot: %+v", got)
+		t.Fatalf("get(%s, /) after the honeypot = %+v, want 403", scanner, got)
 	}
 	bans, err := trap.Bans(t.Context(), protect.BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.99" || bans[0].Offense != 1 {
-		t.Fatalf("bans %+v %v", bans, err)
+		t.Fatalf("trap.Bans() = %+v, %v; want one of 203.0.113.99, offense 1", bans, err)
 	}
 	if got := get(h, "192.0.2.2:1", "/"); got.code != 200 {
-		t.Fatalf("another client: %+v", got)
+		t.Fatalf("get(192.0.2.2, /), another client = %+v, want 200", got)
 	}
 }
 
 func TestRunPrintsHowToProbe(t *testing.T) {
 	var out strings.Builder
 	if err := run("127.0.0.1:-1", &out, slog.New(slog.DiscardHandler)); err == nil {
-		t.Fatal("run accepted a bad address")
+		t.Fatal("run(127.0.0.1:-1) = nil, want an error for a bad address")
 	}
 	if !strings.Contains(out.String(), "curl -i http://127.0.0.1:-1/about") {
-		t.Fatalf("output:\n%s", out.String())
+		t.Fatalf("run(127.0.0.1:-1) printed\n%s\nwant the curl example for /about", out.String())
 	}
 }

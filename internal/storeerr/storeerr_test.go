@@ -33,7 +33,7 @@ func TestExplainStoreError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Explain(tc.err, 100*time.Millisecond)
 			if got.Error() != tc.want || !errors.Is(got, tc.err) || (tc.is != nil && !errors.Is(got, tc.is)) {
-				t.Fatalf("explained %q\nas %q\nwant %q, wrapping the original", tc.err, got, tc.want)
+				t.Fatalf("Explain(%q, 100ms) = %q\nwant %q, wrapping the original", tc.err, got, tc.want)
 			}
 		})
 	}
@@ -55,7 +55,7 @@ func TestLibraryNeverSetsTheRedisLogger(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(b), "SetLogger(") {
-			t.Errorf("%s calls SetLogger", f)
+			t.Errorf("%s contains a SetLogger call, want none", f)
 		}
 	}
 }
