@@ -71,15 +71,32 @@
 // protectctl command), permanent only when they ask for it, and lift them
 // (Protector.Lift). Every ban and lift is logged through log/slog.
 //
-// # Stores
+// # Stores, and the seam
 //
-// The default MemoryStore serves one process. A RedisStore shared by many
-// instances gives one exact limit for all of them. When the store fails,
-// OnStoreError decides: FailLocal (the default) keeps limiting per process,
-// FailOpen serves, FailClosed refuses with 503. A circuit breaker keeps a
-// dead store from costing a timeout per request. A Store binds a
-// namespace and limits once (Store.Space); package storetest holds the
-// conformance suite that every store, shipped or new, must pass.
+// A Store keeps counters, plan states, bans and offense histories. The
+// default MemoryStore serves one process; the Store of package redisstore,
+// shared by many instances, gives one exact limit for all of them. Give
+// every protector of a service the same Config.Store: they then share one
+// pool, one circuit breaker and one ban list. Close closes only a store
+// the protector made itself; whoever made a store closes it, after the
+// protectors on it.
+//
+// The Protector meets every store at one seam: New binds the protector's
+// namespace and limits once (Store.Space, with a Scope), and from then on
+// the Protector calls only the Space it got, the same code for every
+// store. What a store offers beyond Store and Space it says by
+// implementing optional interfaces (LocalSpace, DeadlineSpace, BanHolder,
+// BanPager, RangeBanCounter, CircuitStore), found by type assertion as
+// io/fs finds ReadDirFS. Package redisstore uses nothing unexported of
+// this package, so a store written elsewhere can do all it does; package
+// storetest holds the conformance suite every store passes.
+//
+// A store outside this process is called through a guard: each call has
+// a deadline (StoreTimeout), a circuit breaker stops calling a store that
+// keeps failing, and OnStoreError decides meanwhile: FailLocal (the
+// default) keeps limiting per process and writes the bans it made to the
+// store once it answers again, FailOpen serves, FailClosed refuses with
+// 503. Bans this process holds refuse under every policy.
 //
 // # Metrics
 //
@@ -88,4 +105,13 @@
 // and lifted, penalties, store calls, errors, timeouts and latency, the
 // circuit breaker, and what the failure policy decided. Package metrics
 // exports them to Prometheus.
+//
+// # Further reading
+//
+// The guides in the repository's docs/ directory cover each part in
+// depth: configuration.md (every field, and the HTTP_PROTECT_* environment
+// of package envconfig), decisions.md, client-addresses.md, bans.md,
+// plans.md, failures.md, several-protectors.md, redis.md, stores.md
+// (writing a store), protectd.md, protectctl.md, metrics.md and
+// performance.md.
 package protect

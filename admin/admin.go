@@ -1,15 +1,3 @@
-// Package admin administers the bans of a protect.Protector: list and
-// filter them, add and lift them, inspect one target, and explain how a
-// request would be decided without counting it. protectctl is built on
-// it; a service can mount it behind its own authentication.
-//
-// An Admin aggregates and trusts exactly as the protector it is given, so
-// build that protector from the service's own Config (or ConfigFromEnv):
-// then lifting 2001:db8:1:2::99 lifts 2001:db8:1:2::/64, as the service
-// counts it.
-//
-// The records here (BanRecord, Inspection, Explanation) are protectctl's
-// stable -json schema: fields are only ever added.
 package admin
 
 import (
