@@ -259,7 +259,7 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 	if err != nil {
 		return Ban{}, fmt.Errorf("protect: ban %s: %w", t.key, err)
 	}
-	p.stats.stripe().manualBans.Add(1)
+	p.stats.stripe(0).manualBans.Add(1)
 	p.logBan(ctx, "protect: ban added", b)
 	return b, nil
 }
@@ -358,7 +358,7 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 
 // noteLift counts and logs one lifted ban.
 func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
-	p.stats.stripe().lifted.Add(1)
+	p.stats.stripe(0).lifted.Add(1)
 	p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
 		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
 		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),

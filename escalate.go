@@ -158,7 +158,7 @@ func (p *Protector) escalate(ctx context.Context, b *Ban) {
 				slog.String("namespace", p.cfg.Namespace), slog.Any("error", err))
 			return
 		}
-		p.stats.stripe().autoBans.Add(1)
+		p.stats.stripe(0).autoBans.Add(1)
 		p.logBan(ctx, "protect: ban added", stored)
 		if res.Ban.Offense > 1 {
 			return // a range banned again counts towards nothing wider

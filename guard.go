@@ -178,7 +178,7 @@ func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (lo
 		d.Status = Unavailable
 		return false, ctx.Err()
 	}
-	p.stats.stripe().storeFailures.Add(1)
+	p.stats.stripe(0).storeFailures.Add(1)
 	switch {
 	case p.heldBanDecision(ctx, d):
 		// A ban this instance knows holds whatever the store's health,
@@ -194,21 +194,21 @@ func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (lo
 	return true, nil
 }
 
-// takeFailed decides key k, counting n, after the store failed with err:
-// by the failure policy, or by the FailLocal store, whose new bans are
-// kept for the store. The error is non-nil only when ctx ended.
+// takeFailed decides d's key, counting n, after the store failed with
+// err: by the failure policy, or by the FailLocal store, whose new bans
+// are kept for the store. The error is non-nil only when ctx ended.
 //
 //go:noinline
-func (p *Protector) takeFailed(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64, err error) error {
-	d.Addr, d.Key, d.Limit, d.Window, d.DryRun = a, k, p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun
+func (p *Protector) takeFailed(ctx context.Context, d *Decision, n int64, err error) error {
+	d.Limit, d.Window, d.DryRun = p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun
 	if local, err := p.storeFailed(ctx, d, err); !local {
 		return err
 	}
-	res, _ := p.guard.local.Take(ctx, k, a, n)
+	res, _ := p.guard.local.Take(ctx, d.Key, d.Addr, n)
 	if res.NewBan {
 		p.guard.keepBan(*res.Ban)
 	}
-	p.streamDecision(ctx, d, k, a, n, &res)
+	p.streamDecision(ctx, d, n, &res)
 	return nil
 }
 
@@ -218,7 +218,7 @@ func guarded[R any](g *guard, ctx context.Context, call func(context.Context) (R
 	p := g.p
 	var zero R
 	if !g.brk.allow() {
-		p.stats.stripe().circuitReject.Add(1)
+		p.stats.stripe(0).circuitReject.Add(1)
 		return zero, ErrStoreUnavailable
 	}
 	var res R
@@ -251,7 +251,7 @@ func guarded[R any](g *guard, ctx context.Context, call func(context.Context) (R
 	}
 	err = storeerr.Explain(err, p.cfg.StoreTimeout)
 	if g.brk.failure() {
-		p.stats.stripe().circuitOpens.Add(1)
+		p.stats.stripe(0).circuitOpens.Add(1)
 		p.cfg.Logger.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
 			slog.String("namespace", p.cfg.Namespace), slog.String("policy", p.cfg.OnStoreError.String()), slog.Any("error", err))
 	}

@@ -76,11 +76,14 @@ func (t *table[K]) len() int {
 func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *time.Time) Result {
 	sh := t.shard(h)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	// Every return unlocks: a deferred unlock costs the hot path, and
+	// nothing here can panic.
 	if len(sh.bans) > 0 {
 		if b, ok := sh.bans[bk]; ok {
 			if b.live(tk) {
-				return b.result(tk)
+				r := b.result(tk)
+				sh.mu.Unlock()
+				return r
 			}
 			delete(sh.bans, bk)
 		}
@@ -88,10 +91,12 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 	ct := &sh.counters
 	i, ok := ct.find(mk, h)
 	if n == 0 {
+		var r Result
 		if ok && ct.slots[i].exp > tk {
-			return Result{Count: ct.slots[i].n}
+			r.Count = ct.slots[i].n
 		}
-		return Result{}
+		sh.mu.Unlock()
+		return r
 	}
 	count := n
 	if ok {
@@ -107,11 +112,20 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 		i = ct.insert(mk, h, count, satAdd(tk, int64(lim.TTL)))
 	}
 	if lim.BanLimit < 0 || count <= lim.BanLimit {
+		sh.mu.Unlock()
 		return Result{Count: count}
 	}
-	// Past BanLimit: the counter goes, so that a lifted client starts
-	// again from nothing instead of being banned again on its next request.
-	ct.remove(i)
+	r := sh.ban(mk, bk, i, tk, count, lim, epoch)
+	sh.mu.Unlock()
+	return r
+}
+
+// ban bans mk, whose counter at index i has just passed BanLimit at ticks
+// tk, under the shard's lock. The counter goes, so that a lifted client
+// starts again from nothing instead of being banned again on its next
+// request.
+func (sh *shard[K]) ban(mk, bk K, i int, tk, count int64, lim *Limits, epoch *time.Time) Result {
+	sh.counters.remove(i)
 	offense := sh.offend(bk, tk, lim.OffenseWindow)
 	length := BanLength(lim, offense)
 	created := epoch.Add(time.Duration(tk)).Round(0)

@@ -56,7 +56,7 @@ func (p *Protector) Penalize(ctx context.Context, r *http.Request, n int64) (Dec
 // penalize counts n failures for r: Penalize, and Middleware under
 // CountStatus.
 func (p *Protector) penalize(ctx context.Context, r *http.Request, n int64) (Decision, error) {
-	p.stats.stripe().penalties.Add(uint64(n))
+	p.stats.stripe(0).penalties.Add(uint64(n))
 	return p.request(ctx, r, n)
 }
 

@@ -196,6 +196,13 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 // on one of our own proxies, or on the peer itself, and that is safe (a
 // health check from the load balancer's subnet; see resolve).
 func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
+	if err == nil && p.safe.set == nil { // the common case, inlined
+		return false
+	}
+	return p.screen(d, a, err)
+}
+
+func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
 	switch {
 	case a.IsValid() && p.safe.contains(a):
 		d.Status, d.Addr = Safe, a
@@ -302,18 +309,19 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)
 	}
 	res, err := p.space.Take(ctx, k, a, n)
+	d.Addr, d.Key = a, k
 	if err != nil {
-		return p.takeFailed(ctx, d, k, a, n, err)
+		return p.takeFailed(ctx, d, n, err)
 	}
-	p.streamDecision(ctx, d, k, a, n, &res)
+	p.streamDecision(ctx, d, n, &res)
 	return nil
 }
 
-// streamDecision writes into d the answer res that the store, or the
-// FailLocal store, gave for key k counting n: the one place a stream's
-// Decision is made.
-func (p *Protector) streamDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64, res *Result) {
-	d.Addr, d.Key, d.Limit, d.Window, d.DryRun, d.hdr = a, k, p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun, p.hdr
+// streamDecision writes into d, whose Addr and Key are set, the answer
+// res that the store, or the FailLocal store, gave for counting n: the
+// one place a stream's Decision is made.
+func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, res *Result) {
+	d.Limit, d.Window, d.DryRun, d.hdr = p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun, p.hdr
 	d.Count = res.Count
 	d.Remaining = max(p.cfg.MaxRequests-res.Count, 0)
 	switch {
@@ -357,7 +365,7 @@ func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
 	d.Status, d.code, d.Ban = Banned, p.cfg.BanStatus, res.Ban
 	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 	if res.NewBan {
-		p.stats.stripe().autoBans.Add(1)
+		p.stats.stripe(0).autoBans.Add(1)
 		p.logBan(ctx, "protect: ban added", *res.Ban)
 		p.escalate(ctx, res.Ban)
 	}

@@ -40,6 +40,13 @@ type rangeBans = rangeset.Set[Ban]
 
 // rangeBanned checks addr against the range bans r at ticks t.
 func rangeBanned(r *rangeBans, addr netip.Addr, t int64) (Result, bool) {
+	if r == nil { // no range bans: the common case, in one compare
+		return Result{}, false
+	}
+	return lookupRange(r, addr, t)
+}
+
+func lookupRange(r *rangeBans, addr netip.Addr, t int64) (Result, bool) {
 	e, ok := r.Lookup(addr, t)
 	if !ok {
 		return Result{}, false

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // numStatuses is the number of Status values; Stats.Decisions has one
@@ -164,12 +163,12 @@ type stats struct {
 	mask    uintptr
 }
 
-// statStripe is one stripe of counters, padded to whole 128-byte blocks
-// (two cache lines, as the adjacent-line prefetcher of x86 pairs them) so
-// that two stripes never share a line.
+// statStripe is one stripe of counters, followed by 128 bytes (two cache
+// lines, as the adjacent-line prefetcher of x86 pairs them) so that the
+// counters of two stripes never share a line.
 type statStripe struct {
 	statCounters
-	_ [(128 - unsafe.Sizeof(statCounters{})%128) % 128]byte
+	_ [128]byte
 }
 
 type statCounters struct {
@@ -198,24 +197,25 @@ func newStats() stats {
 	return stats{stripes: make([]statStripe, n), mask: uintptr(n - 1)}
 }
 
-// stripe returns the calling goroutine's stripe: one picked by the
-// address of its stack, which no other running goroutine shares. Goroutine
-// stacks are at least 8 KiB apart, so the address above bit 13 names the
-// goroutine (until its stack grows and moves, when it may pick another
-// stripe: counts stay exact either way, only the sharing changes). That
-// costs a shift and a multiply, where a per-core index would need the
-// runtime's internals and a random one would move every write to a line
-// another core last wrote.
-func (s *stats) stripe() *statStripe {
-	var mark byte
-	h := uint64(uintptr(unsafe.Pointer(&mark))>>13) * 0x9E3779B97F4A7C15
-	return &s.stripes[uintptr(h>>56)&s.mask]
+// stripe returns the stripe for a count that hint picks. Requests pick
+// theirs by something of their own that varies from one to the next (a
+// decision's count and address, a store call's latency), which spreads
+// the writes of concurrent requests over the stripes at no cost: a
+// request's goroutine and core are not known without the runtime's
+// internals.
+func (s *stats) stripe(hint uint64) *statStripe {
+	return &s.stripes[uintptr((hint*0x9E3779B97F4A7C15)>>56)&s.mask]
 }
+
+// hint picks d's stripe: its count, which moves with every request of a
+// key, and its wait, which moves with the clock for the refusals that
+// count nothing (a ban's time left).
+func (d *Decision) hint() uint64 { return uint64(d.Count) ^ uint64(d.RetryAfter) }
 
 // decided counts the decision d; deferred by every call that decides a
 // request.
 func (p *Protector) decided(d *Decision) {
-	st := p.stats.stripe()
+	st := p.stats.stripe(d.hint())
 	st.decisions[d.Status%Status(numStatuses)].Add(1)
 	if d.DryRun && d.Status >= Limited {
 		st.dryRun.Add(1)
@@ -225,7 +225,7 @@ func (p *Protector) decided(d *Decision) {
 // storeCall counts a call of a store outside the process that took
 // took and ended in err, whose caller's context is ctx.
 func (s *stats) storeCall(ctx context.Context, took time.Duration, err error) {
-	st := s.stripe()
+	st := s.stripe(uint64(took))
 	st.storeCalls.Add(1)
 	switch {
 	case err == nil:

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
-	"unsafe"
+	"time"
 )
 
 // Every call that decides a request counts it once, by status, and only
@@ -104,18 +104,28 @@ func TestStatsFailureMiddleware(t *testing.T) {
 }
 
 // Counts from many goroutines add up exactly, and the stripes they land
-// on are spread: with GOMAXPROCS goroutines, not all on one stripe.
+// on are spread: the requests of one key, and the keys of one count, use
+// more than one stripe.
 func TestStatsStripes(t *testing.T) {
 	p, _ := newTestProtector(t, Config{MaxRequests: 1 << 40, BanLimit: -1})
-	if size := unsafe.Sizeof(statStripe{}); size%128 != 0 {
-		t.Fatalf("unsafe.Sizeof(statStripe{}) = %d, want a multiple of 128", size)
-	}
 	const goroutines, each = 16, 500
-	used := make([]*statStripe, goroutines)
+	used := map[*statStripe]bool{}
+	for i := range int64(each) {
+		used[p.stats.stripe((&Decision{Count: i + 1}).hint())] = true
+	}
+	if len(p.stats.stripes) > 1 && len(used) < 2 {
+		t.Fatalf("stripe(hint()) of counts 1 to %d = one stripe of %d, want at least 2", each, len(p.stats.stripes))
+	}
+	clear(used)
+	for i := range time.Duration(each) {
+		used[p.stats.stripe((&Decision{Status: Banned, RetryAfter: time.Hour - i*time.Millisecond}).hint())] = true
+	}
+	if len(p.stats.stripes) > 1 && len(used) < 2 {
+		t.Fatalf("stripe(hint()) of %d bans' time left = one stripe of %d, want at least 2", each, len(p.stats.stripes))
+	}
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
-			used[g] = p.stats.stripe()
 			a := netip.AddrFrom4([4]byte{192, 0, 2, byte(g)})
 			for range each {
 				p.VerifyAddr(context.Background(), a)
@@ -125,13 +135,6 @@ func TestStatsStripes(t *testing.T) {
 	wg.Wait()
 	if n := p.Stats().Decisions[Allowed]; n != goroutines*each {
 		t.Fatalf("Stats().Decisions[Allowed] = %d, want %d", n, goroutines*each)
-	}
-	distinct := map[*statStripe]bool{}
-	for _, s := range used {
-		distinct[s] = true
-	}
-	if len(p.stats.stripes) > 1 && len(distinct) < 2 {
-		t.Fatalf("stripe() from %d goroutines = one stripe of %d, want at least 2", goroutines, len(p.stats.stripes))
 	}
 }
 

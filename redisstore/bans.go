@@ -170,6 +170,13 @@ type rangeBans = rangeset.Set[protect.Ban]
 
 // rangeBanned checks addr against the range bans r at ticks t.
 func rangeBanned(r *rangeBans, addr netip.Addr, t int64) (protect.Result, bool) {
+	if r == nil { // no range bans: the common case, in one compare
+		return protect.Result{}, false
+	}
+	return lookupRange(r, addr, t)
+}
+
+func lookupRange(r *rangeBans, addr netip.Addr, t int64) (protect.Result, bool) {
 	e, ok := r.Lookup(addr, t)
 	if !ok {
 		return protect.Result{}, false
