@@ -40,13 +40,16 @@ var ErrNoPlan = fmt.Errorf("%w: consumer has no plan", ErrUnknownClient)
 // never unlimited. The error result is non-nil only when ctx ended, as
 // for Verify.
 func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *Plan) (d Decision, err error) {
-	defer p.decided(&d)
 	// VerifyConsumerN's body, not a call of it: a Decision is a few hundred
-	// bytes, and each layer would copy it once more.
+	// bytes, and each layer would copy it once more. Each return counts
+	// the decision itself, as VerifyAddr's do.
 	if consumer == "" || plan == nil || len(plan.limits) == 0 {
-		return p.badConsumer(consumer, plan, netip.Addr{}, 1)
+		d, err = p.badConsumer(consumer, plan, netip.Addr{}, 1)
+		p.decided(&d)
+		return d, err
 	}
 	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, 1, false)
+	p.decided(&d)
 	return d, err
 }
 
@@ -59,11 +62,14 @@ func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *P
 // negative cost is a programming error: the Decision is Unavailable and
 // the error says so.
 func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *Plan, cost int64) (d Decision, err error) {
-	defer p.decided(&d)
+	// Each return counts the decision itself, as VerifyAddr's do.
 	if consumer == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
-		return p.badConsumer(consumer, plan, netip.Addr{}, cost)
+		d, err = p.badConsumer(consumer, plan, netip.Addr{}, cost)
+		p.decided(&d)
+		return d, err
 	}
 	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, cost, false)
+	p.decided(&d)
 	return d, err
 }
 
