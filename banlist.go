@@ -71,7 +71,7 @@ func resetsRange(b Ban) bool { return b.Source == SourceManual }
 // the offense window: BanDuration × BanFactor^(n−1), capped at
 // MaxBanDuration (fail2ban's bantime.increment). n below 1 counts as 1.
 //
-// The Redis store computes the same length in Lua (lua/take.lua); the
+// The Redis store computes the same length in Lua (redisstore/lua/prelude.lua); the
 // Escalation test of package storetest keeps the two equal.
 func BanLength(lim *Limits, n int) time.Duration {
 	if n < 1 {
@@ -220,7 +220,7 @@ func (p *Protector) CheckTarget(s string, wide bool) error {
 // Ban adds a manual ban on target (an address, a CIDR or a consumer key,
 // read by Target) and logs it. It takes effect on the next request to
 // reach any instance sharing the store (within a second for ranges on a
-// RedisStore).
+// redisstore.Store).
 //
 // A CIDR wider than a /8 of IPv4 or a /16 of IPv6 is refused with
 // ErrWideTarget unless opt.Force is set. A length longer than

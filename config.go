@@ -243,8 +243,8 @@ const (
 	DefaultStoreTimeout   = 100 * time.Millisecond
 )
 
-// ErrConfig is wrapped by every configuration error from New and
-// ConfigFromEnv.
+// ErrConfig is wrapped by every configuration error from New and from
+// package envconfig.
 var ErrConfig = errors.New("protect: bad config")
 
 func configErr(format string, args ...any) error {

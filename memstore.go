@@ -399,6 +399,6 @@ func (sp *memSpace) Inspect(_ context.Context, k Key) (KeyState, error) {
 	default:
 		return KeyState{}, ErrEmptyKey
 	}
-	st.Key, st.Limits = k, sp.planUsage(k)
+	st.Key, st.Usage = k, sp.planUsage(k)
 	return st, nil
 }

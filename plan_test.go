@@ -298,7 +298,7 @@ func TestVerifyConsumerNCosts(t *testing.T) {
 		t.Fatalf("VerifyConsumerN(acme, -1) = %v, %v; want unavailable, an error and a refusal", d.Status, err)
 	}
 	st, _ := p.Inspect(ctx, Key{Name: "acme"})
-	for _, u := range st.Limits {
+	for _, u := range st.Usage {
 		if u.Name == "daily" && u.Used != 10 {
 			t.Fatalf("Inspect(acme) daily Used = %d, want 10: only the two served requests (4 + 6) count", u.Used)
 		}

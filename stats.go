@@ -42,8 +42,8 @@ var latencyBounds = [numLatencyBuckets]time.Duration{
 type Stats struct {
 	// Namespace is the protector's Config.Namespace.
 	Namespace string
-	// Policy is the protector's Config.OnStoreError.
-	Policy FailurePolicy
+	// OnStoreError is the protector's Config.OnStoreError.
+	OnStoreError FailurePolicy
 
 	// Decisions counts the requests decided, by Status:
 	// Decisions[Limited] is how many were limited. A dry run counts the
@@ -93,7 +93,7 @@ type Stats struct {
 	// CircuitOpens counts the times the circuit opened, and
 	// CircuitRejected the calls it answered without calling the store.
 	CircuitOpens, CircuitRejected uint64
-	// StoreFailures counts the requests that the failure policy (Policy)
+	// StoreFailures counts the requests that the failure policy (OnStoreError)
 	// decided because the store failed or the circuit was open: served
 	// under FailOpen, refused as Unavailable under FailClosed, decided by
 	// the local store under FailLocal.
@@ -106,7 +106,7 @@ type Stats struct {
 
 	// RangeBans is the number of range bans in force in the protector's
 	// ban list, read from the copy every request checks (no store call);
-	// on a RedisStore that copy may be a refresh interval old. -1 when
+	// on a redisstore.Store that copy may be a refresh interval old. -1 when
 	// the store keeps no such copy. Protectors that share a ban list
 	// (BanNamespace) each report the whole list. Key bans are not
 	// counted: on Redis that would be a scan of the store per scrape;
@@ -140,7 +140,7 @@ func (h *LatencyHistogram) Count() uint64 {
 // a Prometheus scrape say (package metrics).
 func (p *Protector) Stats() Stats {
 	s := p.stats.snapshot()
-	s.Namespace, s.Policy = p.cfg.Namespace, p.cfg.OnStoreError
+	s.Namespace, s.OnStoreError = p.cfg.Namespace, p.cfg.OnStoreError
 	s.RangeBans = -1
 	if g := p.guard; g != nil {
 		s.CircuitOpen, s.PendingBans = g.brk.open(), int(g.pending.n.Load())

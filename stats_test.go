@@ -68,7 +68,7 @@ func TestStatsDecisions(t *testing.T) {
 	if s.Decisions != want || s.Penalties != 3 || s.DryRunRefusals != 0 {
 		t.Fatalf("Stats() = Decisions %v, Penalties %d, DryRunRefusals %d; want %v, 3, 0", s.Decisions, s.Penalties, s.DryRunRefusals, want)
 	}
-	if s.StoreCalls != 0 || s.StoreLatency.Count() != 0 || s.RangeBans != 0 || s.Namespace != "protect:" || s.Policy != FailLocal {
+	if s.StoreCalls != 0 || s.StoreLatency.Count() != 0 || s.RangeBans != 0 || s.Namespace != "protect:" || s.OnStoreError != FailLocal {
 		t.Fatalf("Stats() on the memory store = %+v, want no store calls nor range bans, namespace protect:, FailLocal", s)
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // A Store keeps stream counters, bans and offense histories. Protect ships
-// two: MemoryStore (one process) and RedisStore (shared by every instance).
+// two: MemoryStore (one process) and redisstore.Store (shared by every
+// instance).
 // Package storetest holds the conformance suite that a new Store must pass.
 //
 // A Protector meets its store at one seam: it binds its namespace and its
@@ -265,7 +266,8 @@ type KeyState struct {
 	CountTTL time.Duration // time until the counter is forgotten without requests
 	Ban      *Ban          // the active ban on the key itself (key or range), or nil
 	Offenses int           // bans recorded within the offense window
-	// Limits are the plan limits the store holds state for, in no given
-	// order: a quota's usage in its current window, a rate's backlog.
-	Limits []LimitUsage
+	// Usage is what the store holds for the plan limits of the key, in no
+	// given order: a quota's usage in its current window, a rate's
+	// backlog.
+	Usage []LimitUsage
 }

@@ -231,7 +231,7 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 		Target: target, Key: k.String(), Count: st.Count,
 		CountSecondsLeft: ceilSeconds(st.CountTTL),
 		Limit:            cfg.MaxRequests, BanLimit: cfg.BanLimit, Offenses: st.Offenses,
-		RangeBans: []BanRecord{}, Limits: limitRecords(st.Limits, plans),
+		RangeBans: []BanRecord{}, Limits: limitRecords(st.Usage, plans),
 		LimitsPublished: a.published(ctx),
 	}
 	if st.Ban != nil {

@@ -154,7 +154,7 @@ func (n *nsStats) add(s *protect.Stats) {
 	t.CircuitOpen = t.CircuitOpen || s.CircuitOpen
 	t.CircuitOpens += s.CircuitOpens
 	t.CircuitRejected += s.CircuitRejected
-	n.failures[s.Policy] += s.StoreFailures
+	n.failures[s.OnStoreError] += s.StoreFailures
 	t.RangeBans = max(t.RangeBans, s.RangeBans)
 }
 

@@ -183,7 +183,7 @@ func TestRedisPlanKeys(t *testing.T) {
 			}
 			// protectctl's view: the stored limits, through Inspect.
 			st, err := in.p.Inspect(ctx, protect.Key{Name: "acme"})
-			if err != nil || len(st.Limits) != 4 {
+			if err != nil || len(st.Usage) != 4 {
 				t.Fatalf("Inspect = %+v, %v; want 4 limits", st, err)
 			}
 		})
@@ -238,7 +238,7 @@ func TestPlanCalendarAgrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[string]string{}
-			for _, u := range usage.Limits {
+			for _, u := range usage.Usage {
 				got[u.Name] = u.Window
 			}
 			want := map[string]string{"h": at.Format("2006-01-02T15"), "d": at.Format("2006-01-02"), "m": at.Format("2006-01")}

@@ -470,7 +470,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 		}
 	}
 	st := protect.KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
-	if st.Limits, err = sp.planUsage(ctx, k); err != nil {
+	if st.Usage, err = sp.planUsage(ctx, k); err != nil {
 		return protect.KeyState{}, err
 	}
 	if n[1] > 0 {

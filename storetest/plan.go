@@ -418,7 +418,7 @@ func testPlanInspect(t *testing.T, env *Env) {
 	sp := env.space(t, "", limits(u))
 	plan := newPlan(t, "inspect", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 3}, protect.Quota{Name: "monthly", Limit: 100, Period: protect.Monthly})
 	k := protect.Key{Name: "cus_inspect"}
-	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Limits) != 0 {
+	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Usage) != 0 {
 		t.Fatalf("Inspect before any request = %+v, %v; want no limits", st, err)
 	}
 	env.awayFromEnd(protect.Monthly)
@@ -426,11 +426,11 @@ func testPlanInspect(t *testing.T, env *Env) {
 	var st protect.KeyState
 	var err error
 	s := env.timed(t, func() { st, err = sp.Inspect(t.Context(), k) })
-	if err != nil || len(st.Limits) != 2 {
+	if err != nil || len(st.Usage) != 2 {
 		t.Fatalf("Inspect(%s) = %+v, %v; want two limits", k, st, err)
 	}
-	slices.SortFunc(st.Limits, func(a, b protect.LimitUsage) int { return int(a.Period) - int(b.Period) })
-	burst, monthly := st.Limits[0], st.Limits[1]
+	slices.SortFunc(st.Usage, func(a, b protect.LimitUsage) int { return int(a.Period) - int(b.Period) })
+	burst, monthly := st.Usage[0], st.Usage[1]
 	// Inspect may read a time from a key's expiry, in whole milliseconds:
 	// rounded up when written, and on real time down when read later,
 	// and late by as long as the call that wrote it took (a TTL counts
@@ -453,7 +453,7 @@ func testPlanInspect(t *testing.T, env *Env) {
 		t.Fatalf("plan.Left(monthly) = %d, %v; want 98", left, ok)
 	}
 	env.Wait(21 * u) // the bucket is full again: its state goes
-	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Limits) != 1 || st.Limits[0].Name != "monthly" {
+	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Usage) != 1 || st.Usage[0].Name != "monthly" {
 		t.Fatalf("Inspect once the bucket is full = %+v, %v; want only the quota", st, err)
 	}
 }
