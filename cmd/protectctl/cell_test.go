@@ -43,15 +43,15 @@ func FuzzCell(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got := cell(s)
 		if !utf8.ValidString(got) {
-			t.Fatalf("cell(%q) = %q: invalid UTF-8", s, got)
+			t.Fatalf("cell(%q) = %q, want valid UTF-8", s, got)
 		}
 		for _, r := range got {
 			if hostile(r) {
-				t.Fatalf("cell(%q) = %q: holds %U", s, got, r)
+				t.Fatalf("cell(%q) = %q, holding %U; want no rune a terminal acts on", s, got, r)
 			}
 		}
 		if printable(s) && got != s {
-			t.Fatalf("cell(%q) = %q: changed printable text", s, got)
+			t.Fatalf("cell(%q) = %q, want the printable text unchanged", s, got)
 		}
 	})
 }
@@ -89,19 +89,19 @@ func TestHostileReasons(t *testing.T) {
 			for _, tt := range tests {
 				code, out, errs := ctl(t, s, tt.args...)
 				if code != 0 {
-					t.Fatalf("%q: exit %d: %s", tt.args, code, errs)
+					t.Fatalf("protectctl %q = exit %d: %s, want exit 0", tt.args, code, errs)
 				}
 				if rows := strings.Count(out, "\n"); rows != tt.rows {
-					t.Errorf("%q: %d rows, want %d:\n%s", tt.args, rows, tt.rows, out)
+					t.Errorf("protectctl %q = %d rows, want %d:\n%s", tt.args, rows, tt.rows, out)
 				}
 				for _, r := range strings.TrimSuffix(out, "\n") {
 					if r != '\n' && hostile(r) || r == utf8.RuneError {
-						t.Errorf("%q: stdout holds %U:\n%q", tt.args, r, out)
+						t.Errorf("protectctl %q = stdout holding %U, want no rune a terminal acts on:\n%q", tt.args, r, out)
 						break
 					}
 				}
 				if strings.Contains(tt.args[0], "bans") && !strings.Contains(out, `spam\n203.0.113.99`) {
-					t.Errorf("%q: reason not shown escaped:\n%s", tt.args, out)
+					t.Errorf("protectctl %q =\n%s\nwant the reason shown escaped, as %s", tt.args, out, `spam\n203.0.113.99`)
 				}
 			}
 			if _, err := sv.p.Ban(t.Context(), "203.0.113.8", protect.BanOptions{Reason: reason, By: by}); err != nil {
@@ -110,7 +110,7 @@ func TestHostileReasons(t *testing.T) {
 			var recs []struct{ Reason, By string }
 			ctlJSON(t, s, &recs, "bans")
 			if len(recs) != 1 || recs[0].Reason != reason || recs[0].By != strings.ToValidUTF8(by, "\ufffd") {
-				t.Fatalf("bans -json: %q, want the exact text", recs)
+				t.Fatalf("protectctl bans -json = %q, want one ban with the exact reason %q and author %q", recs, reason, strings.ToValidUTF8(by, "\ufffd"))
 			}
 		})
 	}
