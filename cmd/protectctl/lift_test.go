@@ -25,22 +25,22 @@ func TestWideTargetsAndCIDRLifts(t *testing.T) {
 			var recs []admin.BanRecord
 			ctlJSON(t, s, &recs, "lift", "2001:db8:1:2::/64")
 			if len(recs) != 2 || recs[0].Key != "2001:db8:1:2::/64" && recs[1].Key != "2001:db8:1:2::/64" {
-				t.Fatalf("lift 2001:db8:1:2::/64: %+v; want it and the /80 inside it", recs)
+				t.Fatalf("protectctl lift 2001:db8:1:2::/64 = %+v, want it and the /80 inside it", recs)
 			}
 			ctlJSON(t, s, &recs, "ban", "-force", "-reason", "drill", "0.0.0.0/0")
 			if len(recs) != 1 || recs[0].Key != "0.0.0.0/0" || !recs[0].Range {
-				t.Fatalf("ban -force 0.0.0.0/0: %+v", recs)
+				t.Fatalf("protectctl ban -force -reason drill 0.0.0.0/0 = %+v, want one range ban of 0.0.0.0/0", recs)
 			}
 			if code, _, errs := ctl(t, s, "lift", "::ffff:0:0/96"); code != 2 || !strings.Contains(errs, "-all") {
-				t.Fatalf("lift ::ffff:0:0/96: exit %d %s", code, errs)
+				t.Fatalf("protectctl lift ::ffff:0:0/96 = exit %d %s, want exit 2 naming -all", code, errs)
 			}
 			ctlJSON(t, s, &recs, "lift", "-force", "::ffff:0:0/96")
 			if len(recs) != 1 || recs[0].Key != "0.0.0.0/0" {
-				t.Fatalf("lift -force ::ffff:0:0/96: %+v", recs)
+				t.Fatalf("protectctl lift -force ::ffff:0:0/96 = %+v, want the ban of 0.0.0.0/0", recs)
 			}
 			ctlJSON(t, s, &recs, "bans")
 			if len(recs) != 1 || recs[0].Key != "2001:db8:1:3::/80" {
-				t.Fatalf("left: %+v", recs)
+				t.Fatalf("protectctl bans after the lifts = %+v, want only 2001:db8:1:3::/80", recs)
 			}
 		})
 	}
@@ -58,16 +58,16 @@ func TestExplainDryRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d := sv.verify(t, "203.0.113.7"); d.Status != protect.Banned || d.Refused() {
-				t.Fatalf("the service: %v, refused %v", d.Status, d.Refused())
+				t.Fatalf("verify(203.0.113.7) in a dry run = %v, refused %v; want banned, not refused", d.Status, d.Refused())
 			}
 			var ex admin.Explanation
 			ctlJSON(t, s, &ex, "explain", "-remote", "203.0.113.7:1234")
 			if ex.Step != admin.StepBanned || ex.Status != 200 || !ex.DryRun || ex.Ban == nil {
-				t.Fatalf("explain: %+v; want banned, 200, dry_run", ex)
+				t.Fatalf("protectctl explain -remote 203.0.113.7:1234 -json = %+v, want banned with its ban, 200, dry_run", ex)
 			}
 			code, out, _ := ctl(t, s, "explain", "-remote", "203.0.113.7:1234")
 			if code != 0 || !strings.Contains(out, "banned → 200") || !strings.Contains(out, "dry run") {
-				t.Fatalf("explain table: exit %d\n%s", code, out)
+				t.Fatalf("protectctl explain -remote 203.0.113.7:1234 = exit %d\n%s\nwant exit 0, \"banned → 200\" and \"dry run\"", code, out)
 			}
 		})
 	}
