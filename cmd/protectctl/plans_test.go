@@ -36,7 +36,7 @@ func TestInspectConsumerPlans(t *testing.T) {
 			sv := newService(t, s, protect.Config{})
 			for range 3 {
 				if d, err := sv.p.VerifyConsumer(t.Context(), "acme", plans["free"]); err != nil || d.Err != nil || d.Status != protect.Allowed {
-					t.Fatalf("VerifyConsumer = %v %v %v", d.Status, err, d.Err)
+					t.Fatalf("VerifyConsumer(acme, free) = %v, err %v, Err %v; want allowed", d.Status, err, d.Err)
 				}
 			}
 			month := time.Now().UTC().Format("2006-01")
@@ -46,7 +46,7 @@ func TestInspectConsumerPlans(t *testing.T) {
 			if in.Key != "acme" || len(in.Limits) != 2 || in.Limits[0].Name != "burst" || in.Limits[0].Kind != "rate" || in.Limits[0].Used != 0 ||
 				in.Limits[0].ResetMS <= 3*12*60*1000-5000 || in.Limits[0].ResetMS > 3*12*60*1000 || len(in.Limits[0].Left) != 0 ||
 				in.Limits[1].Name != "monthly" || in.Limits[1].Period != "monthly" || in.Limits[1].Window != month || in.Limits[1].Used != 3 || !in.Limits[1].Stored {
-				t.Fatalf("inspect consumer:acme: %+v", in.Limits)
+				t.Fatalf("protectctl inspect consumer:acme = %+v, want burst (rate, nothing used, resetting in about 36m, nothing left shown) and monthly (%s, 3 used, stored)", in.Limits, month)
 			}
 
 			ctlJSON(t, s, &in, "inspect", "-plans", file, "consumer:acme")
@@ -54,10 +54,10 @@ func TestInspectConsumerPlans(t *testing.T) {
 			// free's bucket: 3 of 5 taken; pro's, with a backlog of 36 minutes
 			// at 6 minutes a token: 20 − 6 = 14.
 			if len(burst.Left) != 2 || burst.Left[0] != (admin.PlanLeft{Plan: "free", Limit: 5, Left: 2}) || burst.Left[1] != (admin.PlanLeft{Plan: "pro", Limit: 20, Left: 14}) {
-				t.Fatalf("burst left: %+v", burst.Left)
+				t.Fatalf("protectctl inspect -plans FILE consumer:acme = burst left %+v, want free 2 of 5, pro 14 of 20", burst.Left)
 			}
 			if len(monthly.Left) != 2 || monthly.Left[0] != (admin.PlanLeft{Plan: "free", Limit: 1000, Left: 997}) || monthly.Left[1] != (admin.PlanLeft{Plan: "pro", Limit: 100000, Left: 99997}) {
-				t.Fatalf("monthly left: %+v", monthly.Left)
+				t.Fatalf("protectctl inspect -plans FILE consumer:acme = monthly left %+v, want free 997 of 1000, pro 99997 of 100000", monthly.Left)
 			}
 
 			// The plans as protectd also takes them, inline in the value of
@@ -65,36 +65,36 @@ func TestInspectConsumerPlans(t *testing.T) {
 			var inline admin.Inspection
 			ctlJSON(t, s, &inline, "inspect", "-plans", plansJSON, "consumer:acme")
 			if len(inline.Limits) != 2 || !slices.Equal(inline.Limits[0].Left, burst.Left) || !slices.Equal(inline.Limits[1].Left, monthly.Left) {
-				t.Fatalf("inspect -plans with the JSON inline: %+v", inline.Limits)
+				t.Fatalf("protectctl inspect -plans JSON consumer:acme = %+v, want what -plans FILE left: burst %+v, monthly %+v", inline.Limits, burst.Left, monthly.Left)
 			}
 
 			ctlJSON(t, s, &in, "inspect", "-plans", file, "-plan", "pro", "consumer:acme")
 			if len(in.Limits) != 3 || in.Limits[1].Name != "daily" || in.Limits[1].Stored || len(in.Limits[1].Left) != 1 || in.Limits[1].Left[0].Left != 5000 {
-				t.Fatalf("inspect -plan pro: %+v", in.Limits)
+				t.Fatalf("protectctl inspect -plans FILE -plan pro consumer:acme = %+v, want 3 limits, the second daily, not stored, 5000 left", in.Limits)
 			}
 
 			code, out, errs := ctl(t, s, "inspect", "-plans", file, "consumer:acme")
 			// The backlog was 36m when written, less whatever time has passed.
 			m := regexp.MustCompile(`burst \(rate\): backlog (\S+?);`).FindStringSubmatch(out)
 			if m == nil {
-				t.Fatalf("inspect: no burst backlog in\n%s%s", out, errs)
+				t.Fatalf("protectctl inspect -plans FILE consumer:acme =\n%s%s\nwant a burst backlog", out, errs)
 			}
 			if backlog, err := time.ParseDuration(m[1]); err != nil || backlog <= 35*time.Minute || backlog > 36*time.Minute {
-				t.Fatalf("inspect: burst backlog %q, want in (35m, 36m]", m[1])
+				t.Fatalf("protectctl inspect -plans FILE consumer:acme = burst backlog %q, want in (35m, 36m]", m[1])
 			}
 			for _, want := range []string{
 				"left: free 2 of 5, pro 14 of 20",
 				"monthly (monthly quota, " + month + "): 3 used, resets in ", "left: free 997 of 1000, pro 99997 of 100000",
 			} {
 				if code != 0 || !strings.Contains(out, want) {
-					t.Fatalf("inspect: exit %d, want %q in\n%s%s", code, want, out, errs)
+					t.Fatalf("protectctl inspect -plans FILE consumer:acme = exit %d\n%s%s\nwant exit 0 and %q", code, out, errs, want)
 				}
 			}
 			if code, out, _ := ctl(t, s, "inspect", "-plans", file, "-plan", "pro", "consumer:acme"); code != 0 || !strings.Contains(out, "daily (daily quota): nothing used; left: pro 5000 of 5000") {
-				t.Fatalf("inspect -plan pro: exit %d\n%s", code, out)
+				t.Fatalf("protectctl inspect -plans FILE -plan pro consumer:acme = exit %d\n%s\nwant exit 0 and \"daily (daily quota): nothing used; left: pro 5000 of 5000\"", code, out)
 			}
 			if _, out, _ := ctl(t, s, "inspect", "-json", "203.0.113.7"); !strings.Contains(out, `"limits": []`) {
-				t.Fatalf("limits of an address without a plan: %s", out)
+				t.Fatalf("protectctl inspect -json 203.0.113.7 = %s, want \"limits\": [] for an address without a plan", out)
 			}
 		})
 	}
