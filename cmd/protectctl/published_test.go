@@ -23,10 +23,10 @@ func TestInspectShowsPublishedLimits(t *testing.T) {
 			var before admin.Inspection
 			ctlJSON(t, s, &before, "inspect", "192.0.2.1")
 			if before.Limit != 200 || before.LimitsPublished {
-				t.Fatalf("inspect with nothing published = limit %d, published %v; want the tool's 200, false", before.Limit, before.LimitsPublished)
+				t.Fatalf("protectctl inspect -json 192.0.2.1 with nothing published = limit %d, published %v; want the tool's 200, false", before.Limit, before.LimitsPublished)
 			}
 			if _, out, _ := ctl(t, s, "inspect", "192.0.2.1"); !strings.Contains(out, "0 of 200 (ban past 1000; this tool's settings: the service published no limits)") {
-				t.Fatalf("inspect with nothing published:\n%s", out)
+				t.Fatalf("protectctl inspect 192.0.2.1 with nothing published =\n%s\nwant \"0 of 200 (ban past 1000; this tool's settings: the service published no limits)\"", out)
 			}
 
 			// The service publishes once it counts, in the background.
@@ -41,18 +41,18 @@ func TestInspectShowsPublishedLimits(t *testing.T) {
 				}
 			}
 			if in.Count != 249 || in.Limit != 250 || in.BanLimit != 1250 || !in.LimitsPublished {
-				t.Fatalf("inspect = count %d of %d, ban past %d, published %v; want 249 of 250, 1250, true", in.Count, in.Limit, in.BanLimit, in.LimitsPublished)
+				t.Fatalf("protectctl inspect -json 192.0.2.1 = count %d of %d, ban past %d, published %v; want 249 of 250, 1250, true", in.Count, in.Limit, in.BanLimit, in.LimitsPublished)
 			}
 			if _, out, _ := ctl(t, s, "inspect", "192.0.2.1"); !strings.Contains(out, "249 of 250 (ban past 1250)") {
-				t.Fatalf("inspect:\n%s", out)
+				t.Fatalf("protectctl inspect 192.0.2.1 =\n%s\nwant \"249 of 250 (ban past 1250)\"", out)
 			}
 			var ex admin.Explanation
 			ctlJSON(t, s, &ex, "explain", "-remote", "192.0.2.1:1234")
 			if ex.Step != admin.StepAllowed || ex.Status != 200 || ex.Limit != 250 || !ex.LimitsPublished {
-				t.Fatalf("explain = %+v; want allowed (249 of 250), published", ex)
+				t.Fatalf("protectctl explain -remote 192.0.2.1:1234 -json = %+v; want allowed (249 of 250), published", ex)
 			}
 			if d := svc.verify(t, "192.0.2.1"); d.Status != protect.Allowed {
-				t.Fatalf("the service's 250th request = %v, want allowed, as explain said", d.Status)
+				t.Fatalf("verify(192.0.2.1) #250 = %v, want allowed, as explain said", d.Status)
 			}
 		})
 	}
