@@ -9,7 +9,7 @@ import (
 // stdout, and succeed.
 func TestHelpPrintsManual(t *testing.T) {
 	if !strings.HasPrefix(manual, "Protectctl lists, adds and lifts") || strings.Contains(manual, "\n//") {
-		t.Fatalf("manual is not doc.go's package comment without its markers:\n%s", manual)
+		t.Fatalf("manual =\n%s\nwant doc.go's package comment without its // markers", manual)
 	}
 	for _, args := range [][]string{{"-h"}, {"-help"}, {"help"}, {"-redis", "redis://x", "-h"}} {
 		var out, errs strings.Builder
@@ -25,12 +25,12 @@ func TestHelpPrintsManual(t *testing.T) {
 func TestManualListsCommands(t *testing.T) {
 	for name, cmd := range commands {
 		if !strings.Contains(manual, "\n\t"+cmd.usage+"\n") {
-			t.Errorf("the manual (doc.go) lacks the usage of %s: %q", name, cmd.usage)
+			t.Errorf("strings.Contains(manual, %q) = false, want true: doc.go must give the usage of %s", cmd.usage, name)
 		}
 	}
 	for _, flag := range []string{"\t-redis URL\n", "\t-namespace NS\n"} {
 		if !strings.Contains(manual, flag) {
-			t.Errorf("the manual (doc.go) lacks the global flag %q", flag)
+			t.Errorf("strings.Contains(manual, %q) = false, want true: doc.go must list the global flag", flag)
 		}
 	}
 }
