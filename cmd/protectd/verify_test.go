@@ -24,46 +24,46 @@ func TestVerifyExactCounts(t *testing.T) {
 		counts[w.Code]++
 		res := w.Result()
 		if got := res.Header.Get(hdrStatus); got != itoa(w.Code) {
-			t.Fatalf("request %d: %s %q, status %d", i+1, hdrStatus, got, w.Code)
+			t.Fatalf("GET /verify #%d = %d, %s %q; want %s %q, the status", i+1, w.Code, hdrStatus, got, hdrStatus, itoa(w.Code))
 		}
 		if got := res.Header.Get(hdrKey); got != "203.0.113.7" {
-			t.Fatalf("request %d: %s %q", i+1, hdrKey, got)
+			t.Fatalf("GET /verify #%d = %s %q, want 203.0.113.7", i+1, hdrKey, got)
 		}
 		switch {
 		case i < 100:
 			if w.Code != 200 || res.Header.Get("RateLimit") != `"protect";r=`+itoa(99-i)+";t=3600" || w.Body.Len() != 0 {
-				t.Fatalf("request %d: %d RateLimit %q body %q", i+1, w.Code, res.Header.Get("RateLimit"), w.Body)
+				t.Fatalf("GET /verify #%d = %d, RateLimit %q, body %q; want 200, RateLimit %q, no body", i+1, w.Code, res.Header.Get("RateLimit"), w.Body, `"protect";r=`+itoa(99-i)+";t=3600")
 			}
 		case i < 250:
 			if w.Code != 429 || res.Header.Get("Retry-After") != "3600" || res.Header.Get(hdrCode) != "rate_limited" ||
 				res.Header.Get("Content-Type") != "application/problem+json" {
-				t.Fatalf("request %d: %d %v", i+1, w.Code, res.Header)
+				t.Fatalf("GET /verify #%d = %d %v, want 429 rate_limited, Retry-After 3600, application/problem+json", i+1, w.Code, res.Header)
 			}
 		default:
 			if w.Code != 403 || res.Header.Get("Retry-After") != "3600" || res.Header.Get(hdrCode) != "banned" {
-				t.Fatalf("request %d: %d %v", i+1, w.Code, res.Header)
+				t.Fatalf("GET /verify #%d = %d %v, want 403 banned, Retry-After 3600", i+1, w.Code, res.Header)
 			}
 		}
 		if res.Header.Get("RateLimit-Policy") != `"protect";q=100;w=3600` {
-			t.Fatalf("request %d: RateLimit-Policy %q", i+1, res.Header.Get("RateLimit-Policy"))
+			t.Fatalf("GET /verify #%d = RateLimit-Policy %q, want %q", i+1, res.Header.Get("RateLimit-Policy"), `"protect";q=100;w=3600`)
 		}
 	}
 	if counts[200] != 100 || counts[429] != 150 || counts[403] != 50 {
-		t.Fatalf("counts %v, want 100 × 200, 150 × 429, 50 × 403", counts)
+		t.Fatalf("300 × GET /verify = statuses %v, want 100 × 200, 150 × 429, 50 × 403", counts)
 	}
 	refused := logs.lines(t, "refused")
 	if len(refused) != 200 {
-		t.Fatalf("%d refusal log lines, want 200", len(refused))
+		t.Fatalf("log lines refused = %d, want 200", len(refused))
 	}
 	first := refused[0]
 	for k, want := range map[string]any{"status": 429.0, "decision": "limited", "code": "rate_limited", "client": "203.0.113.7",
 		"key": "203.0.113.7", "retry_after": 3600.0, "method": "POST", "uri": "/login?x=1", "level": "INFO"} {
 		if first[k] != want {
-			t.Errorf("log %q = %v, want %v (%v)", k, first[k], want, first)
+			t.Errorf("first refused log line[%q] = %v, want %v (%v)", k, first[k], want, first)
 		}
 	}
 	if last := refused[199]; last["decision"] != "banned" || last["status"] != 403.0 {
-		t.Errorf("last log line %v", last)
+		t.Errorf("last refused log line = %v, want decision banned, status 403", last)
 	}
 }
 
@@ -105,7 +105,7 @@ func TestVerifyTrust(t *testing.T) {
 			h, _ := testVerifier(t, trusted, plans)
 			w := ask(h, "GET", "/verify", tc.peer, tc.header...)
 			if w.Code != tc.code || w.Header().Get(hdrKey) != tc.key || w.Header().Get(hdrCode) != tc.problem {
-				t.Fatalf("got %d key %q code %q, want %d %q %q; body %s", w.Code, w.Header().Get(hdrKey),
+				t.Fatalf("GET /verify from %s with %q = %d, key %q, code %q; want %d %q %q; body %s", tc.peer, tc.header, w.Code, w.Header().Get(hdrKey),
 					w.Header().Get(hdrCode), tc.code, tc.key, tc.problem, w.Body)
 			}
 			if tc.problem != "" {
@@ -114,7 +114,7 @@ func TestVerifyTrust(t *testing.T) {
 					Code   string `json:"code"`
 				}
 				if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Status != tc.code || body.Code != tc.problem {
-					t.Fatalf("body %s (%v)", w.Body, err)
+					t.Fatalf("GET /verify from %s with %q = body %s (%v), want problem+json of status %d, code %q", tc.peer, tc.header, w.Body, err, tc.code, tc.problem)
 				}
 			}
 		})
@@ -129,19 +129,19 @@ func TestVerifyConsumerPlan(t *testing.T) {
 	for i, want := range []int{200, 200, 429} {
 		w := ask(h, "GET", "/verify", proxy, hdr...)
 		if w.Code != want {
-			t.Fatalf("request %d: %d, want %d", i+1, w.Code, want)
+			t.Fatalf("GET /verify #%d as consumer acme on plan pro = %d, want %d", i+1, w.Code, want)
 		}
 		if got := w.Header().Get("RateLimit-Policy"); got != `"burst";q=2;w=60, "monthly";q=1000;w=2592000` {
-			t.Fatalf("RateLimit-Policy %q", got)
+			t.Fatalf("GET /verify #%d as consumer acme on plan pro = RateLimit-Policy %q, want %q", i+1, got, `"burst";q=2;w=60, "monthly";q=1000;w=2592000`)
 		}
 	}
 	// Another address, same consumer: the plan is the consumer's.
 	hdr[1] = "198.51.100.1"
 	if w := ask(h, "GET", "/verify", proxy, hdr...); w.Code != 429 || w.Header().Get(hdrCode) != "rate_limited" {
-		t.Fatalf("same consumer from another address: %d %v", w.Code, w.Header())
+		t.Fatalf("GET /verify as consumer acme from 198.51.100.1 = %d %v, want 429 rate_limited: the plan is the consumer's", w.Code, w.Header())
 	}
 	if l := logs.lines(t, "refused"); len(l) != 2 || l[0]["key"] != "acme" || l[0]["policy"] != "burst" {
-		t.Fatalf("refusal logs %v", l)
+		t.Fatalf("log lines refused = %v, want 2, the first of key acme, policy burst", l)
 	}
 }
 
@@ -152,7 +152,7 @@ func TestVerifyUnknownPlanLogs(t *testing.T) {
 	ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.7", hdrConsumer, "acme", hdrPlan, "gold")
 	l := logs.lines(t, "refused")
 	if len(l) != 1 || l[0]["level"] != "ERROR" || l[0]["plan"] != "gold" || l[0]["code"] != "unknown_plan" {
-		t.Fatalf("logs %v", l)
+		t.Fatalf("log lines refused = %v, want one ERROR of plan gold, code unknown_plan", l)
 	}
 }
 
@@ -162,7 +162,7 @@ func TestVerifyUnknownPlanDryRun(t *testing.T) {
 	h, _ := testVerifier(t, trusted, plans, "HTTP_PROTECT_DRY_RUN=true")
 	w := ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.7", hdrConsumer, "acme", hdrPlan, "gold")
 	if w.Code != 200 || w.Header().Get(hdrStatus) != "200" {
-		t.Fatalf("dry run, unknown plan: %d %v", w.Code, w.Header())
+		t.Fatalf("GET /verify in a dry run, plan gold = %d %v, want 200, %s 200", w.Code, w.Header(), hdrStatus)
 	}
 }
 
@@ -179,22 +179,22 @@ func TestVerifyRefusalStatus(t *testing.T) {
 			hdr = append(hdr, hdrRefusalStatus, itoa(tc.ask))
 		}
 		if w := ask(h, "GET", "/verify", proxy, hdr...); w.Code != 200 || w.Header().Get(hdrProblem) != "" {
-			t.Fatalf("first request: %d %v", w.Code, w.Header())
+			t.Fatalf("first GET /verify asking %d = %d %v, want 200 without %s", tc.ask, w.Code, w.Header(), hdrProblem)
 		}
 		w := ask(h, "GET", "/verify", proxy, hdr...)
 		if w.Code != tc.want || w.Header().Get(hdrStatus) != "429" || w.Header().Get("Retry-After") != "10" ||
 			w.Header().Get("RateLimit") != `"protect";r=0;t=10` {
-			t.Fatalf("asked %d: %d %v", tc.ask, w.Code, w.Header())
+			t.Fatalf("second GET /verify asking %d = %d %v; want %d, %s 429, Retry-After 10, RateLimit r=0;t=10", tc.ask, w.Code, w.Header(), tc.want, hdrStatus)
 		}
 		problem := w.Header().Get(hdrProblem)
 		if tc.want == 429 {
 			if problem != "" {
-				t.Fatalf("asked %d: %s %q", tc.ask, hdrProblem, problem)
+				t.Fatalf("second GET /verify asking %d = %s %q, want none", tc.ask, hdrProblem, problem)
 			}
 			continue
 		}
 		if problem != strings.TrimSpace(w.Body.String()) || !strings.Contains(problem, `"status":429,"code":"rate_limited"`) {
-			t.Fatalf("asked %d: %s %q, body %q", tc.ask, hdrProblem, problem, w.Body)
+			t.Fatalf("second GET /verify asking %d = %s %q, body %q; want the body, of status 429, code rate_limited", tc.ask, hdrProblem, problem, w.Body)
 		}
 	}
 }
@@ -217,12 +217,12 @@ func TestVerifyPaths(t *testing.T) {
 		{"GET", "/", 404},
 	} {
 		if w := ask(h, tc.method, tc.target, proxy, "X-Forwarded-For", "203.0.113.7"); w.Code != tc.code {
-			t.Errorf("%s %s: %d, want %d", tc.method, tc.target, w.Code, tc.code)
+			t.Errorf("%s %s = %d, want %d", tc.method, tc.target, w.Code, tc.code)
 		}
 	}
 	l := logs.lines(t, "refused")
 	if len(l) != 2 || l[0]["method"] != "DELETE" || l[0]["uri"] != "//a/../b?q=1" {
-		t.Fatalf("logs %v", l)
+		t.Fatalf("log lines refused = %v, want 2, the first of DELETE //a/../b?q=1", l)
 	}
 }
 
@@ -236,7 +236,7 @@ func TestVerifyLogsClipped(t *testing.T) {
 	}
 	l := logs.lines(t, "refused")
 	if len(l) != 1 || len(l[0]["uri"].(string)) > maxLogged+len("…") {
-		t.Fatalf("logs %v", l)
+		t.Fatalf("log lines refused = %v, want 1, its uri cut to %d bytes and …", l, maxLogged)
 	}
 }
 
@@ -246,15 +246,15 @@ func TestVerifyStoreDownHidesError(t *testing.T) {
 	h, logs := testVerifier(t, trusted, "HTTP_PROTECT_REDIS_URL=redis://127.0.0.1:1/0", "HTTP_PROTECT_ON_STORE_ERROR=closed")
 	w := ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.7")
 	if w.Code != 503 || w.Header().Get(hdrCode) != "unavailable" {
-		t.Fatalf("%d %v", w.Code, w.Header())
+		t.Fatalf("GET /verify with the store down = %d %v, want 503 unavailable", w.Code, w.Header())
 	}
 	for _, leak := range []string{"127.0.0.1:1", "refused", "dial"} {
 		if strings.Contains(w.Body.String(), leak) || strings.Contains(flatten(w.Header()), leak) {
-			t.Fatalf("response leaks %q: %v %s", leak, w.Header(), w.Body)
+			t.Fatalf("GET /verify with the store down = %v %s, want nothing saying %q", w.Header(), w.Body, leak)
 		}
 	}
 	if l := logs.lines(t, "refused"); len(l) != 1 || l[0]["err"] == nil {
-		t.Fatalf("logs %v", l)
+		t.Fatalf("log lines refused = %v, want 1 with the store's err", l)
 	}
 }
 
@@ -280,7 +280,7 @@ func TestMetrics(t *testing.T) {
 		`go_goroutines `,
 	} {
 		if w.Code != 200 || !strings.Contains(body, want) {
-			t.Fatalf("%d: /metrics lacks %q:\n%s", w.Code, want, body)
+			t.Fatalf("GET /metrics = %d\n%s\nwant 200 and %q", w.Code, body, want)
 		}
 	}
 }
