@@ -67,7 +67,7 @@ func startNginx(t *testing.T, bin, site, protectd, app string) string {
 		"listen 127.0.0.1:8080;", "listen "+listen+";",
 	).Replace(string(conf))
 	if replaced == string(conf) || strings.Count(replaced, listen) != 1 {
-		t.Fatalf("%s: the addresses to replace are not where the test expects them", site)
+		t.Fatalf("%s with its addresses replaced = changed %v, listening %d times on %s; want changed, once: the addresses are not where the test expects them", site, replaced != string(conf), strings.Count(replaced, listen), listen)
 	}
 	include, err := os.ReadFile(filepath.Join(nginxExamples, "protect.conf"))
 	if err != nil {
@@ -113,7 +113,7 @@ http {
 		select {
 		case <-exited:
 			log, _ := os.ReadFile(errorLog)
-			t.Fatalf("nginx exited: %s\n%s", out, log)
+			t.Fatalf("nginx with %s exited before it listened, want it listening on %s: %s\n%s", site, listen, out, log)
 		default:
 		}
 		if c, err := net.Dial("tcp", listen); err == nil {
@@ -122,7 +122,7 @@ http {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("nginx did not listen on %s: %s", listen, out)
+	t.Fatalf("nginx with %s = not listening on %s after 10s, want listening: %s", site, listen, out)
 	return ""
 }
 
@@ -192,14 +192,14 @@ func get(t *testing.T, c *http.Client, url string, header ...string) answer {
 func problemCode(t *testing.T, a answer) string {
 	t.Helper()
 	if ct := a.header.Get("Content-Type"); ct != "application/problem+json" {
-		t.Fatalf("%d: Content-Type %q, body %q", a.code, ct, a.body)
+		t.Fatalf("response %d = Content-Type %q, body %q; want application/problem+json", a.code, ct, a.body)
 	}
 	var p struct {
 		Status int    `json:"status"`
 		Code   string `json:"code"`
 	}
 	if err := json.Unmarshal([]byte(a.body), &p); err != nil || p.Status != a.code {
-		t.Fatalf("%d: body %q (%v)", a.code, a.body, err)
+		t.Fatalf("response %d = body %q (%v), want problem+json of status %d", a.code, a.body, err, a.code)
 	}
 	return p.Code
 }
@@ -226,63 +226,63 @@ func TestNginx(t *testing.T) {
 			hdrConsumer, fmt.Sprintf("acme-%d", i), hdrPlan, "pro", hdrRefusalStatus, "401")
 		counts[a.code]++
 		if got := a.header.Get("RateLimit-Policy"); got != `"protect";q=100;w=3600` {
-			t.Fatalf("request %d (%d): RateLimit-Policy %q", i+1, a.code, got)
+			t.Fatalf("GET /hello #%d = %d, RateLimit-Policy %q; want %q", i+1, a.code, got, `"protect";q=100;w=3600`)
 		}
 		switch {
 		case i < 100:
 			if a.code != 200 || a.body != "hello\n" || a.header.Get("RateLimit") != fmt.Sprintf(`"protect";r=%d;t=3600`, 99-i) {
-				t.Fatalf("request %d: %d %v %q", i+1, a.code, a.header, a.body)
+				t.Fatalf("GET /hello #%d = %d %v %q, want 200 hello, RateLimit r=%d;t=3600", i+1, a.code, a.header, a.body, 99-i)
 			}
 		case i < 250:
 			if a.code != 429 || a.header.Get("Retry-After") != "3600" || a.header.Get("RateLimit") != `"protect";r=0;t=3600` ||
 				a.header.Get("Cache-Control") != "no-store" || problemCode(t, a) != "rate_limited" {
-				t.Fatalf("request %d: %d %v %q", i+1, a.code, a.header, a.body)
+				t.Fatalf("GET /hello #%d = %d %v %q, want 429 rate_limited, Retry-After 3600, RateLimit r=0;t=3600, no-store", i+1, a.code, a.header, a.body)
 			}
 		default:
 			if a.code != 403 || a.header.Get("Retry-After") != "3600" || problemCode(t, a) != "banned" {
-				t.Fatalf("request %d: %d %v %q", i+1, a.code, a.header, a.body)
+				t.Fatalf("GET /hello #%d = %d %v %q, want 403 banned, Retry-After 3600", i+1, a.code, a.header, a.body)
 			}
 		}
 	}
 	if counts[200] != 100 || counts[429] != 150 || counts[403] != 50 || app.served.Load() != 100 {
-		t.Fatalf("through nginx: %v, app served %d; want 100 × 200, 150 × 429, 50 × 403, app 100", counts, app.served.Load())
+		t.Fatalf("300 × GET /hello through nginx = statuses %v, app served %d; want 100 × 200, 150 × 429, 50 × 403, app 100", counts, app.served.Load())
 	}
 	if k := app.keys.Load(); k != "127.0.0.2" {
-		t.Fatalf("the app was told key %q, want 127.0.0.2", k)
+		t.Fatalf("%s at the app = %q, want 127.0.0.2", hdrKey, k)
 	}
 	if n := len(d.log.lines(t, "refused")); n != 200 {
-		t.Fatalf("%d refusal log lines, want 200", n)
+		t.Fatalf("protectd's log lines refused = %d, want 200", n)
 	}
 
 	// The fail-open site asks the same protectd: another client is served.
 	c3 := clientFrom("127.0.0.3")
 	if a := get(t, c3, open+"/"); a.code != 200 || a.header.Get("RateLimit") != `"protect";r=99;t=3600` {
-		t.Fatalf("fail-open site with protectd up: %d %v", a.code, a.header)
+		t.Fatalf("GET / on the fail-open site with protectd up = %d %v, want 200, RateLimit r=99;t=3600", a.code, a.header)
 	}
 
 	// The app's own 403 reaches the client as the app wrote it.
 	if a := get(t, c3, closed+"/forbidden"); a.code != 403 || a.body != "the app says no\n" {
-		t.Fatalf("the app's 403 through nginx: %d %q", a.code, a.body)
+		t.Fatalf("GET /forbidden through nginx = %d %q, want the app's 403 \"the app says no\"", a.code, a.body)
 	}
 
 	// protectd stops.
 	if code := d.stop(); code != exitOK {
-		t.Fatalf("protectd exited %d", code)
+		t.Fatalf("d.stop() = exit %d, want 0", code)
 	}
 	before := app.served.Load()
 	a := get(t, c3, closed+"/")
 	if a.code != 503 || a.header.Get("Retry-After") != "5" || problemCode(t, a) != "unavailable" || app.served.Load() != before {
-		t.Fatalf("fail-closed with protectd down: %d %v %q", a.code, a.header, a.body)
+		t.Fatalf("GET / on the fail-closed site with protectd down = %d %v %q; want 503 unavailable, Retry-After 5, the app not asked", a.code, a.header, a.body)
 	}
 	// Even the banned client is served by the fail-open site: that is
 	// what failing open means.
 	for _, cl := range []*http.Client{c3, c} {
 		if a := get(t, cl, open+"/"); a.code != 200 || a.body != "hello\n" || a.header.Get("RateLimit") != "" {
-			t.Fatalf("fail-open with protectd down: %d %v %q", a.code, a.header, a.body)
+			t.Fatalf("GET / on the fail-open site with protectd down = %d %v %q; want 200 hello without RateLimit", a.code, a.header, a.body)
 		}
 	}
 	if app.served.Load() != before+2 {
-		t.Fatalf("app served %d, want %d", app.served.Load(), before+2)
+		t.Fatalf("requests the app served = %d, want %d", app.served.Load(), before+2)
 	}
 }
 
@@ -328,7 +328,7 @@ func TestNginxHostileForwardedFor(t *testing.T) {
 	c := clientFrom("127.0.0.4")
 	for i, want := range []int{200, 429, 403} {
 		if a := get(t, c, "http://"+sites["fail-closed"]+"/"); a.code != want {
-			t.Fatalf("request %d: %d, want %d", i+1, a.code, want)
+			t.Fatalf("GET / #%d from 127.0.0.4 on the fail-closed site = %d, want %d", i+1, a.code, want)
 		}
 	}
 	served := app.served.Load()
@@ -338,11 +338,11 @@ func TestNginxHostileForwardedFor(t *testing.T) {
 			a := rawGet(t, "127.0.0.4", addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"+
 				"X-Forwarded-For: "+xff+"\r\nX-Forwarded-For: 5.5.5.5\r\n\r\n")
 			if a.code != 403 || problemCode(t, a) != "banned" || a.header.Get("Retry-After") == "" {
-				t.Errorf("%s, X-Forwarded-For %q: %d %v %q; want 403 banned", name, xff, a.code, a.header, a.body)
+				t.Errorf("GET / on the %s site with X-Forwarded-For %q = %d %v %q; want 403 banned with Retry-After", name, xff, a.code, a.header, a.body)
 			}
 		}
 	}
 	if n := app.served.Load(); n != served {
-		t.Errorf("the app served %d requests of a banned client", n-served)
+		t.Errorf("requests the app served after the hostile ones = %d more, want 0: all came from a banned client", n-served)
 	}
 }
