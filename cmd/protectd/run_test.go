@@ -39,7 +39,7 @@ func TestRunBadSettings(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), nil, []string{tc.env}, &stdout, &stderr)
 			if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
-				t.Fatalf("exit %d, stderr %q; want 2 and a message quoting %s", code, stderr.String(), tc.want)
+				t.Fatalf("run(env %q) = exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, stderr quoting %s", tc.env, code, stdout.String(), stderr.String(), tc.want)
 			}
 		})
 	}
@@ -58,7 +58,7 @@ func TestRunUsage(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, nil, &stdout, &stderr)
 		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.errs) {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q", tc.args, code, stdout.String(), stderr.String())
+			t.Errorf("protectd %q = exit %d, stdout %q, stderr %q; want exit %d, stdout holding %q, stderr holding %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.errs)
 		}
 	}
 }
@@ -67,10 +67,10 @@ func TestRunCheck(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	env := []string{trusted, plans, "HTTP_PROTECT_MAX_REQUESTS=100", "HTTP_PROTECT_LISTEN=127.0.0.1:1"}
 	if code := run(context.Background(), []string{"-check"}, env, &stdout, &stderr); code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+		t.Fatalf("protectd -check = exit %d: %s, want exit 0", code, stderr.String())
 	}
 	if want := `listen 127.0.0.1:1, memory store, 1 plans, max_requests 100`; !strings.HasPrefix(stdout.String(), want) {
-		t.Fatalf("stdout %q, want %q…", stdout.String(), want)
+		t.Fatalf("protectd -check = stdout %q, want %q…", stdout.String(), want)
 	}
 }
 
@@ -85,7 +85,7 @@ func TestRunListenBusy(t *testing.T) {
 	var stderr bytes.Buffer
 	code := run(context.Background(), nil, []string{envListen + "=" + ln.Addr().String()}, io.Discard, &stderr)
 	if code != exitFailure || !strings.Contains(stderr.String(), ln.Addr().String()) {
-		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		t.Fatalf("protectd on busy %s = exit %d, stderr %q; want exit 1 naming the address", ln.Addr(), code, stderr.String())
 	}
 }
 
@@ -102,17 +102,17 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		}
 		res.Body.Close()
 		if res.StatusCode != 200 {
-			t.Fatalf("%s: %d", path, res.StatusCode)
+			t.Fatalf("GET %s = %d, want 200", path, res.StatusCode)
 		}
 	}
 	if code := d.stop(); code != exitOK {
-		t.Fatalf("exit %d: %s", code, d.log)
+		t.Fatalf("d.stop() = exit %d, want 0; log:\n%s", code, d.log)
 	}
 	if len(d.log.lines(t, "shutting down")) != 1 {
-		t.Fatalf("no shutdown line: %s", d.log)
+		t.Fatalf("log after d.stop() =\n%s\nwant one shutting down line", d.log)
 	}
 	if _, err := http.Get("http://" + d.addr + "/healthz"); err == nil {
-		t.Fatal("still serving after shutdown")
+		t.Fatal("GET /healthz after shutdown = no error, want the port closed")
 	}
 }
 
@@ -120,6 +120,6 @@ func TestRunServesAndShutsDown(t *testing.T) {
 func TestServerTimeouts(t *testing.T) {
 	srv := newServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
-		t.Fatalf("server limits unset: %+v", srv)
+		t.Fatalf("newServer(...) = %+v, want every timeout and MaxHeaderBytes set", srv)
 	}
 }
