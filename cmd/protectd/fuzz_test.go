@@ -27,19 +27,19 @@ func FuzzVerify(f *testing.F) {
 			"X-Forwarded-For", xff, hdrConsumer, consumer, hdrPlan, plan, hdrRefusalStatus, refusal)
 		status, err := strconv.Atoi(w.Header().Get(hdrStatus))
 		if err != nil {
-			t.Fatalf("%d without %s: %v", w.Code, hdrStatus, w.Header())
+			t.Fatalf("GET %s from %s = %d without a numeric %s (%v), want one", path, peer, w.Code, hdrStatus, w.Header())
 		}
 		switch {
 		case w.Code == 200:
 			if status != 200 {
-				t.Fatalf("served, %s %d", hdrStatus, status)
+				t.Fatalf("GET %s from %s = 200, %s %d; want %s 200", path, peer, hdrStatus, status, hdrStatus)
 			}
 		case w.Code == 401 || w.Code == 403:
 			if status < 400 || w.Header().Get(hdrCode) == "" {
-				t.Fatalf("refused with %d, %s %d, code %q", w.Code, hdrStatus, status, w.Header().Get(hdrCode))
+				t.Fatalf("GET %s from %s = %d, %s %d, %s %q; want %s at least 400 and a %s", path, peer, w.Code, hdrStatus, status, hdrCode, w.Header().Get(hdrCode), hdrStatus, hdrCode)
 			}
 		case w.Code != status || status < 400:
-			t.Fatalf("answered %d, %s %d", w.Code, hdrStatus, status)
+			t.Fatalf("GET %s from %s = %d, %s %d; want the two equal, at least 400", path, peer, w.Code, hdrStatus, status)
 		}
 	})
 }
@@ -56,7 +56,7 @@ func FuzzSettings(f *testing.F) {
 		}
 		_, err := loadSettings([]string{envListen + "=" + listen, envPlans + "=" + plans})
 		if err != nil && !strings.Contains(err.Error(), "HTTP_PROTECT_") {
-			t.Fatalf("error without the setting: %v", err)
+			t.Fatalf("loadSettings(%s=%q, %s=%q) = %v, want an error naming its HTTP_PROTECT_ setting", envListen, listen, envPlans, plans, err)
 		}
 	})
 }
