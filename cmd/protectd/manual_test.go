@@ -11,7 +11,7 @@ import (
 // and exits 0.
 func TestHelpPrintsManual(t *testing.T) {
 	if !strings.HasPrefix(manual, "Protectd is protect as a decision service") || strings.Contains(manual, "\n//") {
-		t.Fatalf("manual is not doc.go's package comment without its markers:\n%s", manual)
+		t.Fatalf("manual =\n%s\nwant doc.go's package comment without its // markers", manual)
 	}
 	for _, args := range [][]string{{"-h"}, {"-help"}, {"-check", "-h"}} {
 		var stdout, stderr bytes.Buffer
@@ -24,7 +24,7 @@ func TestHelpPrintsManual(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"-nope"}, nil, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 ||
 		strings.Count(stderr.String(), "usage: protectd") != 1 || strings.Contains(stderr.String(), "Protectd is") {
-		t.Errorf("protectd -nope: exit %d\nstdout %q\nstderr %q", code, stdout.String(), stderr.String())
+		t.Errorf("protectd -nope = exit %d\nstdout %q\nstderr %q\nwant exit 2 and the short usage once, on stderr", code, stdout.String(), stderr.String())
 	}
 }
 
@@ -32,7 +32,7 @@ func TestHelpPrintsManual(t *testing.T) {
 func TestManualListsSettings(t *testing.T) {
 	for _, name := range []string{envListen, envPlans, "-check"} {
 		if !strings.Contains(manual, name) {
-			t.Errorf("the manual (doc.go) does not mention %s", name)
+			t.Errorf("strings.Contains(manual, %q) = false, want true: doc.go must mention it", name)
 		}
 	}
 }
