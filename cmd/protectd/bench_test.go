@@ -22,7 +22,7 @@ func BenchmarkVerify(b *testing.B) {
 		clear(w.h)
 		h.ServeHTTP(w, r)
 		if w.code != 200 {
-			b.Fatal(w.code)
+			b.Fatalf("GET /verify = %d, want 200", w.code)
 		}
 	}
 }

@@ -81,11 +81,11 @@ func startDaemon(t *testing.T, env ...string) *daemon {
 		}
 		select {
 		case c := <-done:
-			t.Fatalf("protectd exited with %d: %s", c, d.log)
+			t.Fatalf("run(env %q) = exit %d before it listened, want it listening; log:\n%s", env, c, d.log)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	t.Fatalf("protectd did not listen: %s", d.log)
+	t.Fatalf("run(env %q) = no listening line after 10s, want one; log:\n%s", env, d.log)
 	return nil
 }
 
