@@ -19,20 +19,21 @@ const (
 	breakerCooldown = time.Second
 )
 
-// A Circuit is a circuit breaker in front of a store: it stops calling a
-// store that keeps failing, so that a dead Redis costs one StoreTimeout
-// every cooldown rather than one per request. After the cooldown a single
-// probe goes through: success closes the circuit, failure opens it for
-// another cooldown. Recovery needs no operator.
+// A Circuit is a circuit breaker in front of a store: after three
+// failures in a row it stops calling the store for a second, so that a
+// dead Redis costs one StoreTimeout a second rather than one per request.
+// After the cooldown a single probe goes through: success closes the
+// circuit, failure opens it for another cooldown. Recovery needs no
+// operator.
 //
 // A store that keeps one Circuit and hands it out (CircuitStore) gives
-// every protector built on it one breaker: a dead Redis then costs
-// breakerThreshold timeouts in all, not that many per protector. The zero
-// Circuit is closed; it measures time by the clock of the first protector
-// that uses it (Config.Clock), as elapsed time, so that a wall clock
-// stepped back (by an operator, by NTP) does not keep the circuit open for
-// as long as the step: time.Now's readings subtract on the monotonic
-// clock.
+// every protector built on it one breaker: a dead Redis then costs three
+// timeouts in all, not three per protector. The zero Circuit is closed;
+// it measures time by the clock of the first protector that uses it
+// (Config.Clock, so that a test's fake clock moves it), as elapsed time,
+// so that a wall clock stepped back (by an operator, by NTP) does not
+// keep the circuit open for as long as the step: time.Now's readings
+// subtract on the monotonic clock.
 //
 // The closed path is one atomic load.
 type Circuit struct {

@@ -15,9 +15,11 @@ import (
 
 // A LocalSpace is a Space that answers from this process's memory. When
 // Local reports true the Protector calls it directly: it cannot hang or
-// fail as a network does, so its calls get no deadline, no circuit
-// breaker and no failure policy, and its limits are published at once.
-// Every other Space is called through the guard (StoreTimeout, the
+// fail as a network does, so its calls get no deadline and no circuit
+// breaker, no FailLocal store is kept beside it, and its limits are
+// published at once. (An error it returns all the same, which only a bad
+// argument can cause, is answered by OnStoreError as any store error
+// is.) Every other Space is called through the guard (StoreTimeout, the
 // circuit breaker, OnStoreError).
 type LocalSpace interface {
 	Space

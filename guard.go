@@ -44,7 +44,10 @@ type guard struct {
 	localMem     *MemoryStore // the store behind local
 	pending      pendingBans  // bans the local store wrote, for the store
 	publishing   atomic.Int32 // publishPending, publishRunning, publishDone
-	bg           sync.WaitGroup
+
+	bgMu   sync.Mutex // guards closed against bg.Add
+	closed bool       // close was called: nothing more starts in the background
+	bg     sync.WaitGroup
 }
 
 // A guardedSpace is a space outside this process as the Protector calls
@@ -92,10 +95,30 @@ func (p *Protector) guardSpace(sp Space, scope Scope, main bool) Space {
 // close waits for the guard's background calls and closes its local
 // store.
 func (g *guard) close() {
+	g.bgMu.Lock()
+	g.closed = true
+	g.bgMu.Unlock()
 	g.bg.Wait()
 	if g.localMem != nil {
 		g.localMem.Close()
 	}
+}
+
+// spawn runs f in the background, unless the guard is closed: a request
+// still in flight when Close is called must not start work on a store
+// its owner closes next. It reports whether f runs.
+func (g *guard) spawn(f func()) bool {
+	g.bgMu.Lock()
+	defer g.bgMu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		f()
+	}()
+	return true
 }
 
 // Take implements Space: with a deadline, through the circuit breaker.
@@ -106,7 +129,7 @@ func (gs guardedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (
 			return res, nil
 		}
 	}
-	res, err := guarded(g, ctx, func(ctx context.Context) (Result, error) {
+	res, err := guarded(g, ctx, k, func(ctx context.Context) (Result, error) {
 		return gs.Space.Take(ctx, k, a, n)
 	})
 	if err == nil && n > 0 && gs.main && g.publishing.Load() == publishPending {
@@ -123,7 +146,7 @@ func (gs guardedSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *
 			return PlanResult{Result: res, Decider: -1}, nil
 		}
 	}
-	res, err := guarded(g, ctx, func(ctx context.Context) (PlanResult, error) {
+	res, err := guarded(g, ctx, k, func(ctx context.Context) (PlanResult, error) {
 		return gs.Space.TakePlan(ctx, k, a, plan, cost, stream)
 	})
 	if err == nil && cost > 0 && gs.main && g.publishing.Load() == publishPending {
@@ -178,7 +201,7 @@ func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (lo
 		d.Status = Unavailable
 		return false, ctx.Err()
 	}
-	p.stats.stripe(0).storeFailures.Add(1)
+	p.stats.stripe(d.hint() ^ d.Key.hint()).storeFailures.Add(1)
 	switch {
 	case p.heldBanDecision(ctx, d):
 		// A ban this instance knows holds whatever the store's health,
@@ -214,11 +237,13 @@ func (p *Protector) takeFailed(ctx context.Context, d *Decision, n int64, err er
 
 // guarded runs one store call with StoreTimeout and through the circuit
 // breaker, logging a change of the breaker's state once.
-func guarded[R any](g *guard, ctx context.Context, call func(context.Context) (R, error)) (R, error) {
+// k is the key the call is about, which picks the stripe a refusal of
+// the breaker is counted on.
+func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Context) (R, error)) (R, error) {
 	p := g.p
 	var zero R
 	if !g.brk.allow() {
-		p.stats.stripe(0).circuitReject.Add(1)
+		p.stats.stripe(k.hint()).circuitReject.Add(1)
 		return zero, ErrStoreUnavailable
 	}
 	var res R
@@ -345,9 +370,7 @@ func (g *guard) writePending() {
 	if !pb.writing.CompareAndSwap(false, true) {
 		return
 	}
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
+	started := g.spawn(func() {
 		defer pb.writing.Store(false)
 		pb.mu.Lock()
 		bans := pb.bans
@@ -389,7 +412,10 @@ func (g *guard) writePending() {
 			pb.n.Store(int64(len(pb.bans)))
 			pb.mu.Unlock()
 		}
-	}()
+	})
+	if !started {
+		pb.writing.Store(false)
+	}
 }
 
 // outlasts reports whether have, the store's ban on b's key, ends no
@@ -432,12 +458,12 @@ func (p *Protector) publishSoon() {
 	if !g.publishing.CompareAndSwap(publishPending, publishRunning) {
 		return
 	}
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
+	if !g.spawn(func() {
 		p.publish()
 		g.publishing.Store(publishDone)
-	}()
+	}) {
+		g.publishing.Store(publishPending)
+	}
 }
 
 // Publish writes the protector's limits to its store now, under its

@@ -238,3 +238,18 @@ func (k wordKey) prefix() netip.Prefix {
 	binary.BigEndian.PutUint64(b[8:], k.lo)
 	return netip.PrefixFrom(netip.AddrFrom16(b).Unmap(), int(k.bits))
 }
+
+// hint is a cheap spread of k, for picking a stripe of counters
+// (stats.go): the low words of its address, or its name's length and
+// first bytes.
+func (k Key) hint() uint64 {
+	if k.Prefix.IsValid() {
+		b := k.Prefix.Addr().As16()
+		return binary.LittleEndian.Uint64(b[8:]) ^ binary.LittleEndian.Uint64(b[:8])
+	}
+	h := uint64(len(k.Name))
+	for i := 0; i < len(k.Name) && i < 8; i++ {
+		h = h<<8 | uint64(k.Name[i])
+	}
+	return h
+}

@@ -56,8 +56,9 @@ func (p *Protector) Penalize(ctx context.Context, r *http.Request, n int64) (Dec
 // penalize counts n failures for r: Penalize, and Middleware under
 // CountStatus.
 func (p *Protector) penalize(ctx context.Context, r *http.Request, n int64) (Decision, error) {
-	p.stats.stripe(0).penalties.Add(uint64(n))
-	return p.request(ctx, r, n)
+	d, err := p.request(ctx, r, n)
+	p.stats.stripe(d.hint()).penalties.Add(uint64(n))
+	return d, err
 }
 
 // failuresReason is the reason of the automatic bans of a protector that

@@ -22,10 +22,12 @@ func (b *heldBan) live(t int64) bool { return b.end == 0 || b.end > t }
 // result answers a request refused by b at ticks t.
 func (b *heldBan) result(t int64) Result { return BanResult(&b.ban, b.end, t) }
 
-// BanResult is the Result of a request refused by ban b, which ends at
-// ticks end (0: never), at ticks now, in whatever ticks the store counts.
-// The Result points at b: a store that keeps b unchanged once published
-// hands it out without a copy.
+// BanResult is the Result of a request refused by ban b at now, for a ban
+// that ends at end (0: never), both in nanoseconds of the store's own
+// clock from an epoch of its choosing (BanLeft is their difference; keep
+// the epoch before any ban's end, so that no real end is 0). The Result
+// points at b: a store that keeps b unchanged once published hands it
+// out without a copy.
 func BanResult(b *Ban, end, now int64) Result {
 	r := Result{Banned: true, Ban: b}
 	if end != 0 {

@@ -208,9 +208,13 @@ func (s *stats) stripe(hint uint64) *statStripe {
 }
 
 // hint picks d's stripe: its count, which moves with every request of a
-// key, and its wait, which moves with the clock for the refusals that
-// count nothing (a ban's time left).
-func (d *Decision) hint() uint64 { return uint64(d.Count) ^ uint64(d.RetryAfter) }
+// key; what a plan's limit has left, which moves with every request of a
+// consumer; and its wait, which moves with the clock for the refusals
+// that count nothing (a ban's time left). Safe and unknown clients share
+// a stripe: they count nothing else.
+func (d *Decision) hint() uint64 {
+	return uint64(d.Count) ^ uint64(d.Remaining)<<20 ^ uint64(d.RetryAfter)
+}
 
 // decided counts the decision d; deferred by every call that decides a
 // request.

@@ -117,6 +117,13 @@ func TestStatsStripes(t *testing.T) {
 		t.Fatalf("stripe(hint()) of counts 1 to %d = one stripe of %d, want at least 2", each, len(p.stats.stripes))
 	}
 	clear(used)
+	for i := range int64(each) { // a consumer's plan: nothing counted, its limit's remaining moves
+		used[p.stats.stripe((&Decision{Remaining: 1000 - i}).hint())] = true
+	}
+	if len(p.stats.stripes) > 1 && len(used) < 2 {
+		t.Fatalf("stripe(hint()) of %d plan decisions = one stripe of %d, want at least 2", each, len(p.stats.stripes))
+	}
+	clear(used)
 	for i := range time.Duration(each) {
 		used[p.stats.stripe((&Decision{Status: Banned, RetryAfter: time.Hour - i*time.Millisecond}).hint())] = true
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/httpprotect/protect/redisstore"
 )
 
-func TestConfigFromEnvReadsEveryName(t *testing.T) {
+func TestFromEnvReadsEveryName(t *testing.T) {
 	env := []string{
 		"HTTP_PROTECT_TTL=15",
 		"HTTP_PROTECT_MAX_REQUESTS=50",
@@ -72,7 +72,7 @@ func TestConfigFromEnvReadsEveryName(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvErrors(t *testing.T) {
+func TestFromEnvErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		prefix string
@@ -130,7 +130,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvDurations(t *testing.T) {
+func TestFromEnvDurations(t *testing.T) {
 	// One syntax for every duration variable: a bare number is seconds.
 	for _, tc := range []struct {
 		v    string
@@ -161,7 +161,7 @@ func TestConfigFromEnvDurations(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvPrefixes(t *testing.T) {
+func TestFromEnvPrefixes(t *testing.T) {
 	env := []string{
 		"HTTP_PROTECT_MAX_REQUESTS=100",
 		"HTTP_PROTECT_LISTEN=127.0.0.1:8089",
@@ -183,7 +183,7 @@ func TestConfigFromEnvPrefixes(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvUsesTheProcessEnvironment(t *testing.T) {
+func TestFromEnvUsesTheProcessEnvironment(t *testing.T) {
 	t.Setenv("HTTP_PROTECT_MAX_REQUESTS", "7")
 	t.Setenv("HTTP_PROTECT_LISTEN", ":8089")
 	if c, err := FromEnv("LISTEN"); err != nil || c.MaxRequests != 7 {
@@ -196,7 +196,7 @@ func TestConfigFromEnvUsesTheProcessEnvironment(t *testing.T) {
 
 // Whatever the environment holds, reading it returns a config or an error
 // that wraps ErrConfig, and a bare number is always seconds.
-func FuzzConfigFromEnv(f *testing.F) {
+func FuzzFromEnviron(f *testing.F) {
 	for _, s := range [][2]string{{"TTL", "10"}, {"STORE_TIMEOUT", "100"}, {"MAX_REQUEST", "5"}, {"TTL", "2d12h"},
 		{"BAN_FACTOR", "NaN"}, {"TTL", "0.000000001"}, {"TTL", "99999999999999999"}, {"LOGIN_TTL", "1"}, {"", ""}} {
 		f.Add(s[0], s[1])
@@ -221,7 +221,7 @@ func FuzzConfigFromEnv(f *testing.F) {
 // read by a second protector) is not a typo of that setting: the message
 // says how to declare the second prefix's names, and does not send the
 // user to the first protector's setting, which would change its limit.
-func TestConfigFromEnvSecondPrefixHint(t *testing.T) {
+func TestFromEnvSecondPrefixHint(t *testing.T) {
 	for _, tc := range []struct {
 		env     string
 		want    string

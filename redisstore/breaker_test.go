@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 	"testing"
@@ -114,4 +116,64 @@ func (o opaqueStore) Space(sc protect.Scope) (protect.Space, error) { return o.s
 func (o opaqueStore) Close() error                                  { return o.s.Close() }
 func (o opaqueStore) Published(ctx context.Context, ns string) (protect.Limits, bool, error) {
 	return o.s.Published(ctx, ns)
+}
+
+// Every protector on one store shares its breaker: four protectors in
+// front of a Redis that never answers reach it three times in all, not
+// three times each.
+func TestSharedBreakerAcrossProtectors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept() // and never answer
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	s, err := Dial("redis://"+ln.Addr().String(), Options{RangeRefresh: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var ps []*protect.Protector
+	for i := range 4 {
+		p, err := protect.New(protect.Config{Store: s, Namespace: fmt.Sprintf("p%d:", i), StoreTimeout: 30 * time.Millisecond, OnStoreError: protect.FailOpen, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		ps = append(ps, p)
+	}
+	for i := range 12 {
+		ps[i%4].VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.1"))
+	}
+	var calls uint64
+	for _, p := range ps {
+		calls += p.Stats().StoreCalls
+	}
+	mu.Lock()
+	n := len(conns)
+	mu.Unlock()
+	if calls != breakerThreshold || n != breakerThreshold {
+		t.Fatalf("4 protectors, 12 requests: store calls = %d, connections = %d; want %d and %d", calls, n, breakerThreshold, breakerThreshold)
+	}
 }

@@ -34,6 +34,11 @@ type streamArgs struct {
 }
 
 // planArgs returns the arguments of plan, made on its first use.
+//
+// The cache is bounded: a service may make a plan per customer, or per
+// request from a database row, and a plan the cache holds cannot be
+// collected. Past maxPlanArgs plans it starts afresh; a plan used again
+// is prepared again, which costs a few allocations, once.
 func (s *Store) planArgs(plan *protect.Plan) *planArgs {
 	if pa, ok := s.plans.Load(plan); ok {
 		return pa.(*planArgs)
@@ -42,9 +47,19 @@ func (s *Store) planArgs(plan *protect.Plan) *planArgs {
 	for c := range pa.base {
 		pa.base[c] = pa.script(int64(c), "")
 	}
-	v, _ := s.plans.LoadOrStore(plan, pa)
+	if s.planCount.Add(1) > maxPlanArgs {
+		s.plans.Clear()
+		s.planCount.Store(1)
+	}
+	v, loaded := s.plans.LoadOrStore(plan, pa)
+	if loaded {
+		s.planCount.Add(-1)
+	}
 	return v.(*planArgs)
 }
+
+// maxPlanArgs bounds the plans whose arguments a Store keeps.
+const maxPlanArgs = 1024
 
 // args returns the plan script's arguments for cost, with the stream
 // limits stream ("" for none). Costs 0 and 1 reuse arguments made once;

@@ -324,3 +324,22 @@ func TestRedisPlanOutage(t *testing.T) {
 		})
 	}
 }
+
+// The arguments a store prepares for each plan are bounded in number: a
+// service that makes a plan per request (a customer's override read from
+// a database) does not grow the store without end.
+func TestPlanArgsBounded(t *testing.T) {
+	m := miniredis.RunT(t)
+	in := newInstance(t, m.Addr(), "pa:", protect.Config{}, Options{RangeRefresh: -1})
+	for i := range maxPlanArgs + 100 {
+		plan := mustPlan(t, "pro", protect.Rate{Limit: 10, Period: time.Second})
+		if d, err := in.p.VerifyConsumer(t.Context(), fmt.Sprintf("c%d", i), plan); err != nil || d.Status != protect.Allowed {
+			t.Fatalf("VerifyConsumer(c%d) = %v, %v; want allowed", i, d.Status, err)
+		}
+	}
+	n := 0
+	in.store.plans.Range(func(_, _ any) bool { n++; return true })
+	if n > maxPlanArgs {
+		t.Fatalf("plans prepared after %d plans = %d, want at most %d", maxPlanArgs+100, n, maxPlanArgs)
+	}
+}

@@ -138,8 +138,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := c.open(); err != nil {
 			return c.fail(err)
 		}
-		defer c.admin.Protector().Close()
-		defer c.store.Close()
+		defer func() { // the protector first, then the store it was given
+			c.admin.Protector().Close()
+			c.store.Close()
+		}()
 	}
 	return c.fail(do(c, cmdArgs))
 }
