@@ -45,11 +45,15 @@ func authenticate(next http.Handler) http.Handler {
 
 // newHandler builds address limit → authentication → customer limit → app.
 func newHandler(logger *slog.Logger) (http.Handler, func(), error) {
-	byAddr, err := protect.New(protect.Config{MaxRequests: 20, TTL: 10 * time.Second, Namespace: "addr:", Logger: logger})
+	// Both protectors get one store: one ban list, as a service has.
+	store := protect.NewMemoryStore(protect.MemoryOptions{})
+	byAddr, err := protect.New(protect.Config{Store: store, MaxRequests: 20, TTL: 10 * time.Second, Namespace: "addr:", Logger: logger})
 	if err != nil {
+		store.Close()
 		return nil, nil, err
 	}
 	byCustomer, err := protect.New(protect.Config{
+		Store:       store,
 		MaxRequests: 3,
 		TTL:         10 * time.Second,
 		BanLimit:    -1, // a paying customer is limited, never banned
@@ -64,6 +68,7 @@ func newHandler(logger *slog.Logger) (http.Handler, func(), error) {
 	})
 	if err != nil {
 		byAddr.Close()
+		store.Close()
 		return nil, nil, err
 	}
 	app := http.NewServeMux()
@@ -71,7 +76,7 @@ func newHandler(logger *slog.Logger) (http.Handler, func(), error) {
 		fmt.Fprintf(w, "things for %s\n", r.Context().Value(customerKey{}))
 	})
 	h := byAddr.Middleware(authenticate(byCustomer.Middleware(app)))
-	return h, func() { byAddr.Close(); byCustomer.Close() }, nil
+	return h, func() { byAddr.Close(); byCustomer.Close(); store.Close() }, nil
 }
 
 func main() {

@@ -86,16 +86,20 @@ func newHandler(clock func() time.Time, logger *slog.Logger) (http.Handler, func
 	if err != nil {
 		return nil, nil, err
 	}
+	// Both protectors get one store: one ban list, as a service has.
+	store := protect.NewMemoryStore(protect.MemoryOptions{Clock: clock})
 	// Before authentication, per address: 20 requests without a pause of
 	// 10s. It stops key guessing; it is not what customers pay for.
-	gate, err := protect.New(protect.Config{MaxRequests: 20, TTL: 10 * time.Second, Namespace: "addr:", Clock: clock, Logger: logger})
+	gate, err := protect.New(protect.Config{Store: store, MaxRequests: 20, TTL: 10 * time.Second, Namespace: "addr:", Clock: clock, Logger: logger})
 	if err != nil {
+		store.Close()
 		return nil, nil, err
 	}
 	// After authentication, per customer: the customer's plan. The
 	// customer is an identifier from your records, never the API key, so
 	// a key never reaches a store key name.
 	byPlan, err := protect.New(protect.Config{
+		Store:     store,
 		Namespace: "plan:",
 		Clock:     clock,
 		Logger:    logger,
@@ -111,6 +115,7 @@ func newHandler(clock func() time.Time, logger *slog.Logger) (http.Handler, func
 	})
 	if err != nil {
 		gate.Close()
+		store.Close()
 		return nil, nil, err
 	}
 	api := http.NewServeMux()
@@ -122,7 +127,7 @@ func newHandler(clock func() time.Time, logger *slog.Logger) (http.Handler, func
 	// whatever the limits, and whatever the store.
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.Handle("/v1/", gate.Middleware(authenticate(byPlan.Middleware(api))))
-	return mux, func() { gate.Close(); byPlan.Close() }, nil
+	return mux, func() { gate.Close(); byPlan.Close(); store.Close() }, nil
 }
 
 func main() {
