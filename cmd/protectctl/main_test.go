@@ -101,7 +101,7 @@ func (sv *service) verify(t *testing.T, addr string) protect.Decision {
 	t.Helper()
 	d, err := sv.p.VerifyAddr(t.Context(), netip.MustParseAddr(addr))
 	if err != nil || d.Err != nil {
-		t.Fatalf("verify %s: %v %v", addr, err, d.Err)
+		t.Fatalf("VerifyAddr(%s) = %v, Err %v; want no error", addr, err, d.Err)
 	}
 	return d
 }
@@ -118,10 +118,10 @@ func ctlJSON(t *testing.T, s server, v any, args ...string) {
 	t.Helper()
 	code, out, errs := ctl(t, s, append(args, "-json")...)
 	if code != 0 {
-		t.Fatalf("protectctl %v: exit %d: %s", args, code, errs)
+		t.Fatalf("protectctl %v = exit %d, stderr %s; want exit 0", args, code, errs)
 	}
 	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("protectctl %v: %v in %q", args, err, out)
+		t.Fatalf("protectctl %v: json.Unmarshal(%q) = %v, want its -json record", args, out, err)
 	}
 }
 
@@ -284,7 +284,7 @@ func TestUsageAndFailures(t *testing.T) {
 	}
 	// Nothing was written by any of them.
 	if keys, _ := s.c.Keys(t.Context(), "*").Result(); len(keys) != 0 {
-		t.Fatalf("usage errors wrote %v", keys)
+		t.Fatalf("KEYS * after the usage errors = %v, want none", keys)
 	}
 	// -h explains every command, with an example, once, on stdout, and
 	// succeeds; so do "protectctl -h" and "protectctl help".
@@ -308,20 +308,20 @@ func TestUsageAndFailures(t *testing.T) {
 		var out, errs strings.Builder
 		if code := run(args, &out, &errs); code != 2 || out.Len() != 0 || strings.Count(errs.String(), "usage:") != 1 ||
 			!strings.HasPrefix(errs.String(), "flag provided but not defined: -bogus\n") {
-			t.Errorf("protectctl %q: exit %d\nstdout %q\nstderr %q", args, code, out.String(), errs.String())
+			t.Errorf("protectctl %q = exit %d\nstdout %q\nstderr %q; want exit 2, the error, then the usage once on stderr", args, code, out.String(), errs.String())
 		}
 	}
 	// No store at all is a usage error that says how to give one.
 	t.Setenv("HTTP_PROTECT_REDIS_URL", "")
 	var errb strings.Builder
 	if code := run([]string{"bans"}, &strings.Builder{}, &errb); code != 2 || !strings.Contains(errb.String(), "HTTP_PROTECT_REDIS_URL") {
-		t.Fatalf("no store: %d %s", code, errb.String())
+		t.Fatalf("protectctl bans with no store = exit %d, stderr %s; want exit 2 naming HTTP_PROTECT_REDIS_URL", code, errb.String())
 	}
 	// A bad environment is named.
 	t.Setenv("HTTP_PROTECT_IPV6_PREFIX", "sixty-four")
 	errb.Reset()
 	if code := run([]string{"-redis", "redis://" + s.addr, "bans"}, &strings.Builder{}, &errb); code != 2 || !strings.Contains(errb.String(), "HTTP_PROTECT_IPV6_PREFIX") {
-		t.Fatalf("bad environment: %d %s", code, errb.String())
+		t.Fatalf("protectctl bans with HTTP_PROTECT_IPV6_PREFIX=sixty-four = exit %d, stderr %s; want exit 2 naming the variable", code, errb.String())
 	}
 }
 
@@ -332,10 +332,10 @@ func TestUnreachableStore(t *testing.T) {
 		var out, errb strings.Builder
 		code := run([]string{"-redis", "redis://" + addr + "/0", "bans"}, &out, &errb)
 		if took := time.Since(start); took > 5*time.Second {
-			t.Fatalf("took %v", took)
+			t.Fatalf("protectctl -redis redis://%s/0 bans took %v, want it to fail within 5s", addr, took)
 		}
 		if code != 1 || !strings.Contains(errb.String(), addr) || !strings.Contains(errb.String(), "check -redis") || out.Len() != 0 {
-			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+			t.Fatalf("protectctl -redis redis://%s/0 bans = exit %d, stdout %q, stderr %q; want exit 1 naming the address and saying check -redis", addr, code, out.String(), errb.String())
 		}
 	}
 }
@@ -395,7 +395,7 @@ func TestExplain(t *testing.T) {
 				}
 			}
 			if after := snapshot(t, s); !slices.Equal(before, after) {
-				t.Fatalf("explain changed the store:\nbefore %v\nafter  %v", before, after)
+				t.Fatalf("keys after protectctl explain =\n%v\nwant them as before\n%v", after, before)
 			}
 		})
 	}
@@ -430,7 +430,7 @@ func snapshot(t *testing.T, s server) []string {
 func TestVersion(t *testing.T) {
 	var out strings.Builder
 	if code := run([]string{"version"}, &out, &strings.Builder{}); code != 0 || !strings.HasPrefix(out.String(), "protectctl ") {
-		t.Fatalf("version: %d %q", code, out.String())
+		t.Fatalf("protectctl version = exit %d, %q; want exit 0 and \"protectctl …\"", code, out.String())
 	}
 }
 
