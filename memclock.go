@@ -19,15 +19,21 @@ import (
 // delay under load): counters and bans then end a little late, never
 // early.
 type coarseClock struct {
-	epoch   time.Time
-	ticks   atomic.Int64 // time since epoch, as of the last refresh
-	read    atomic.Bool  // read since the last refresh
-	running atomic.Bool
-	idle    int        // ticks without a read before the refresher stops
-	mu      sync.Mutex // serialises starting and stopping the refresher
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	epoch time.Time
+	ticks atomic.Int64 // time since epoch, as of the last refresh
+	// state holds clockRead (read since the last refresh) and
+	// clockRunning in one word, so that a read is one load of each word.
+	state atomic.Uint32
+	idle  int        // ticks without a read before the refresher stops
+	mu    sync.Mutex // serialises starting and stopping the refresher
+	stop  chan struct{}
+	wg    sync.WaitGroup
 }
+
+const (
+	clockRead    = 1 << iota // read since the last refresh
+	clockRunning             // the refresher runs
+)
 
 const (
 	coarseTick = time.Millisecond
@@ -38,16 +44,26 @@ func newCoarseClock(epoch time.Time) *coarseClock {
 	return &coarseClock{epoch: epoch, idle: coarseIdle, stop: make(chan struct{})}
 }
 
-// now returns the time since epoch.
+// now returns the time since epoch. Read and running, the common case, it
+// inlines.
 func (c *coarseClock) now() int64 {
-	if !c.read.Load() { // loaded first: one write per tick, not per call
-		c.read.Store(true)
+	if c.state.Load() == clockRead|clockRunning {
+		return c.ticks.Load()
 	}
-	if !c.running.Load() {
+	return c.wake()
+}
+
+// wake is now for a clock not read since its last refresh, which it notes
+// (one write per tick, not per call), or not running, which it starts.
+func (c *coarseClock) wake() int64 {
+	if c.state.Or(clockRead)&clockRunning == 0 {
 		return c.start()
 	}
 	return c.ticks.Load()
 }
+
+// running reports whether the refresher runs.
+func (c *coarseClock) running() bool { return c.state.Load()&clockRunning != 0 }
 
 // start refreshes the time and starts the refresher, unless it is running
 // or the clock is closed.
@@ -61,10 +77,10 @@ func (c *coarseClock) start() int64 {
 		return t // closed: every read goes to the real clock
 	default:
 	}
-	if c.running.Load() {
+	if c.running() {
 		return t
 	}
-	c.running.Store(true)
+	c.state.Or(clockRunning)
 	c.wg.Add(1)
 	go c.refresh()
 	return t
@@ -78,12 +94,12 @@ func (c *coarseClock) refresh() {
 	for {
 		select {
 		case <-c.stop:
-			c.running.Store(false)
+			c.state.And(^uint32(clockRunning))
 			return
 		case <-tick.C:
 		}
 		c.ticks.Store(int64(time.Since(c.epoch)))
-		if c.read.Swap(false) {
+		if c.state.And(^uint32(clockRead))&clockRead != 0 {
 			idle = 0
 			continue
 		}
@@ -91,7 +107,7 @@ func (c *coarseClock) refresh() {
 			continue
 		}
 		c.mu.Lock()
-		c.running.Store(false)
+		c.state.And(^uint32(clockRunning))
 		c.mu.Unlock()
 		return
 	}

@@ -25,33 +25,33 @@ func TestCoarseClock(t *testing.T) {
 		last = got
 		time.Sleep(200 * time.Microsecond)
 	}
-	if !c.running.Load() {
-		t.Fatal("c.running.Load() while the clock is read = false, want true")
+	if !c.running() {
+		t.Fatal("c.running() while the clock is read = false, want true")
 	}
 
 	// Unread for c.idle ticks, the refresher stops; the next read starts it
 	// with a fresh time.
 	deadline := time.Now().Add(2 * time.Second)
-	for c.running.Load() {
+	for c.running() {
 		if time.Now().After(deadline) {
-			t.Fatal("c.running.Load() after 2s without a read = true, want false")
+			t.Fatal("c.running() after 2s without a read = true, want false")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(10 * time.Millisecond)
 	before := int64(time.Since(epoch))
-	if got := c.now(); got < before || !c.running.Load() {
+	if got := c.now(); got < before || !c.running() {
 		t.Fatalf("now(), the first read after idle = %v, want at least %v and the refresher running again", time.Duration(got), time.Duration(before))
 	}
 
 	// Closed, it reads the real clock every time and runs nothing.
 	c.close()
-	if c.running.Load() {
-		t.Fatal("c.running.Load() after close() = true, want false")
+	if c.running() {
+		t.Fatal("c.running() after close() = true, want false")
 	}
 	time.Sleep(5 * time.Millisecond)
 	before = int64(time.Since(epoch))
-	if got := c.now(); got < before || c.running.Load() {
+	if got := c.now(); got < before || c.running() {
 		t.Fatalf("now() after close = %v, want at least %v with no refresher", time.Duration(got), time.Duration(before))
 	}
 }

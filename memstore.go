@@ -191,11 +191,14 @@ func (s *MemoryStore) namespace(name string) *memNamespace {
 // made, by the monotonic clock (immune to wall clock steps), to within a
 // millisecond (see coarseClock).
 func (s *MemoryStore) now() int64 {
-	if s.clock == nil {
+	if s.clock == nil { // the real clock, the common case: it inlines
 		return s.coarse.now()
 	}
-	return int64(s.clock().Sub(s.epoch))
+	return s.injected()
 }
+
+// injected is now on an injected clock.
+func (s *MemoryStore) injected() int64 { return int64(s.clock().Sub(s.epoch)) }
 
 // timeAt converts ticks back to a time, for ban records.
 func (s *MemoryStore) timeAt(t int64) time.Time {

@@ -186,7 +186,8 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
 		return p.consumerRequest(ctx, r, a, n)
 	}
-	err = p.decide(ctx, &d, p.agg.key(a), a, n)
+	d.Addr, d.Key = a, p.agg.key(a)
+	err = p.decide(ctx, &d, n)
 	return d, err
 }
 
@@ -237,7 +238,8 @@ func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a neti
 			k = p.consumerKeys.key(id)
 		}
 	}
-	err = p.decide(ctx, &d, k, a, n)
+	d.Addr, d.Key = a, k
+	err = p.decide(ctx, &d, n)
 	return d, err
 }
 
@@ -279,7 +281,8 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 		p.decided(&d)
 		return d, nil
 	}
-	err = p.decide(ctx, &d, p.agg.key(a), a, 1)
+	d.Addr, d.Key = a, p.agg.key(a)
+	err = p.decide(ctx, &d, 1)
 	p.decided(&d)
 	return d, err
 }
@@ -292,7 +295,8 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err 
 	if key == "" {
 		return p.unknown(fmt.Errorf("%w: empty consumer key", ErrUnknownClient)), nil
 	}
-	err = p.decide(ctx, &d, p.consumerKeys.key(key), netip.Addr{}, 1)
+	d.Key = p.consumerKeys.key(key)
+	err = p.decide(ctx, &d, 1)
 	return d, err
 }
 
@@ -302,17 +306,16 @@ func (p *Protector) unknown(err error) Decision {
 	return d
 }
 
-// decide runs steps 3–5 for key k, counting n: it asks the store (take),
-// or the failure policy when the store fails, and writes the answer into
-// d, which must be zero: the hot path builds one Decision, in its
-// caller's frame, rather than copying one through every call. The error
-// is non-nil only when ctx ended.
-func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
+// decide runs steps 3–5 for d's key and address, counting n: it asks the
+// store (take), or the failure policy when the store fails, and writes the
+// answer into d, which holds nothing else yet: the hot path builds one
+// Decision, in its caller's frame, rather than copying one through every
+// call. The error is non-nil only when ctx ended.
+func (p *Protector) decide(ctx context.Context, d *Decision, n int64) error {
 	if p.cfg.Plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
-		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)
+		return p.decidePlan(ctx, d, d.Key, d.Addr, p.cfg.Plan, n, true)
 	}
-	res, err := p.space.Take(ctx, k, a, n)
-	d.Addr, d.Key = a, k
+	res, err := p.space.Take(ctx, d.Key, d.Addr, n)
 	if err != nil {
 		return p.takeFailed(ctx, d, n, err)
 	}
