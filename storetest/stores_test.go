@@ -1,11 +1,7 @@
 package storetest_test
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/internal/testclock"
 	"github.com/httpprotect/protect/redisstore"
 	"github.com/httpprotect/protect/storetest"
@@ -130,56 +127,25 @@ func TestMiniredis(t *testing.T) {
 }
 
 func TestRedisServer(t *testing.T) {
-	addr := envOrSkip(t, "PROTECT_REDIS_ADDR")
-	storetest.RunEnv(t, func(t *testing.T) storetest.Env {
-		return realEnv(t, redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1}))
-	})
+	addr := redistest.RealAddr(t)
+	storetest.RunEnv(t, func(t *testing.T) storetest.Env { return realEnv(t, addr) })
 }
 
 func TestRedisCluster(t *testing.T) {
-	addrs := strings.Split(envOrSkip(t, "PROTECT_REDIS_CLUSTER_ADDRS"), ",")
-	storetest.RunEnv(t, func(t *testing.T) storetest.Env {
-		return realEnv(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1}))
-	})
+	addr := "cluster:" + strings.Join(redistest.ClusterAddrs(t), ",")
+	storetest.RunEnv(t, func(t *testing.T) storetest.Env { return realEnv(t, addr) })
 }
 
-// envOrSkip returns an environment variable, or skips the test without
-// it. Under CI, which starts the servers, a missing one fails instead.
-func envOrSkip(t *testing.T, name string) string {
+// realEnv is a store on the real server at addr (redistest.Dial's form),
+// in a namespace of the test's own, every key of which is deleted, on
+// every master, when the test ends.
+func realEnv(t *testing.T, addr string) storetest.Env {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %s is not: .ci/run must start the server", name)
-		}
-		t.Skipf("%s not set", name)
-	}
-	return v
-}
-
-// realEnv is a store on a real server, in a namespace of the test's own,
-// every key of which is deleted, on every master, when the test ends.
-func realEnv(t *testing.T, c redis.UniversalClient) storetest.Env {
-	t.Helper()
-	ns := fmt.Sprintf("storetest:%s:%x:", strings.ReplaceAll(t.Name(), "/", "."), rand.Uint64())
+	c := redistest.Dial(addr)
+	t.Cleanup(func() { c.Close() })
+	ns := redistest.Namespace(t, c) // cleanups run last first: the store, the keys, the client
 	s := redisstore.New(c, redisstore.Options{RangeRefresh: -1, Logger: discard})
-	t.Cleanup(func() {
-		s.Close()
-		clean := func(ctx context.Context, node *redis.Client) error {
-			iter := node.Scan(ctx, 0, ns+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				node.Del(ctx, iter.Val())
-			}
-			return iter.Err()
-		}
-		ctx := context.Background()
-		if cc, ok := c.(*redis.ClusterClient); ok {
-			cc.ForEachMaster(ctx, clean)
-		} else {
-			clean(ctx, c.(*redis.Client))
-		}
-		c.Close()
-	})
+	t.Cleanup(func() { s.Close() })
 	return storetest.Env{Store: s, Namespace: ns}
 }
 
