@@ -386,19 +386,18 @@ func (g *guard) writePending() {
 			if b.Permanent() {
 				left = 0
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), p.cfg.StoreTimeout)
 			// AddBan replaces: a ban the store got meanwhile (an
 			// operator's, another instance's escalated one) that lasts
 			// as long or longer stays, rather than be cut down to ours.
+			// The guarded space bounds each call by StoreTimeout.
+			ctx := context.Background()
 			st, err := p.space.Inspect(ctx, b.Key)
 			if err == nil && outlasts(st.Ban, b) {
-				cancel()
 				continue
 			}
 			if err == nil {
 				_, err = p.space.AddBan(ctx, Ban{Key: b.Key, Range: b.Range, Reason: b.Reason, Source: b.Source, By: b.By}, left)
 			}
-			cancel()
 			if err != nil {
 				failed = append(failed, b)
 				continue
