@@ -1,12 +1,14 @@
 package redisstore
 
 import (
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/redis/go-redis/v9"
 )
 
 // A hash at a ban key is not a ban: it stays an error for the failure
@@ -21,12 +23,14 @@ func TestRedisUnknownHashAtBanKey(t *testing.T) {
 	}
 }
 
-// Listing bans skips a key that holds no ban record, and still lists the
-// others.
+// Listing bans skips an index entry whose key holds no ban record, and
+// still lists the others.
 func TestRedisListingSkipsStrayKeys(t *testing.T) {
 	m := miniredis.RunT(t)
 	in := newInstance(t, m.Addr(), "protect:", protect.Config{}, Options{RangeRefresh: -1})
 	in.store.client.HSet(t.Context(), "protect:{192.0.2.10}:b", "x", "y")
+	// Indexed, so that the listing reads the stray key and must skip it.
+	in.store.client.ZAdd(t.Context(), "protect:bans", redis.Z{Score: math.Inf(1), Member: "192.0.2.10"})
 	if _, err := in.p.Ban(t.Context(), "192.0.2.11", protect.BanOptions{Reason: "real"}); err != nil {
 		t.Fatal(err)
 	}
