@@ -14,8 +14,10 @@ import (
 const (
 	ownListen     = "LISTEN"
 	ownPlans      = "PLANS"
+	ownGRPCListen = "GRPC_LISTEN"
 	envListen     = envconfig.Prefix + ownListen
 	envPlans      = envconfig.Prefix + ownPlans
+	envGRPCListen = envconfig.Prefix + ownGRPCListen
 	defaultListen = "127.0.0.1:8089"
 )
 
@@ -26,6 +28,8 @@ type settings struct {
 	// plans by name, as X-Protect-Plan names them; empty without
 	// HTTP_PROTECT_PLANS.
 	plans map[string]*protect.Plan
+	// grpcListen is where the gRPC services listen (grpc.go); empty: off.
+	grpcListen string
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -33,13 +37,13 @@ type settings struct {
 // HTTP_PROTECT_ name that is neither protect's nor protectd's is an
 // error. Every error quotes the setting and its value.
 func loadSettings(env []string) (settings, error) {
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen)
 	if err != nil {
 		return settings{}, err
 	}
 	vars := make(map[string]string, 2)
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen) {
 			vars[k] = v
 		}
 	}
@@ -49,6 +53,12 @@ func loadSettings(env []string) (settings, error) {
 			return settings{}, fmt.Errorf("%s=%q: %w", envListen, v, err)
 		}
 		s.listen = v
+	}
+	if v := strings.TrimSpace(vars[envGRPCListen]); v != "" {
+		if err := checkGRPCListen(v); err != nil {
+			return settings{}, fmt.Errorf("%s=%q: %w", envGRPCListen, v, err)
+		}
+		s.grpcListen = v
 	}
 	if v := strings.TrimSpace(vars[envPlans]); v != "" {
 		if s.plans, err = envconfig.LoadPlans(v); err != nil {
