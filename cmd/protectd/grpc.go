@@ -67,7 +67,7 @@ func startGRPC(addr string, v *verifier, log *slog.Logger) (*grpcService, error)
 		// than every 5 minutes.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
-	rlsv3.RegisterRateLimitServiceServer(srv, &rateLimitService{v: v})
+	rlsv3.RegisterRateLimitServiceServer(srv, newRateLimitService(v))
 	authv3.RegisterAuthorizationServer(srv, &authzService{v: v})
 	g := &grpcService{srv: srv, ln: ln, served: make(chan error, 1)}
 	go func() { g.served <- srv.Serve(ln) }()

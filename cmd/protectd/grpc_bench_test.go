@@ -84,3 +84,26 @@ func BenchmarkGRPCShouldRateLimit(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 }
+
+// BenchmarkShouldRateLimitHandler is protectd's own share of a call: the
+// handler alone, without gRPC's transport and encoding.
+func BenchmarkShouldRateLimitHandler(b *testing.B) {
+	s, err := loadSettings([]string{trusted, "HTTP_PROTECT_MAX_REQUESTS=1000000000000", "HTTP_PROTECT_BAN_LIMIT=-1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := newVerifier(s, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.p.Close()
+	svc := newRateLimitService(v)
+	req := &rlsv3.RateLimitRequest{Domain: "web", Descriptors: []*ratelimitv3.RateLimitDescriptor{descriptor(entryAddress, "203.0.113.7")}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp, err := svc.ShouldRateLimit(ctx, req); err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OK {
+			b.Fatalf("ShouldRateLimit = %v, %v, want OK", resp, err)
+		}
+	}
+}

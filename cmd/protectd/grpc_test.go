@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -399,6 +403,15 @@ func TestGRPCStoreDown(t *testing.T) {
 	})
 }
 
+// TestGRPCOffByDefault: without HTTP_PROTECT_GRPC_LISTEN nothing listens
+// for gRPC.
+func TestGRPCOffByDefault(t *testing.T) {
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1")
+	if l := d.log.lines(t, "grpc listening"); len(l) != 0 {
+		t.Fatalf("log lines grpc listening = %v, want none", l)
+	}
+}
+
 // TestGRPCUnixSocket: unix:PATH serves on a socket, a stale one left
 // behind is replaced, and the listen setting is checked.
 func TestGRPCUnixSocket(t *testing.T) {
@@ -409,11 +422,28 @@ func TestGRPCUnixSocket(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close() // the file stays, as after a SIGKILL
-	startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", envGRPCListen+"=unix:"+path)
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", envGRPCListen+"=unix:"+path)
 	c := dialGRPC(t, "unix:"+path)
 	resp := shouldRateLimit(t, c, 0, descriptor(entryAddress, "203.0.113.7"))
 	if resp.OverallCode != rlsv3.RateLimitResponse_OK {
 		t.Fatalf("ShouldRateLimit over unix:%s = %v, want OK", path, resp)
+	}
+	if code := d.stop(); code != exitOK {
+		t.Fatalf("protectd with gRPC, stopped = exit %d, want %d; log:\n%s", code, exitOK, d.log)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a graceful stop, stat %s = %v, want it removed", path, err)
+	}
+	// A live socket is never taken over.
+	live, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	var stderr logBuffer
+	env := []string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", envListen + "=127.0.0.1:0", envGRPCListen + "=unix:" + path}
+	if code := run(context.Background(), nil, env, io.Discard, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "another process serves on it") {
+		t.Fatalf("run(%q) with a live socket = exit %d, %s; want %d, another process serves on it", env, code, &stderr, exitFailure)
 	}
 	for _, bad := range []string{"unix:", "8081", "localhost:http"} {
 		_, err := loadSettings([]string{envGRPCListen + "=" + bad})

@@ -126,7 +126,7 @@ func headerOptions(h http.Header, action corev3.HeaderValueOption_HeaderAppendAc
 				a = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 			}
 			out = append(out, &corev3.HeaderValueOption{
-				Header:       &corev3.HeaderValue{Key: strings.ToLower(k), Value: v},
+				Header:       &corev3.HeaderValue{Key: lowerName(k), Value: v},
 				AppendAction: a,
 			})
 		}

@@ -39,9 +39,15 @@ const (
 type rateLimitService struct {
 	rlsv3.UnimplementedRateLimitServiceServer
 	v *verifier
+	// name is the protector's Config.Name: the stream's limit's name.
+	name string
 	// strayLogged keeps a misconfigured route from logging a line per
 	// request: the first descriptor protectd cannot count is logged.
 	strayLogged atomic.Bool
+}
+
+func newRateLimitService(v *verifier) *rateLimitService {
+	return &rateLimitService{v: v, name: v.p.Config().Name}
 }
 
 // ShouldRateLimit decides each descriptor in order, one status each, and
@@ -138,10 +144,10 @@ func (s *rateLimitService) descriptor(ctx context.Context, desc *ratelimitv3.Rat
 	d.WriteHeaders(h)
 	st := &rlsv3.RateLimitResponse_DescriptorStatus{
 		Code:           rlsv3.RateLimitResponse_OK,
-		CurrentLimit:   currentLimit(d, plan, s.v.p.Config().Name),
+		CurrentLimit:   currentLimit(d, plan, s.name),
 		LimitRemaining: clamp32(d.Remaining),
 	}
-	if reset := untilReset(d, h, s.v.p.Config().Name); reset > 0 {
+	if reset := untilReset(d, h, s.name); reset > 0 {
 		st.DurationUntilReset = durationpb.New(reset)
 	}
 	if d.Refused() {
@@ -280,10 +286,30 @@ func headerValues(h http.Header) []*corev3.HeaderValue {
 	var out []*corev3.HeaderValue
 	for _, k := range sortedKeys(h) {
 		for _, v := range h[k] {
-			out = append(out, &corev3.HeaderValue{Key: strings.ToLower(k), Value: v})
+			out = append(out, &corev3.HeaderValue{Key: lowerName(k), Value: v})
 		}
 	}
 	return out
+}
+
+// lowerName is k in lower case; the names decisions write are spelled
+// out, so that answering allocates none.
+func lowerName(k string) string {
+	switch k {
+	case "Ratelimit":
+		return "ratelimit"
+	case "Ratelimit-Policy":
+		return "ratelimit-policy"
+	case "Retry-After":
+		return "retry-after"
+	case "Cache-Control":
+		return "cache-control"
+	case "Content-Type":
+		return "content-type"
+	case "X-Content-Type-Options":
+		return "x-content-type-options"
+	}
+	return strings.ToLower(k)
 }
 
 // sortedKeys are h's names in order.
