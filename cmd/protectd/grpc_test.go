@@ -232,6 +232,23 @@ func TestGRPCShouldRateLimitConsumer(t *testing.T) {
 	}
 }
 
+// TestGRPCDryRun: under DryRun every refusal, an unknown plan's too, is
+// logged and answered OK.
+func TestGRPCDryRun(t *testing.T) {
+	c := startGRPCDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_DRY_RUN=true", "HTTP_PROTECT_MAX_REQUESTS=1", grpcPlans)
+	var got []string
+	for range 2 {
+		resp := shouldRateLimit(t, c, 0, descriptor(entryAddress, "203.0.113.7"), descriptor(entryConsumer, "acme", entryPlan, "gold"))
+		got = append(got, resp.OverallCode.String())
+	}
+	if want := "OK OK"; strings.Join(got, " ") != want {
+		t.Fatalf("ShouldRateLimit(address past its limit, unknown plan) under DryRun = %v, want %s", got, want)
+	}
+	if l := c.d.log.lines(t, "refused"); len(l) != 2 || l[0]["dry_run"] != true {
+		t.Fatalf("log lines refused = %v, want the two unknown plans, dry_run true", l)
+	}
+}
+
 // TestGRPCShouldRateLimitOrder: one status per descriptor, in order; the
 // overall code is OVER_LIMIT when any is; every descriptor's fields are
 // in the headers, the longest Retry-After wins; a descriptor protectd

@@ -41,13 +41,16 @@ type rateLimitService struct {
 	v *verifier
 	// name is the protector's Config.Name: the stream's limit's name.
 	name string
+	// dryRun is Config.DryRun: refusals are logged, and answered OK.
+	dryRun bool
 	// strayLogged keeps a misconfigured route from logging a line per
 	// request: the first descriptor protectd cannot count is logged.
 	strayLogged atomic.Bool
 }
 
 func newRateLimitService(v *verifier) *rateLimitService {
-	return &rateLimitService{v: v, name: v.p.Config().Name}
+	c := v.p.Config()
+	return &rateLimitService{v: v, name: c.Name, dryRun: c.DryRun}
 }
 
 // ShouldRateLimit decides each descriptor in order, one status each, and
@@ -117,7 +120,10 @@ func (s *rateLimitService) descriptor(ctx context.Context, desc *ratelimitv3.Rat
 			// protectd disagree, and only their operator can settle it.
 			s.v.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "refused",
 				slog.String("decision", "unknown_plan"), slog.String("code", "unknown_plan"),
-				slog.String("plan", clip(planName)), slog.Bool("plan_given", hasPlan), slog.String("via", "grpc"))
+				slog.String("plan", clip(planName)), slog.Bool("plan_given", hasPlan), slog.Bool("dry_run", s.dryRun), slog.String("via", "grpc"))
+			if s.dryRun { // logged and served, as every dry-run refusal is
+				return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}, d, nil
+			}
 			return &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OVER_LIMIT}, d, nil
 		}
 		d, err = s.v.p.VerifyConsumerN(ctx, consumer, plan, hitsAddend(desc, hits))
