@@ -343,7 +343,9 @@ func TestGRPCCheck(t *testing.T) {
 	}
 	// A trusted source: the client is the rightmost untrusted entry, in
 	// the headers map and in header_map alike.
-	viaProxy := checkRequest("127.0.0.1", 40000, "x-forwarded-for", "6.6.6.6, 198.51.100.7")
+	// Consumer headers are never read by Check, even from a trusted
+	// source: the address is counted.
+	viaProxy := checkRequest("127.0.0.1", 40000, "x-forwarded-for", "6.6.6.6, 198.51.100.7", "x-protect-consumer", "acme", "x-protect-plan", "pro")
 	resp, err = c.authz.Check(ctx, viaProxy)
 	if err != nil {
 		t.Fatal(err)
