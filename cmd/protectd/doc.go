@@ -15,12 +15,14 @@
 // protectd reads the HTTP_PROTECT_* environment of package envconfig, just
 // as strictly: an unknown name or a bad value exits 2 with the setting
 // quoted. The memory store is the default; HTTP_PROTECT_REDIS_URL shares
-// one Redis between every protectd instance and protectctl. It reads two
+// one Redis between every protectd instance and protectctl. It reads
 // names of its own, and needs two of protect's:
 //
 //	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
 //	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
 //	                               or the JSON itself when the value starts with "{"
+//	HTTP_PROTECT_GRPC_LISTEN       host:port or unix:PATH of the gRPC services for
+//	                               Envoy and Istio [off]
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
 //	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
 //
@@ -51,6 +53,22 @@
 // protectd then refuses with that status, and puts the real status in
 // X-Protect-Status and the problem body in X-Protect-Problem, for the proxy
 // to answer the client with.
+//
+// # gRPC: Envoy and Istio
+//
+// With HTTP_PROTECT_GRPC_LISTEN set, protectd also serves
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit (Envoy's
+// global rate limit filter: a descriptor with a remote_address entry runs
+// the address pipeline; one with consumer and plan entries holds the
+// consumer to that plan at a cost of hits_addend) and
+// envoy.service.auth.v3.Authorization/Check (Envoy's ext_authz filter and
+// Istio's CUSTOM action: the client from the request's source address and
+// X-Forwarded-For, denied_response with the status, headers and
+// problem+json body /verify answers with). Under
+// HTTP_PROTECT_ON_STORE_ERROR=closed a dead store makes ShouldRateLimit
+// fail with the gRPC code Unavailable, for Envoy's failure_mode_deny to
+// decide. docs/envoy.md gives every rule. Keep this listener private too:
+// a caller names the address to count.
 //
 // # Who the client is
 //

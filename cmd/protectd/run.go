@@ -100,6 +100,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)
 		return exitFailure
 	}
+	var g *grpcService // nil while HTTP_PROTECT_GRPC_LISTEN is off
+	if s.grpcListen != "" {
+		if g, err = startGRPC(s.grpcListen, v, log); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "protectd: %v\n", err)
+			return exitFailure
+		}
+		defer g.kill()
+	}
 	srv := newServer(newHandler(v), log)
 	log.Info("listening", "addr", ln.Addr().String(), "store", store, "plans", len(s.plans))
 	served := make(chan error, 1)
@@ -108,11 +117,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	case err := <-served:
 		log.Error("serve", "err", err.Error())
 		return exitFailure
+	case err := <-g.done():
+		log.Error("grpc serve", "err", err.Error())
+		return exitFailure
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
+	g.stop(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Error("shutdown", "err", err.Error())
 		return exitFailure

@@ -16,8 +16,10 @@ import (
 const (
 	ownListen     = "LISTEN"
 	ownPlans      = "PLANS"
+	ownGRPCListen = "GRPC_LISTEN"
 	envListen     = envconfig.Prefix + ownListen
 	envPlans      = envconfig.Prefix + ownPlans
+	envGRPCListen = envconfig.Prefix + ownGRPCListen
 	defaultListen = "127.0.0.1:8089"
 )
 
@@ -28,6 +30,8 @@ type settings struct {
 	// plans by name, as X-Protect-Plan names them; empty without
 	// HTTP_PROTECT_PLANS.
 	plans map[string]*protect.Plan
+	// grpcListen is where the gRPC services listen (grpc.go); empty: off.
+	grpcListen string
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -39,13 +43,13 @@ type settings struct {
 // that a first run with three mistakes needs one fix, not three runs.
 func loadSettings(env []string) (settings, error) {
 	var errs []error
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	vars := make(map[string]string, 2)
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen) {
 			vars[k] = v
 		}
 	}
@@ -61,6 +65,13 @@ func loadSettings(env []string) (settings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", envListen, v, err))
 		} else {
 			s.listen = v
+		}
+	}
+	if v := strings.TrimSpace(vars[envGRPCListen]); v != "" {
+		if err := checkGRPCListen(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envGRPCListen, v, err))
+		} else {
+			s.grpcListen = v
 		}
 	}
 	if v := strings.TrimSpace(vars[envPlans]); v != "" {
