@@ -753,7 +753,7 @@ func (c *cli) writeCheck(rep admin.CheckReport) error {
 			left = humanDuration(time.Duration(*src.SecondsLeft)*time.Second) + " left"
 		}
 		what := strings.ReplaceAll(src.Kind, "_", " ")
-		fmt.Fprintf(tw, "%s\t%s in %s: %s, %s\n", what, cell(src.Entry), cell(src.List), dash(src.Reason), left)
+		fmt.Fprintf(tw, "%s\t%s (list %s): %s, %s\n", what, cell(src.Entry), cell(src.List), dash(src.Reason), left)
 	}
 	verdict := "no: nothing refuses it"
 	switch {
