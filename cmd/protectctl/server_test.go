@@ -3,9 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +17,8 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 // memService is a service on the memory store serving admin.Handler on
@@ -58,7 +64,7 @@ var (
 	rfc3339   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	durations = regexp.MustCompile(`\b(\d+d)?(\d+h)?(\d+m)?\d+(\.\d+)?s\b|\b\d+d\b`)
 	spaces    = regexp.MustCompile(` +`)
-	leftJSON  = regexp.MustCompile(`"(seconds_left|count_seconds_left)": \d+`)
+	leftJSON  = regexp.MustCompile(`"(seconds_left|count_seconds_left|reset_ms)": \d+`)
 )
 
 // normalize blanks what two stores' clocks tell apart (times, times
@@ -86,7 +92,12 @@ func TestServerMatchesRedis(t *testing.T) {
 			// Real time, as Redis keeps it: bans are listed in the order of their
 			// expiry, which the two stores must tell alike.
 			mem := newMemService(t, time.Now, mcfg)
+			const plans = `{"free": {"quotas": [{"name": "monthly", "limit": 100, "period": "monthly"}]}}`
+			free, _ := protect.NewPlan("free", protect.Quota{Name: "monthly", Limit: 100, Period: protect.Monthly})
 			for _, p := range []*protect.Protector{red.p, mem.ps[0]} {
+				for range 3 {
+					p.VerifyConsumer(t.Context(), "acme", free)
+				}
 				for range 4 {
 					p.VerifyAddr(t.Context(), netip.MustParseAddr("203.0.113.7"))
 				}
@@ -111,6 +122,8 @@ func TestServerMatchesRedis(t *testing.T) {
 				{[]string{"inspect", "-json", "203.0.113.7"}, 0},
 				{[]string{"inspect", "-json", "192.0.2.1"}, 0},
 				{[]string{"inspect", "consumer:cus_fraud"}, 0},
+				{[]string{"inspect", "-plans", plans, "consumer:acme"}, 0},
+				{[]string{"inspect", "-json", "-plans", plans, "-plan", "free", "consumer:acme"}, 0},
 				{[]string{"explain", "-remote", "198.51.100.7:1234"}, 0},
 				{[]string{"explain", "-json", "-remote", "192.0.2.1:1234", "-H", "X-Forwarded-For: 6.6.6.6"}, 0},
 				{[]string{"explain", "-json", "-remote", "203.0.113.7:1234"}, 0},
@@ -247,4 +260,58 @@ func sortStrings(s []string) []string {
 		}
 	}
 	return s
+}
+
+// A store that fails is 503, code store_unavailable, and its text (which
+// names the store's address) goes to the service's log, never to the
+// client; protectctl -server exits 1 saying the store did not answer.
+func TestHandlerStoreFailure(t *testing.T) {
+	var logs strings.Builder
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	store := redisstore.New(c, redisstore.Options{RangeRefresh: -1})
+	p, err := protect.New(protect.Config{Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(); store.Close(); c.Close() })
+	srv := httptest.NewServer(admin.Handler(p))
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/v1/bans", "/v1/inspect?target=1.2.3.4", "/v1/check?addr=1.2.3.4", "/v1/protectors", "/v1/explain?remote=1.2.3.4:1"} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var p admin.Problem
+		if res.StatusCode != 503 || json.Unmarshal(body, &p) != nil || p.Code != admin.CodeStoreUnavailable || strings.Contains(string(body), "127.0.0.1:1") {
+			t.Errorf("GET %s on a dead store = %d %s, want 503 store_unavailable without the store's text", path, res.StatusCode, body)
+		}
+	}
+	if !strings.Contains(logs.String(), "127.0.0.1:1") {
+		t.Errorf("service log = %s, want the store's error, naming 127.0.0.1:1", logs.String())
+	}
+	code, out, errs := ctlServer(t, srv.URL, "bans")
+	if code != 1 || out != "" || !strings.Contains(errs, "the store did not answer") || strings.Contains(errs, "127.0.0.1:1") {
+		t.Fatalf("protectctl -server bans on a dead store = exit %d, stdout %q, stderr %q; want exit 1 saying the store did not answer", code, out, errs)
+	}
+}
+
+// -server unix:/path reaches a service on a unix socket.
+func TestServerUnixSocket(t *testing.T) {
+	mem := newMemService(t, time.Now, protect.Config{})
+	mem.ps[0].Ban(t.Context(), "203.0.113.7", protect.BanOptions{Reason: "scanner"})
+	sock := filepath.Join(t.TempDir(), "admin.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: admin.Handler(mem.ps...)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	for _, url := range []string{"unix:" + sock, "unix://" + sock} {
+		if code, out, errs := ctlServer(t, url, "bans"); code != 0 || !strings.Contains(out, "203.0.113.7") || !strings.Contains(out, "scanner") {
+			t.Errorf("protectctl -server %s bans = exit %d\n%s%s\nwant the ban of 203.0.113.7", url, code, out, errs)
+		}
+	}
 }
