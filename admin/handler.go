@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -73,8 +74,10 @@ func Handler(ps ...*protect.Protector) http.Handler {
 	mux.HandleFunc("GET /v1/explain", h.explain)
 	mux.HandleFunc("GET /v1/check", h.check)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// ServeMux's own 404 and 405 are text; the API's are problems.
-		if _, pattern := mux.Handler(r); pattern == "" {
+		// ServeMux's own 404 and 405 are text, and it redirects a path
+		// that is not clean (a client would repeat a DELETE elsewhere);
+		// the API answers each with a problem.
+		if _, pattern := mux.Handler(r); pattern == "" || path.Clean(r.URL.Path) != r.URL.Path {
 			if known(r.URL.Path) {
 				WriteProblem(w, http.StatusMethodNotAllowed, CodeMethod, r.Method+" "+strconv.Quote(r.URL.Path)+": method not allowed")
 				return

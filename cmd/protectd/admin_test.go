@@ -146,3 +146,25 @@ func TestAdminListenerUnix(t *testing.T) {
 		t.Fatalf("GET /v1/protectors on %s = %d %s, want 200 and protect: with its published limits", sock, code, body)
 	}
 }
+
+// Whatever the two variables hold, loadAdminSettings either refuses them
+// with an error naming one of them, or gives a setting that is off, a
+// unix socket, or a TCP address with a token.
+func FuzzAdminSettings(f *testing.F) {
+	f.Add("127.0.0.1:8090", adminToken)
+	f.Add("unix:/run/a.sock", "")
+	f.Add("[::1]:0", "short")
+	f.Add("unix:", "")
+	f.Fuzz(func(t *testing.T, listen, token string) {
+		a, err := loadAdminSettings([]string{envAdminListen + "=" + listen, envAdminToken + "=" + token})
+		switch {
+		case err != nil:
+			if !strings.Contains(err.Error(), envAdminListen) && !strings.Contains(err.Error(), envAdminToken) {
+				t.Fatalf("loadAdminSettings(%q, %q) = %v, want an error naming a variable", listen, token, err)
+			}
+		case a.listen == "", a.socket() != "":
+		case a.token == "" || len(a.token) < minTokenLen:
+			t.Fatalf("loadAdminSettings(%q, %q) = TCP %q without a token of %d characters", listen, token, a.listen, minTokenLen)
+		}
+	})
+}
