@@ -10,8 +10,9 @@
 // trusts addresses exactly as they do: lifting 2001:db8:1:2::99 lifts
 // 2001:db8:1:2::/64. Run it with the services' environment. Like them it
 // refuses an HTTP_PROTECT_* name it does not know, since a typo would apply
-// a default; the names protectd reads, HTTP_PROTECT_LISTEN and
-// HTTP_PROTECT_PLANS, are accepted.
+// a default; the names protectd reads (HTTP_PROTECT_LISTEN,
+// HTTP_PROTECT_PLANS, HTTP_PROTECT_ADMIN_LISTEN, HTTP_PROTECT_ADMIN_TOKEN)
+// and HTTP_PROTECT_ADMIN_URL are accepted.
 //
 // A service on the memory store keeps its bans inside its own process:
 // protectctl reaches them through the service's admin API (package

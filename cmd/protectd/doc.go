@@ -13,7 +13,7 @@
 // protectd reads the HTTP_PROTECT_* environment of package envconfig, just
 // as strictly: an unknown name or a bad value exits 2 with the setting
 // quoted. The memory store is the default; HTTP_PROTECT_REDIS_URL shares
-// one Redis between every protectd instance and protectctl. It reads two
+// one Redis between every protectd instance and protectctl. It reads
 // names of its own, and needs two of protect's:
 //
 //	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
