@@ -8,13 +8,15 @@ import (
 	"github.com/httpprotect/protect"
 )
 
-// Kinds of CheckSource. Bans are the protector's own; the kinds of block
-// lists (a list the operator feeds in, a CrowdSec decision) are further
-// kinds of one CheckSource, with the list's name in List, the matching
-// entry in Entry and no Ban.
+// Kinds of CheckSource. Bans are the protector's own. An entry of a
+// block list (Config.BlockLists, or the CrowdSec decisions, which feed
+// the block list step as the list named "crowdsec") is one CheckSource of
+// kind SourceBlockList, with the list's name in List, the matching entry
+// in Entry and no Ban.
 const (
-	SourceBan      = "ban"       // the ban on the address's counting key
-	SourceRangeBan = "range_ban" // a range ban containing the address
+	SourceBan       = "ban"        // the ban on the address's counting key
+	SourceRangeBan  = "range_ban"  // a range ban containing the address
+	SourceBlockList = "block_list" // an entry of a block list
 )
 
 // CheckReport is what protectctl check shows about one address: every
@@ -39,7 +41,7 @@ type CheckReport struct {
 
 // CheckSource is one source that would refuse an address.
 type CheckSource struct {
-	// Kind is SourceBan or SourceRangeBan (block lists add theirs).
+	// Kind is SourceBan, SourceRangeBan or SourceBlockList.
 	Kind string `json:"kind"`
 	// List names where the entry is: the ban list's BanNamespace, or a
 	// block list's name.
@@ -79,9 +81,9 @@ func (a *Admin) Check(ctx context.Context, addr netip.Addr) (CheckReport, error)
 	for i := range in.RangeBans {
 		rep.Sources = append(rep.Sources, banSource(SourceRangeBan, &in.RangeBans[i]))
 	}
-	// Block lists and CrowdSec decisions are asked here, after the bans,
-	// as step 3 of the pipeline asks them: each match is one more
-	// CheckSource of its own kind.
+	// Block lists (CrowdSec's decisions among them) are asked here, after
+	// the bans, as step 3 of the pipeline asks them: each list whose set
+	// holds addr is one more CheckSource of kind SourceBlockList.
 	rep.Refused = !rep.Safe && len(rep.Sources) > 0
 	return rep, nil
 }
