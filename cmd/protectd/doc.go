@@ -6,7 +6,9 @@
 //	usage: protectd [-check]
 //
 // -check reads the settings and the plans file, prints the settings in
-// force, and exits.
+// force, asks the store to answer and says what it is, and exits: 2 on
+// a bad setting (every one reported at once, under its variable's name),
+// 1 when the store does not answer.
 //
 // # Settings
 //
@@ -27,8 +29,10 @@
 //	                               or more; required on TCP
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
-// network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
-// without it every request is counted as the proxy's.
+// network (a listen address other machines can reach is logged as a
+// warning). HTTP_PROTECT_TRUSTED_PROXIES is required: without it every
+// request would be counted as the proxy's, so protectd refuses to start;
+// write none when clients reach protectd directly.
 //
 // # Paths
 //
@@ -108,8 +112,10 @@
 //
 // # Exit status
 //
-// 0 after -h, -check or a graceful shutdown; 1 when a listener (the
-// main one, or the admin API's) cannot be opened or serving fails; 2 on a bad flag, an argument, or a bad setting.
+// 0 after -h, -check or a graceful shutdown; 1 when a listener (the main
+// one, or the admin API's) cannot be opened, serving fails, or -check
+// finds the store not answering; 2 on a bad flag, an argument, or a bad
+// setting.
 //
 // # Example
 //
