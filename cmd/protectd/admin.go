@@ -103,6 +103,10 @@ func startAdmin(a adminSettings, p *protect.Protector, log *slog.Logger) (*admin
 	s := &adminServer{srv: newServer(withToken(a.token, admin.Handler(p)), log), served: make(chan error, 1)}
 	// Lists and lifts of many bans take longer than a proxy's question.
 	s.srv.WriteTimeout = 5 * time.Minute
+	if why := publicListen(a.listen); a.socket() == "" && why != "" {
+		log.Warn("admin API reachable from other machines: its token crosses the network in clear; keep it on loopback, a private network or a unix socket",
+			"addr", a.listen, "why", why)
+	}
 	log.Info("admin API listening", "addr", ln.Addr().String(), "token", a.token != "")
 	go func() { s.served <- s.srv.Serve(ln) }()
 	return s, nil
