@@ -59,7 +59,8 @@
 // that keeps both in one namespace does; when NS is a counter namespace
 // that a service published and $HTTP_PROTECT_BAN_NAMESPACE (protect:
 // by default) is another list, that list is read too, for that is where
-// such a service bans; ban writes in NS alone. A service that sets its
+// such a service bans; ban writes in NS alone, and lift -all refuses to
+// guess which of the two lists to empty. A service that sets its
 // ban list apart is best given both variables. protectctl never publishes
 // limits: it reads the ones the service published, so that inspect and
 // explain show the numbers the service enforces.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -283,7 +284,13 @@ func (c *cli) openRedis() error {
 		c.closers = append([]func() error{p.Close}, c.closers...)
 		ps = append(ps, p)
 	}
-	c.svc = redisBackend{Service: admin.NewService(ps...), writer: admin.NewService(ps[0])}
+	rb := redisBackend{Service: admin.NewService(ps...), writer: admin.NewService(ps[0])}
+	for _, sc := range scopes {
+		if !slices.Contains(rb.lists, sc.BanNamespace) {
+			rb.lists = append(rb.lists, sc.BanNamespace)
+		}
+	}
+	c.svc = rb
 	return nil
 }
 
@@ -293,6 +300,17 @@ func (c *cli) openRedis() error {
 type redisBackend struct {
 	*admin.Service
 	writer *admin.Service
+	lists  []string // the ban lists read
+}
+
+// Lift lifts targets wherever they are banned, but lifts every ban only
+// in a list that is certainly the service's: with two lists read, one is
+// a guess.
+func (b redisBackend) Lift(ctx context.Context, o admin.LiftOptions) ([]admin.BanRecord, error) {
+	if o.All && len(b.lists) > 1 {
+		return nil, usagef("lift -all: this reads two ban lists, %q and %q; set HTTP_PROTECT_BAN_NAMESPACE to the one to empty", b.lists[0], b.lists[1])
+	}
+	return b.Service.Lift(ctx, o)
 }
 
 func (b redisBackend) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]admin.BanRecord, error) {

@@ -164,6 +164,12 @@ func TestRedisSeveralNamespaces(t *testing.T) {
 			t.Errorf("protectctl %q = exit %d, %d bans %+v (%s); want the 3 bans of the shared list", args, code, len(recs), recs, errb.String())
 		}
 	}
+	// lift -all empties one list, which -namespace addr: does not name
+	// for certain.
+	var o, e strings.Builder
+	if code := run(redisArgs("-namespace", "addr:", "lift", "-all"), &o, &e); code != 2 || !strings.Contains(e.String(), "HTTP_PROTECT_BAN_NAMESPACE") {
+		t.Fatalf("protectctl -namespace addr: lift -all = exit %d, stderr %q; want exit 2 naming HTTP_PROTECT_BAN_NAMESPACE", code, e.String())
+	}
 	args := redisArgs("inspect", "203.0.113.3")
 	var out, errb strings.Builder
 	if code := run(args, &out, &errb); code != 0 || strings.Contains(out.String(), "published no limits") ||
