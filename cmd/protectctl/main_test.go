@@ -47,6 +47,10 @@ func newServer(t *testing.T, addr string) server {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	ns := fmt.Sprintf("ctl:%x:", rand.Uint64())
+	// The services of these tests keep bans and counters in ns, and say
+	// so, as such a service's environment does: protectctl -namespace ns
+	// then reads no other ban list of a Redis other tests share.
+	t.Setenv("HTTP_PROTECT_BAN_NAMESPACE", ns)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		keys, _ := c.Keys(ctx, ns+"*").Result()

@@ -25,6 +25,10 @@
 //	                               Envoy and Istio [off]
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
 //	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
+//	HTTP_PROTECT_ADMIN_LISTEN      where the admin API listens: host:port, or
+//	                               unix:/path [none: off]
+//	HTTP_PROTECT_ADMIN_TOKEN       the admin API's bearer token, 16 characters
+//	                               or more; required on TCP
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network (a listen address other machines can reach is logged as a
@@ -70,6 +74,23 @@
 // decide. docs/envoy.md gives every rule. Keep this listener private too:
 // a caller names the address to count.
 //
+// # The admin API
+//
+// HTTP_PROTECT_ADMIN_LISTEN serves package admin's Handler, on a listener
+// of its own: the bans (GET, POST and DELETE /v1/bans), inspect, explain,
+// check and protectors under /v1/, in protectctl's -json schema, which
+// protectctl -server uses. It is how a protectd on the memory store is
+// administered; a lift holds on the next /verify. A TCP address needs
+// HTTP_PROTECT_ADMIN_TOKEN: protectd refuses to start without it, naming
+// both variables. Each request must then carry "Authorization: Bearer
+// <token>", compared in constant time; a missing or wrong one is 401 with
+// code unauthorized, and changes nothing. A unix socket may go without a
+// token: protectd makes the socket file mode 0600, so only its own user
+// connects (a stale socket file is replaced; one another process serves is
+// an error). The token crosses the network in clear: keep a TCP admin
+// address on a private network. docs/admin.md in the repository lists the
+// paths and their errors.
+//
 // # Who the client is
 //
 // protectd's peer is the proxy, so HTTP_PROTECT_TRUSTED_PROXIES lists it,
@@ -109,9 +130,10 @@
 //
 // # Exit status
 //
-// 0 after -h, -check or a graceful shutdown; 1 when the listener cannot be
-// opened, serving fails, or -check finds the store not answering; 2 on a
-// bad flag, an argument, or a bad setting.
+// 0 after -h, -check or a graceful shutdown; 1 when a listener (the main
+// one, or the admin API's) cannot be opened, serving fails, or -check
+// finds the store not answering; 2 on a bad flag, an argument, or a bad
+// setting.
 //
 // # Example
 //
@@ -119,6 +141,11 @@
 //	HTTP_PROTECT_MAX_REQUESTS=100 HTTP_PROTECT_BAN_LIMIT=500 \
 //	HTTP_PROTECT_REDIS_URL=redis://10.0.0.5:6379/0 \
 //	protectd
+//
+//	HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 \
+//	HTTP_PROTECT_ADMIN_LISTEN=unix:/run/protectd/admin.sock \
+//	protectd &
+//	protectctl -server unix:/run/protectd/admin.sock bans
 //
 // docs/protectd.md in the repository gives a configuration for each proxy.
 package main

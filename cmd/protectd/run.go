@@ -113,6 +113,13 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	log.Info("listening", "addr", ln.Addr().String(), "store", store, "plans", len(s.plans))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	adm, err := startAdmin(s.admin, v.p, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "protectd: %v\n", err)
+		srv.Close()
+		return exitFailure
+	}
+	defer adm.shutdown(context.WithoutCancel(ctx))
 	select {
 	case err := <-served:
 		log.Error("serve", "err", err.Error())

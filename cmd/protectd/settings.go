@@ -32,6 +32,8 @@ type settings struct {
 	plans map[string]*protect.Plan
 	// grpcListen is where the gRPC services listen (grpc.go); empty: off.
 	grpcListen string
+	// admin is where the admin API listens (admin.go).
+	admin adminSettings
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -43,7 +45,7 @@ type settings struct {
 // that a first run with three mistakes needs one fix, not three runs.
 func loadSettings(env []string) (settings, error) {
 	var errs []error
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -78,6 +80,9 @@ func loadSettings(env []string) (settings, error) {
 		if s.plans, err = envconfig.LoadPlans(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err))
 		}
+	}
+	if s.admin, err = loadAdminSettings(env); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		if s.cfg.Store != nil { // dialed, never to be used
