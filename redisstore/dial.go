@@ -65,7 +65,9 @@ func Dial(rawURL string, opt Options) (*Store, error) {
 	}
 	s := New(client, opt)
 	s.ownsConn = true
-	s.topo.where = redactURL(rawURL)
+	if strings.Contains(rawURL, "+sentinel://") {
+		s.topo.where = redactURL(rawURL) // the client's own Addr says "FailoverClient"
+	}
 	return s, nil
 }
 

@@ -174,7 +174,20 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 	if st.Count < int64(acked) || st.Count > int64(len(answers)-skipped) {
 		t.Errorf("counter = %d, want from %d (acknowledged) to %d (requests that reached Redis)", st.Count, acked, len(answers)-skipped)
 	}
-	bans, err := ps[1].Bans(ctx, protect.BanFilter{})
+	// Listing reads an index in every slot: under the deadline of a
+	// tool, not of a request.
+	lister, err := Dial(url, Options{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lister.Close()
+	lp, err := protect.New(protect.Config{Store: lister, Namespace: ns, BanNamespace: ns, MaxRequests: 1 << 40, BanLimit: -1, TTL: time.Hour,
+		StoreTimeout: 5 * time.Second, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close()
+	bans, err := lp.Bans(ctx, protect.BanFilter{})
 	if err != nil || len(bans) != len(banned) {
 		t.Errorf("Bans after the failover = %d bans, %v; want %d", len(bans), err, len(banned))
 	}

@@ -136,8 +136,9 @@ func New(client redis.UniversalClient, opt Options) *Store {
 	return s
 }
 
-// Addr names the server the store talks to, for messages: the URL Dial
-// was given, redacted, or the client's addresses.
+// Addr names the server the store talks to, for messages: its address,
+// a Cluster's seed addresses, or for a Sentinel URL Dial was given, that
+// URL redacted.
 func (s *Store) Addr() string {
 	if s.topo.where != "" {
 		return s.topo.where

@@ -12,7 +12,7 @@ import (
 
 // topology is what a store knows of the shape of the Redis behind it.
 type topology struct {
-	where         string      // the redacted URL Dial was given; "" for New
+	where         string      // the redacted Sentinel URL Dial was given, for Addr
 	warnedCluster atomic.Bool // the one-node client was told MOVED, and said so
 }
 
