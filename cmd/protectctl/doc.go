@@ -19,7 +19,10 @@
 //
 //	-redis URL
 //		the Redis URL: redis://[user:password@]host:port[/db],
-//		rediss://... (TLS) or unix:///path [$HTTP_PROTECT_REDIS_URL]
+//		rediss://... (TLS) or unix:///path for one node,
+//		redis+cluster://host:port,host:port for a Cluster,
+//		redis+sentinel://host:port,host:port/MASTER[/db] for Sentinel
+//		(rediss+... with TLS) [$HTTP_PROTECT_REDIS_URL]
 //	-namespace NS
 //		the namespace of both the bans and the counters; without it the
 //		ban list is $HTTP_PROTECT_BAN_NAMESPACE and the counters that
