@@ -58,7 +58,9 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 			t.Fatal(err)
 		}
 		p, err := protect.New(protect.Config{Store: s, Namespace: ns, BanNamespace: ns, MaxRequests: 1 << 40, BanLimit: -1, TTL: time.Hour,
-			OnStoreError: protect.FailClosed, Logger: discardLogger()})
+			// A deadline generous enough that a loaded machine's slowness
+			// is not taken for the failover under test.
+			OnStoreError: protect.FailClosed, StoreTimeout: time.Second, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

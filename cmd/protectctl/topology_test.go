@@ -45,7 +45,7 @@ func TestCtlOnClusterAndSentinel(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, err := protect.New(protect.Config{Store: store, Namespace: ns, BanNamespace: ns, MaxRequests: 100, BanLimit: 250, TTL: time.Hour,
-				Logger: slog.New(slog.DiscardHandler)})
+				StoreTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}
