@@ -6,7 +6,10 @@
 //	usage: protectd [-check]
 //
 // -check reads the settings and the plans file, prints the settings in
-// force, and exits.
+// force, and exits. With HTTP_PROTECT_REDIS_URL it also asks the server
+// once whether the URL names its topology: a redis:// URL to a Cluster
+// node fails, saying to use redis+cluster:// (see redisstore.Dial), as
+// protectd itself does at start.
 //
 // # Settings
 //
@@ -20,7 +23,9 @@
 //	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
 //	                               or the JSON itself when the value starts with "{"
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
-//	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
+//	HTTP_PROTECT_REDIS_URL         one Redis for every instance: redis://, rediss://,
+//	                               unix://, redis+cluster://h:p,h:p or
+//	                               redis+sentinel://h:p,h:p/MASTER [none: memory store]
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
