@@ -62,7 +62,8 @@ func isReply(err error) bool {
 	return err != nil && errors.As(err, &re)
 }
 
-// failed is told of each counting script's error. On a Cluster, an error
+// failed is told of the error of each counting script and each read of
+// the range bans. On a Cluster, an error
 // that is not the server's answer (a refused or lost connection, a
 // deadline) may be a dead master: go-redis reads the slot map again only
 // after a MOVED, or every ClusterStateReloadInterval, and a dead master

@@ -2,12 +2,16 @@ package redisstore
 
 import (
 	"errors"
+	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Dial's one round trip refuses a URL of the wrong topology for its
@@ -44,5 +48,32 @@ func TestDialChecksTheTopology(t *testing.T) {
 		if s != nil {
 			s.Close()
 		}
+	}
+}
+
+// A one-node client made by hand and given to New, on a Cluster node:
+// the MOVED answers are logged once, as an error that says what to use.
+func TestOneNodeClientOnClusterNodeLogsOnce(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0, 2*time.Second)
+	rec := &recorder{}
+	c := redis.NewClient(&redis.Options{Addr: cl.Nodes[0].Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	s := New(c, Options{RangeRefresh: -1, Logger: slog.New(rec)})
+	t.Cleanup(func() { s.Close() })
+	lim := protect.Limits{MaxRequests: 10, TTL: time.Minute, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}
+	sp, err := s.Space(protect.Scope{Namespace: "moved:", Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := range 50 {
+		a := netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
+		if _, err := sp.Take(t.Context(), protect.Key{Prefix: netip.PrefixFrom(a, 32)}, a, 1); err != nil {
+			failed++
+		}
+	}
+	const msg = "protect: the redis server is a Redis Cluster node behind a one-node client: every request is decided by the failure policy; use a redis+cluster:// URL or a redis.ClusterClient"
+	if failed == 0 || rec.Count(msg) != 1 {
+		t.Fatalf("50 takes on one node of a 3-master cluster = %d failed, %d log lines %q; want some failed (MOVED, CROSSSLOT) and one line", failed, rec.Count(msg), msg)
 	}
 }
