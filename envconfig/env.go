@@ -327,7 +327,8 @@ type Options struct {
 // (the REDIS_URL variable, or opts.RedisURL), the Config's Store is a
 // *redisstore.Store dialed from it with opts.Redis: give it to every
 // protector of the service, and close it after them. Dialing checks the
-// URL and connects nothing; the first request does.
+// URL and makes one round trip (see redisstore.Dial): a URL of the wrong
+// topology for its server is an error.
 func Read(environ []string, opts Options) (protect.Config, error) {
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -397,7 +398,8 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 	if c.redisURL != "" {
 		store, err := redisstore.Dial(c.redisURL, opts.Redis)
 		if err != nil {
-			// Never quote a Redis URL: it may hold a password.
+			// Dial's error quotes the URL with its password redacted;
+			// never quote it here.
 			return protect.Config{}, configErr("%sREDIS_URL: %w", prefix, err)
 		}
 		c.Store = store

@@ -27,7 +27,10 @@
 //
 //	-redis URL
 //		the Redis URL: redis://[user:password@]host:port[/db],
-//		rediss://... (TLS) or unix:///path [$HTTP_PROTECT_REDIS_URL]
+//		rediss://... (TLS) or unix:///path for one node,
+//		redis+cluster://host:port,host:port for a Cluster,
+//		redis+sentinel://host:port,host:port/MASTER[/db] for Sentinel
+//		(rediss+... with TLS) [$HTTP_PROTECT_REDIS_URL]
 //	-server URL
 //		a running service's admin API: http://host:port, https://host:port,
 //		or unix:/path for a unix socket [$HTTP_PROTECT_ADMIN_URL]

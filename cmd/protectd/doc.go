@@ -8,7 +8,9 @@
 // -check reads the settings and the plans file, prints the settings in
 // force, asks the store to answer and says what it is, and exits: 2 on
 // a bad setting (every one reported at once, under its variable's name),
-// 1 when the store does not answer.
+// 1 when the store does not answer. A redis:// URL to a Cluster node is a
+// bad setting, saying to use redis+cluster:// (see redisstore.Dial), at
+// start as in -check.
 //
 // # Settings
 //
@@ -24,7 +26,9 @@
 //	HTTP_PROTECT_GRPC_LISTEN       host:port or unix:PATH of the gRPC services for
 //	                               Envoy and Istio [off]
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
-//	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
+//	HTTP_PROTECT_REDIS_URL         one Redis for every instance: redis://, rediss://,
+//	                               unix://, redis+cluster://h:p,h:p or
+//	                               redis+sentinel://h:p,h:p/MASTER [none: memory store]
 //	HTTP_PROTECT_ADMIN_LISTEN      where the admin API listens: host:port, or
 //	                               unix:/path [none: off]
 //	HTTP_PROTECT_ADMIN_TOKEN       the admin API's bearer token, 16 characters
