@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestCaddy runs examples/proxies/Caddyfile, as shipped with its
+// addresses changed, with every Caddy of PROTECT_CADDY_BINS (CI sets
+// Debian's 2.6.2 and a current one built from the module proxy; without
+// it, the caddy on PATH) in front of one protectd: the seed scenario of
+// TestNginx for one client each, a client in SAFE_NETWORKS (protectd
+// answers it with no header to copy) whose forged copied headers never
+// reach the app, and, protectd stopped, 503 unavailable.
+
+const caddyfile = "../../examples/proxies/Caddyfile"
+
+// caddyBins returns the Caddy binaries to test, or skips (fails under
+// CI, which sets PROTECT_CADDY_BINS to two).
+func caddyBins(t *testing.T) []string {
+	t.Helper()
+	if v := os.Getenv("PROTECT_CADDY_BINS"); v != "" {
+		bins := strings.Split(v, ",")
+		for _, b := range bins {
+			if _, err := os.Stat(b); err != nil {
+				t.Fatalf("PROTECT_CADDY_BINS=%q: %v", v, err)
+			}
+		}
+		if os.Getenv("CI") == "true" && len(bins) < 2 {
+			t.Fatalf("CI=true but PROTECT_CADDY_BINS=%q names %d Caddy, want Debian's and a current one (.ci/parts/30-caddy.sh)", v, len(bins))
+		}
+		return bins
+	}
+	return []string{needBinary(t, "caddy", ".ci/parts/30-caddy.sh")}
+}
+
+// startCaddy runs bin with the shipped Caddyfile in front of protectd and
+// app, and returns the address it listens on.
+func startCaddy(t *testing.T, bin, protectd, app string) string {
+	t.Helper()
+	dir := t.TempDir()
+	listen := freePort(t)
+	conf, err := os.ReadFile(caddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(listen, ":")
+	replaced := strings.NewReplacer(
+		"127.0.0.1:8089", protectd,
+		"127.0.0.1:3000", app,
+		// The test's Caddy listens on loopback only.
+		":8080 {", ":"+port+" {\n\tbind 127.0.0.1",
+	).Replace(string(conf))
+	if strings.Count(replaced, protectd) < 2 || !strings.Contains(replaced, app) || !strings.Contains(replaced, ":"+port+" {") {
+		t.Fatalf("%s with its addresses replaced = %s; want protectd's address twice, the app's and the port: the addresses are not where the test expects them", caddyfile, replaced)
+	}
+	// No admin endpoint: several Caddy may run here. (What Caddy saves goes to dir.)
+	replaced = "{\n\tadmin off\n}\n\n" + replaced
+	path := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(path, []byte(replaced), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--adapter", "caddyfile", "--config", path)
+	cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "XDG_DATA_HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	startProxy(t, "caddy "+bin, listen, syscall.SIGTERM, cmd)
+	return listen
+}
+
+func TestCaddy(t *testing.T) {
+	bins := caddyBins(t)
+	app := startUpstream(t)
+	d := startDaemon(t, append(seedEnv, "HTTP_PROTECT_SAFE_NETWORKS=127.0.0.9/32")...)
+	sites := make([]string, len(bins))
+	for i, bin := range bins {
+		sites[i] = "http://" + startCaddy(t, bin, d.addr, app.addr)
+	}
+	for i, bin := range bins {
+		proxy := "caddy " + bin
+		client := []string{"127.0.0.2", "127.0.0.3", "127.0.0.5"}[i%3]
+		seedScenario(t, proxy, sites[i], client, d, app)
+
+		// protectd serves a safe client with no header to copy: the
+		// client's own RateLimit and X-Protect-Key must not reach the app
+		// in their place (GHSA-7r4p-vjf4-gxv4).
+		safe := clientFrom("127.0.0.9")
+		a := get(t, safe, sites[i]+"/", hdrKey, "forged", "RateLimit", "forged", "RateLimit-Policy", "forged")
+		if a.code != 200 || app.keys.Load() != "" || app.rateLimit.Load() != "" || app.rateLimitPolicy.Load() != "" {
+			t.Fatalf("GET / from a safe client through %s with forged copied headers = %d, the app got %s %q, RateLimit %q, RateLimit-Policy %q; want 200, none", proxy,
+				a.code, hdrKey, app.keys.Load(), app.rateLimit.Load(), app.rateLimitPolicy.Load())
+		}
+		noProtectHeaders(t, "GET / from a safe client through "+proxy, a)
+		for _, name := range []string{"Ratelimit", "Ratelimit-Policy"} {
+			if v, ok := a.header[name]; ok {
+				t.Fatalf("GET / from a safe client through %s = %s: %q, want none (protectd gave none)", proxy, name, v)
+			}
+		}
+
+		// The app's own 403 reaches the client as the app wrote it.
+		if a := get(t, safe, sites[i]+"/forbidden"); a.code != 403 || a.body != "the app says no\n" {
+			t.Fatalf("GET /forbidden through %s = %d %q, want the app's 403 \"the app says no\"", proxy, a.code, a.body)
+		}
+	}
+	if code := d.stop(); code != exitOK {
+		t.Fatalf("d.stop() = exit %d, want 0", code)
+	}
+	for i, bin := range bins {
+		wantUnavailable(t, "caddy "+bin, sites[i], clientFrom("127.0.0.3"), app)
+	}
+}
