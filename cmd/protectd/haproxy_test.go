@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestHAProxy runs examples/proxies/haproxy (haproxy.cfg and its Lua
+// action protect.lua), as shipped with its addresses changed, with
+// Debian's HAProxy in front of one protectd, failing closed and failing
+// open: the seed scenario of TestNginx, then protectd stopped.
+
+const haproxyExamples = "../../examples/proxies/haproxy"
+
+// startHAProxy runs haproxy with the shipped haproxy.cfg in front of
+// protectd (an address in HAProxy's format) and app, failing as mode
+// says ("closed" as shipped, or "open"), and returns the address it
+// listens on.
+func startHAProxy(t *testing.T, bin, protectd, app, mode string) string {
+	t.Helper()
+	listen := freePort(t)
+	conf, err := os.ReadFile(filepath.Join(haproxyExamples, "haproxy.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lua, err := filepath.Abs(filepath.Join(haproxyExamples, "protect.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := strings.NewReplacer(
+		"lua-load /etc/haproxy/protect.lua", "lua-load "+lua,
+		"http-request lua.protect 127.0.0.1:8089 closed", "http-request lua.protect "+protectd+" "+mode,
+		"server app 127.0.0.1:3000", "server app "+app,
+		"bind 127.0.0.1:8080", "bind "+listen,
+	).Replace(string(conf))
+	for _, want := range []string{lua, "lua.protect " + protectd, "server app " + app, "bind " + listen} {
+		if !strings.Contains(replaced, want) {
+			t.Fatalf("haproxy.cfg with its addresses replaced = %s; want %q in it: the addresses are not where the test expects them", replaced, want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(replaced), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// -db: in the foreground; SIGUSR1 stops it softly.
+	startProxy(t, "haproxy", listen, syscall.SIGUSR1, exec.Command(bin, "-db", "-f", path))
+	return listen
+}
+
+func TestHAProxy(t *testing.T) {
+	bin := needBinary(t, "haproxy", ".ci/parts/31-haproxy.sh")
+	app := startUpstream(t)
+	d := startDaemon(t, seedEnv...)
+	closed := "http://" + startHAProxy(t, bin, d.addr, app.addr, "closed")
+	open := "http://" + startHAProxy(t, bin, d.addr, app.addr, "open")
+	seedScenario(t, "haproxy (fail closed)", closed, "127.0.0.2", d, app)
+	seedScenario(t, "haproxy (fail open)", open, "127.0.0.3", d, app)
+
+	// The app's own 403 reaches the client as the app wrote it.
+	c := clientFrom("127.0.0.5")
+	if a := get(t, c, closed+"/forbidden"); a.code != 403 || a.body != "the app says no\n" {
+		t.Fatalf("GET /forbidden through haproxy = %d %q, want the app's 403 \"the app says no\"", a.code, a.body)
+	}
+
+	if code := d.stop(); code != exitOK {
+		t.Fatalf("d.stop() = exit %d, want 0", code)
+	}
+	wantUnavailable(t, "haproxy (fail closed)", closed, c, app)
+	// Even the banned client is served by the fail-open site: that is
+	// what failing open means.
+	wantServedUnchecked(t, "haproxy (fail open)", open, clientFrom("127.0.0.3"), app)
+}
