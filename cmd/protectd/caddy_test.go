@@ -38,8 +38,10 @@ func caddyBins(t *testing.T) []string {
 	return []string{needBinary(t, "caddy", ".ci/parts/30-caddy.sh")}
 }
 
-// startCaddy runs bin with the shipped Caddyfile in front of protectd and
-// app, and returns the address it listens on.
+// startCaddy runs bin with the shipped Caddyfile in front of protectd (an
+// upstream address in Caddy's format: 127.0.0.1:8089 or
+// unix//run/protectd.sock) and app, and returns the address it listens
+// on.
 func startCaddy(t *testing.T, bin, protectd, app string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -49,14 +51,17 @@ func startCaddy(t *testing.T, bin, protectd, app string) string {
 		t.Fatal(err)
 	}
 	_, port, _ := strings.Cut(listen, ":")
+	// handle_errors names protectd by its host:port, or its socket's path.
+	hostport := strings.TrimPrefix(protectd, "unix/")
 	replaced := strings.NewReplacer(
+		"vars {http.reverse_proxy.upstream.hostport} 127.0.0.1:8089", "vars {http.reverse_proxy.upstream.hostport} "+hostport,
 		"127.0.0.1:8089", protectd,
 		"127.0.0.1:3000", app,
 		// The test's Caddy listens on loopback only.
 		":8080 {", ":"+port+" {\n\tbind 127.0.0.1",
 	).Replace(string(conf))
-	if strings.Count(replaced, protectd) < 2 || !strings.Contains(replaced, app) || !strings.Contains(replaced, ":"+port+" {") {
-		t.Fatalf("%s with its addresses replaced = %s; want protectd's address twice, the app's and the port: the addresses are not where the test expects them", caddyfile, replaced)
+	if !strings.Contains(replaced, protectd) || !strings.Contains(replaced, "hostport} "+hostport) || !strings.Contains(replaced, app) || !strings.Contains(replaced, ":"+port+" {") {
+		t.Fatalf("%s with its addresses replaced = %s; want protectd's address and its host:port or path, the app's and the port: the addresses are not where the test expects them", caddyfile, replaced)
 	}
 	// No admin endpoint: several Caddy may run here. (What Caddy saves goes to dir.)
 	replaced = "{\n\tadmin off\n}\n\n" + replaced

@@ -16,7 +16,7 @@
 // one Redis between every protectd instance and protectctl. It reads two
 // names of its own, and needs two of protect's:
 //
-//	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
+//	HTTP_PROTECT_LISTEN            where it listens: host:port, or unix:PATH [127.0.0.1:8089]
 //	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
 //	                               or the JSON itself when the value starts with "{"
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
@@ -25,6 +25,14 @@
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
 // without it every request is counted as the proxy's.
+//
+// On a unix socket (HTTP_PROTECT_LISTEN=unix:/run/protectd.sock) the
+// proxy on the same host skips TCP. protectd creates the socket with mode
+// 0660: its owner and group may connect, so run it with the proxy's group.
+// A socket file left by a protectd that was killed is removed at start (a
+// socket something answers on, or any other file, is an error); protectd
+// removes its socket when it stops. Set HTTP_PROTECT_TRUST_UNIX_SOCKET=true
+// for protectd to believe the proxy's X-Forwarded-For there.
 //
 // # Paths
 //

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 
 	"github.com/httpprotect/protect/redisstore"
@@ -79,7 +78,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 			s.listen, store, len(s.plans), c.MaxRequests, c.TTL, c.BanLimit, c.TrustedProxies)
 		return exitOK
 	}
-	ln, err := net.Listen("tcp", s.listen)
+	ln, err := listen(s.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)
 		return exitFailure

@@ -58,12 +58,16 @@ func loadSettings(env []string) (settings, error) {
 	return s, nil
 }
 
-// checkListen accepts host:port with a numeric port; an empty host
-// listens on every interface, which the caller asked for.
+// checkListen accepts host:port with a numeric port (an empty host
+// listens on every interface, which the caller asked for), or
+// unix:PATH (listen.go).
 func checkListen(v string) error {
+	if path, ok := unixPath(v); ok {
+		return checkUnixPath(path)
+	}
 	_, port, err := net.SplitHostPort(v)
 	if err != nil {
-		return fmt.Errorf("want host:port, such as %s", defaultListen)
+		return fmt.Errorf("want host:port, such as %s, or unix:PATH", defaultListen)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("port %q: want a number from 0 to 65535", port)
