@@ -9,14 +9,6 @@ import (
 	"testing"
 )
 
-// TestCaddy runs examples/proxies/Caddyfile, as shipped with its
-// addresses changed, with every Caddy of PROTECT_CADDY_BINS (CI sets
-// Debian's 2.6.2 and a current one built from the module proxy; without
-// it, the caddy on PATH) in front of one protectd: the seed scenario of
-// TestNginx for one client each, a client in SAFE_NETWORKS (protectd
-// answers it with no header to copy) whose forged copied headers never
-// reach the app, and, protectd stopped, 503 unavailable.
-
 const caddyfile = "../../examples/proxies/Caddyfile"
 
 // caddyBins returns the Caddy binaries to test, or skips (fails under
@@ -75,6 +67,14 @@ func startCaddy(t *testing.T, bin, protectd, app string) string {
 	return listen
 }
 
+// TestCaddy runs examples/proxies/Caddyfile, as shipped with its
+// addresses changed, with every Caddy of PROTECT_CADDY_BINS (CI sets
+// Debian's 2.6.2 and a current one built from the module proxy; without
+// it, the caddy on PATH) in front of one protectd: the seed scenario of
+// TestNginx for one client each, a client in SAFE_NETWORKS (protectd
+// answers it with no header to copy) whose forged copied headers never
+// reach the app, the app's own failure passed on as Caddy's 502, and,
+// protectd stopped, 503 unavailable.
 func TestCaddy(t *testing.T) {
 	bins := caddyBins(t)
 	app := startUpstream(t)
@@ -109,6 +109,13 @@ func TestCaddy(t *testing.T) {
 			t.Fatalf("GET /forbidden through %s = %d %q, want the app's 403 \"the app says no\"", proxy, a.code, a.body)
 		}
 	}
+	// The app down, protectd up: the client gets Caddy's 502 for the app,
+	// not protectd's "unavailable".
+	noApp := "http://" + startCaddy(t, bins[0], d.addr, freePort(t))
+	if a := get(t, clientFrom("127.0.0.6"), noApp+"/"); a.code != 502 || a.header.Get("Retry-After") != "" {
+		t.Fatalf("GET / through caddy %s with the app down = %d %v %q; want Caddy's 502, without Retry-After", bins[0], a.code, a.header, a.body)
+	}
+
 	if code := d.stop(); code != exitOK {
 		t.Fatalf("d.stop() = exit %d, want 0", code)
 	}
