@@ -63,6 +63,7 @@ start_protectd() {
 		HTTP_PROTECT_BAN_LIMIT=-1 HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 HTTP_PROTECT_TRUST_UNIX_SOCKET=true \
 		"$@" "$dir/protectd" >>"$dir/protectd.log" 2>&1 &
 	pids+=($!)
+	pd_pid=$!
 	case $l in
 	unix:*)
 		for _ in $(seq 100); do [ -S "${l#unix:}" ] && return 0; sleep 0.05; done
@@ -123,6 +124,7 @@ nginx_up app "$app" 1
 
 pd=$(port)
 start_protectd "$pd"
+tcp_pid=$pd_pid
 start_nginx alone "$pd" "$app"
 alone=$listen
 start_nginx guarded "$pd" "$app" with-protect
@@ -131,6 +133,7 @@ guarded=$listen
 # socket (mode 0660) gets their group, as docs/protectd.md says to do.
 sock="$dir/protectd.sock"
 start_protectd "unix:$sock"
+unix_pid=$pd_pid
 if [ "$(id -u)" = 0 ]; then
 	chmod o+x "$dir"
 	chgrp "$(id -gn nobody)" "$sock"
@@ -154,27 +157,40 @@ for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0
 	[ "$code" = 200 ] || { echo "bench.sh: $u answered $code" >&2; cat "$dir/protectd.log" >&2; exit 1; }
 done
 
-# bench NAME URL: one wrk run; prints "NAME rps p50_us non2xx".
+# cpu_ticks PID: the CPU time (user and system, in clock ticks) the
+# process has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tck=$(getconf CLK_TCK)
+
+# bench NAME URL [PID]: one wrk run; prints "NAME rps p50_us non2xx
+# cpu_us", cpu_us being the CPU time protectd (PID) spent per request,
+# which depends far less than requests/s on what else the machine runs.
 bench() {
-	local out rps p50 non2xx
+	local out rps p50 non2xx n c0 c1 cpu=-
+	[ -z "${3:-}" ] || c0=$(cpu_ticks "$3")
 	out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "$xff" "$2")
 	rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
 	p50=$(awk '$1 == "50%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v)} else if (v ~ /ms$/) {sub(/ms/,"",v); v*=1000} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000000}; print v}' <<<"$out")
 	non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-	echo "$1 ${rps:-0} ${p50:-0} ${non2xx:-0}"
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	if [ -n "${3:-}" ] && [ "${n:-0}" -gt 0 ]; then
+		c1=$(cpu_ticks "$3")
+		cpu=$(awk -v d=$((c1 - c0)) -v n="$n" -v t="$tck" 'BEGIN { printf "%.1f", d / t * 1e6 / n }')
+	fi
+	echo "$1 ${rps:-0} ${p50:-0} ${non2xx:-0} $cpu"
 }
 
 results=()
 results+=("$(bench nginx-alone "http://127.0.0.1:$alone/")")
-results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/")")
-results+=("$(bench nginx+protectd-unix "http://127.0.0.1:$unix/")")
+results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/" "$tcp_pid")")
+results+=("$(bench nginx+protectd-unix "http://127.0.0.1:$unix/" "$unix_pid")")
 results+=("$(bench nginx+auth-to-nginx "http://127.0.0.1:$hop/")")
-results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify")")
+results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify" "$tcp_pid")")
 if [ -n "${PROTECT_REDIS_ADDR:-}" ]; then
 	ns="bench$$:"
 	rpd=$(port)
 	start_protectd "$rpd" HTTP_PROTECT_REDIS_URL="redis://$PROTECT_REDIS_ADDR/0" HTTP_PROTECT_NAMESPACE="$ns"
-	results+=("$(bench verify-redis "http://127.0.0.1:$rpd/verify")")
+	results+=("$(bench verify-redis "http://127.0.0.1:$rpd/verify" "$pd_pid")")
 	if command -v redis-cli >/dev/null; then
 		host=${PROTECT_REDIS_ADDR%:*} rport=${PROTECT_REDIS_ADDR##*:}
 		redis-cli -h "$host" -p "$rport" --scan --pattern "$ns*" | xargs -r redis-cli -h "$host" -p "$rport" del >/dev/null
@@ -183,11 +199,12 @@ fi
 
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION, loopback, $(nproc) cores"
 echo
-echo "| run | requests/s | p50 | non-2xx |"
-echo "|---|---:|---:|---:|"
+echo "| run | requests/s | p50 | non-2xx | protectd CPU per request |"
+echo "|---|---:|---:|---:|---:|"
 for r in "${results[@]}"; do
-	read -r name rps p50 non2xx <<<"$r"
-	printf '| %s | %.0f | %.0f µs | %s |\n' "$name" "$rps" "$p50" "$non2xx"
+	read -r name rps p50 non2xx cpu <<<"$r"
+	[ "$cpu" = - ] || cpu="$cpu µs"
+	printf '| %s | %.0f | %.0f µs | %s | %s |\n' "$name" "$rps" "$p50" "$non2xx" "$cpu"
 done
 read -r _ a_rps a_p50 _ <<<"${results[0]}"
 read -r _ g_rps g_p50 _ <<<"${results[1]}"
