@@ -36,12 +36,36 @@ func caddyBins(t *testing.T) []string {
 // on.
 func startCaddy(t *testing.T, bin, protectd, app string) string {
 	t.Helper()
-	dir := t.TempDir()
-	listen := freePort(t)
 	conf, err := os.ReadFile(caddyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runCaddyfile(t, bin, string(conf), protectd, app)
+}
+
+// startCaddyOpen is startCaddy with the Caddyfile changed to fail open as
+// its handle_errors comment says: the lines of the 503 replaced with a
+// reverse_proxy to the app.
+func startCaddyOpen(t *testing.T, bin, protectd, app string) string {
+	t.Helper()
+	conf, err := os.ReadFile(caddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(conf)
+	from, to := strings.Index(s, "\t\t\theader Retry-After 5\n"), strings.Index(s, "` 503\n")
+	if from < 0 || to < from {
+		t.Fatalf("%s = no 503 lines in handle_errors where the test expects them", caddyfile)
+	}
+	s = s[:from] + "\t\t\treverse_proxy 127.0.0.1:3000\n" + s[to+len("` 503\n"):]
+	return runCaddyfile(t, bin, s, protectd, app)
+}
+
+// runCaddyfile runs bin with conf, its addresses replaced.
+func runCaddyfile(t *testing.T, bin, conf, protectd, app string) string {
+	t.Helper()
+	dir := t.TempDir()
+	listen := freePort(t)
 	_, port, _ := strings.Cut(listen, ":")
 	// handle_errors names protectd by its host:port, or its socket's path.
 	hostport := strings.TrimPrefix(protectd, "unix/")
@@ -51,7 +75,7 @@ func startCaddy(t *testing.T, bin, protectd, app string) string {
 		"127.0.0.1:3000", app,
 		// The test's Caddy listens on loopback only.
 		":8080 {", ":"+port+" {\n\tbind 127.0.0.1",
-	).Replace(string(conf))
+	).Replace(conf)
 	if !strings.Contains(replaced, protectd) || !strings.Contains(replaced, "hostport} "+hostport) || !strings.Contains(replaced, app) || !strings.Contains(replaced, ":"+port+" {") {
 		t.Fatalf("%s with its addresses replaced = %s; want protectd's address and its host:port or path, the app's and the port: the addresses are not where the test expects them", caddyfile, replaced)
 	}
@@ -74,7 +98,8 @@ func startCaddy(t *testing.T, bin, protectd, app string) string {
 // TestNginx for one client each, a client in SAFE_NETWORKS (protectd
 // answers it with no header to copy) whose forged copied headers never
 // reach the app, the app's own failure passed on as Caddy's 502, and,
-// protectd stopped, 503 unavailable.
+// protectd stopped, 503 unavailable (and, changed to fail open as its
+// comment says, the app's answer).
 func TestCaddy(t *testing.T) {
 	bins := caddyBins(t)
 	app := startUpstream(t)
@@ -109,6 +134,11 @@ func TestCaddy(t *testing.T) {
 			t.Fatalf("GET /forbidden through %s = %d %q, want the app's 403 \"the app says no\"", proxy, a.code, a.body)
 		}
 	}
+	open := "http://" + startCaddyOpen(t, bins[0], d.addr, app.addr)
+	if a := get(t, clientFrom("127.0.0.7"), open+"/"); a.code != 200 || a.header.Get("RateLimit") != `"protect";r=99;t=3600` {
+		t.Fatalf("GET / through caddy %s failing open, protectd up = %d %v, want 200, RateLimit r=99;t=3600", bins[0], a.code, a.header)
+	}
+
 	// The app down, protectd up: the client gets Caddy's 502 for the app,
 	// not protectd's "unavailable".
 	noApp := "http://" + startCaddy(t, bins[0], d.addr, freePort(t))
@@ -122,4 +152,6 @@ func TestCaddy(t *testing.T) {
 	for i, bin := range bins {
 		wantUnavailable(t, "caddy "+bin, sites[i], clientFrom("127.0.0.3"), app)
 	}
+	// Even the banned client is served by the fail-open Caddy.
+	wantServedUnchecked(t, "caddy "+bins[0]+" failing open", open, clientFrom("127.0.0.2"), app)
 }
