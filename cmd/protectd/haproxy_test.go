@@ -9,12 +9,6 @@ import (
 	"testing"
 )
 
-// TestHAProxy runs examples/proxies/haproxy (haproxy.cfg and its Lua
-// action protect.lua), as shipped with its addresses changed, with
-// Debian's HAProxy in front of one protectd, failing closed and failing
-// open: the seed scenario of TestNginx, a consumer and plan named by a
-// gateway's rules, then protectd stopped.
-
 const haproxyExamples = "../../examples/proxies/haproxy"
 
 // startHAProxy runs haproxy with the shipped haproxy.cfg in front of
@@ -57,6 +51,11 @@ func startHAProxy(t *testing.T, bin, protectd, app, mode string, rules ...string
 	return listen
 }
 
+// TestHAProxy runs examples/proxies/haproxy (haproxy.cfg and its Lua
+// action protect.lua), as shipped with its addresses changed, with
+// Debian's HAProxy in front of one protectd, failing closed and failing
+// open: the seed scenario of TestNginx, a consumer and plan named by a
+// gateway's rules, then protectd stopped.
 func TestHAProxy(t *testing.T) {
 	bin := needBinary(t, "haproxy", ".ci/parts/31-haproxy.sh")
 	app := startUpstream(t)
