@@ -1,7 +1,8 @@
 // Protectd is protect as a decision service, for services written in any
 // language: nginx (auth_request), Traefik (ForwardAuth), Caddy
-// (forward_auth) and Envoy (ext_authz, HTTP service) ask it about each
-// request before they pass the request on.
+// (forward_auth), HAProxy (the Lua action of examples/proxies/haproxy)
+// and Envoy (ext_authz, HTTP service) ask it about each request before
+// they pass the request on.
 //
 //	usage: protectd [-check]
 //
