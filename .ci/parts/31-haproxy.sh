@@ -4,6 +4,9 @@ echo "== haproxy"
 # action of examples/proxies/haproxy (it starts and stops HAProxy itself,
 # and fails without it under CI=true).
 apt_install haproxy
-haproxy -vv | grep -q 'Built with Lua' ||
-	{ echo "haproxy is built without Lua"; haproxy -vv; exit 1; }
-echo "$(haproxy -v | head -1)"
+# Read whole first: grep -q stops reading early, and under pipefail the
+# writer's SIGPIPE would fail the check.
+haproxy_vv=$(haproxy -vv 2>&1)
+grep -q 'Built with Lua' <<<"$haproxy_vv" ||
+	{ echo "haproxy is built without Lua"; echo "$haproxy_vv"; exit 1; }
+head -1 <<<"$haproxy_vv"
