@@ -6,11 +6,9 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -114,32 +112,10 @@ func startAdmin(a adminSettings, p *protect.Protector, log *slog.Logger) (*admin
 
 // listenAdmin opens the listener. A socket file left by a protectd that
 // is gone is replaced; one that answers is another protectd's, and an
-// error.
+// error. Whoever connects to the socket administers the bans: it is
+// protectd's user's alone.
 func listenAdmin(a adminSettings) (net.Listener, error) {
-	path := a.socket()
-	if path == "" {
-		return net.Listen("tcp", a.listen)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != fs.ModeSocket {
-			return nil, fmt.Errorf("%s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: another process serves it", path)
-		}
-		os.Remove(path)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	// Whoever connects administers the bans: protectd's user alone.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
+	return listenMode(a.listen, 0o600)
 }
 
 // shutdown stops the admin API, waiting for requests in flight until ctx

@@ -1,7 +1,8 @@
 // Protectd is protect as a decision service, for services written in any
 // language: nginx (auth_request), Traefik (ForwardAuth), Caddy
-// (forward_auth) and Envoy (ext_authz, HTTP service) ask it about each
-// request before they pass the request on.
+// (forward_auth), HAProxy (the Lua action of examples/proxies/haproxy)
+// and Envoy (ext_authz, HTTP service) ask it about each request before
+// they pass the request on.
 //
 //	usage: protectd [-check]
 //
@@ -20,7 +21,7 @@
 // one Redis between every protectd instance and protectctl. It reads
 // names of its own, and needs two of protect's:
 //
-//	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
+//	HTTP_PROTECT_LISTEN            where it listens: host:port, or unix:PATH [127.0.0.1:8089]
 //	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
 //	                               or the JSON itself when the value starts with "{"
 //	HTTP_PROTECT_GRPC_LISTEN       host:port or unix:PATH of the gRPC services for
@@ -39,6 +40,14 @@
 // warning). HTTP_PROTECT_TRUSTED_PROXIES is required: without it every
 // request would be counted as the proxy's, so protectd refuses to start;
 // write none when clients reach protectd directly.
+//
+// On a unix socket (HTTP_PROTECT_LISTEN=unix:/run/protectd.sock) the
+// proxy on the same host skips TCP. protectd creates the socket with mode
+// 0660: its owner and group may connect, so run it with the proxy's group.
+// A socket file left by a protectd that was killed is removed at start (a
+// socket something answers on, or any other file, is an error); protectd
+// removes its socket when it stops. Set HTTP_PROTECT_TRUST_UNIX_SOCKET=true
+// for protectd to believe the proxy's X-Forwarded-For there.
 //
 // # Paths
 //

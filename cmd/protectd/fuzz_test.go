@@ -50,6 +50,8 @@ func FuzzSettings(f *testing.F) {
 	f.Add("127.0.0.1:8089", `{"pro": {"rates": [{"limit": 1, "period": "1s"}]}}`)
 	f.Add(":0", `{"x": {"quotas": [{"limit": 1, "period": "monthly"}]}}`)
 	f.Add("[::1]:http", `{"a":{}}`)
+	f.Add("unix:/run/protectd.sock", `{"a":{}}`)
+	f.Add("unix:protectd.sock", `{"a":{}}`)
 	f.Fuzz(func(t *testing.T, listen, plans string) {
 		if strings.ContainsAny(listen+plans, "\x00") || !strings.HasPrefix(strings.TrimSpace(plans), "{") {
 			return // a value that is not inline JSON names a file

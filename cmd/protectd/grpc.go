@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
-	"os"
-	"strings"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -24,25 +20,15 @@ import (
 // it can spend any client's limit. Keep it on loopback, a private
 // network or a unix socket.
 
-// unixPrefix marks a unix socket path in a listen setting.
-const unixPrefix = "unix:"
-
 // grpcMaxMessage bounds a request: a check carries the request's headers,
 // which protectd's HTTP server bounds at maxHeaderBytes too, and a rate
 // limit request a few descriptors. Envoy sends no body unless configured
 // to (with_request_body), and protectd never reads one.
 const grpcMaxMessage = 1 << 20
 
-// checkGRPCListen accepts host:port with a numeric port, or unix:PATH.
-func checkGRPCListen(v string) error {
-	if path, ok := strings.CutPrefix(v, unixPrefix); ok {
-		if path == "" {
-			return errors.New("want unix:PATH, such as unix:/run/protectd-grpc.sock")
-		}
-		return nil
-	}
-	return checkListen(v)
-}
+// checkGRPCListen accepts what HTTP_PROTECT_LISTEN accepts: host:port
+// with a numeric port, or unix:PATH.
+func checkGRPCListen(v string) error { return checkListen(v) }
 
 // grpcService is protectd's gRPC server, once it listens.
 type grpcService struct {
@@ -75,25 +61,7 @@ func startGRPC(addr string, v *verifier, log *slog.Logger) (*grpcService, error)
 	return g, nil
 }
 
-func listenGRPC(addr string) (net.Listener, error) {
-	path, ok := strings.CutPrefix(addr, unixPrefix)
-	if !ok {
-		return net.Listen("tcp", addr)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != fs.ModeSocket {
-			return nil, fmt.Errorf("%s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: another process serves on it", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	return net.Listen("unix", path)
-}
+func listenGRPC(addr string) (net.Listener, error) { return listen(addr) }
 
 // done reports the end of serving; a nil g never ends (gRPC is off).
 func (g *grpcService) done() <-chan error {

@@ -461,7 +461,7 @@ func TestGRPCUnixSocket(t *testing.T) {
 	defer live.Close()
 	var stderr logBuffer
 	env := []string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", envListen + "=127.0.0.1:0", envGRPCListen + "=unix:" + path}
-	if code := run(context.Background(), nil, env, io.Discard, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "another process serves on it") {
+	if code := run(context.Background(), nil, env, io.Discard, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "another process listens on it") {
 		t.Fatalf("run(%q) with a live socket = exit %d, %s; want %d, another process serves on it", env, code, &stderr, exitFailure)
 	}
 	for _, bad := range []string{"unix:", "8081", "localhost:http"} {

@@ -81,6 +81,7 @@ func startDaemon(t *testing.T, env ...string) *daemon {
 		}
 		select {
 		case c := <-done:
+			done <- c // for the cleanup's stop, which reads it again
 			t.Fatalf("run(env %q) = exit %d before it listened, want it listening; log:\n%s", env, c, d.log)
 		case <-time.After(5 * time.Millisecond):
 		}

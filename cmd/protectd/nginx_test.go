@@ -29,14 +29,7 @@ const nginxExamples = "../../examples/proxies/nginx"
 // installs it).
 func needNginx(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("nginx")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but nginx is not installed (.ci/run installs it)")
-		}
-		t.Skip("nginx is not installed: skipping the end-to-end tests behind nginx (apt-get install nginx)")
-	}
-	return path
+	return needBinary(t, "nginx", ".ci/parts/20-nginx.sh")
 }
 
 // freePort returns a loopback address nothing listens on (yet).
@@ -90,40 +83,11 @@ http {
 			t.Fatal(err)
 		}
 	}
-	errorLog := filepath.Join(dir, "error.log")
-	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", errorLog,
-		"-g", fmt.Sprintf("daemon off; pid %s; error_log %s warn;", filepath.Join(dir, "nginx.pid"), errorLog))
-	out := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT) // graceful; the PID is ours
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(errorLog)
-			t.Fatalf("nginx with %s exited before it listened, want it listening on %s: %s\n%s", site, listen, out, log)
-		default:
-		}
-		if c, err := net.Dial("tcp", listen); err == nil {
-			c.Close()
-			return listen
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("nginx with %s = not listening on %s after 10s, want listening: %s", site, listen, out)
-	return ""
+	// nginx logs to stderr, which startProxy shows when nginx fails.
+	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr",
+		"-g", fmt.Sprintf("daemon off; pid %s; error_log stderr warn;", filepath.Join(dir, "nginx.pid")))
+	startProxy(t, "nginx with "+site, listen, syscall.SIGQUIT, cmd)
+	return listen
 }
 
 // clientFrom is an HTTP client whose connections come from local, a
@@ -141,7 +105,8 @@ func clientFrom(local string) *http.Client {
 type upstream struct {
 	addr   string
 	served atomic.Int64
-	keys   atomic.Value // the last X-Protect-Key
+	// The last X-Protect-Key, RateLimit and RateLimit-Policy it got.
+	keys, rateLimit, rateLimitPolicy atomic.Value
 }
 
 func startUpstream(t *testing.T) *upstream {
@@ -150,6 +115,8 @@ func startUpstream(t *testing.T) *upstream {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.served.Add(1)
 		u.keys.Store(r.Header.Get(hdrKey))
+		u.rateLimit.Store(r.Header.Get("RateLimit"))
+		u.rateLimitPolicy.Store(r.Header.Get("RateLimit-Policy"))
 		if r.URL.Path == "/forbidden" { // the app's own refusal
 			w.WriteHeader(http.StatusForbidden)
 			io.WriteString(w, "the app says no\n")
@@ -212,47 +179,11 @@ func problemCode(t *testing.T, a answer) string {
 func TestNginx(t *testing.T) {
 	bin := needNginx(t)
 	app := startUpstream(t)
-	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=100",
-		"HTTP_PROTECT_BAN_LIMIT=250", "HTTP_PROTECT_TTL=1h", plans)
+	d := startDaemon(t, seedEnv...)
 	closed := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr)
 	open := "http://" + startNginx(t, bin, "site-fail-open.conf", d.addr, app.addr)
-
+	seedScenario(t, "nginx", closed, "127.0.0.2", d, app)
 	c := clientFrom("127.0.0.2")
-	counts := map[int]int{}
-	for i := range 300 {
-		// Every request forges another client address and names a
-		// consumer under a real plan: neither may reach protectd.
-		a := get(t, c, closed+"/hello", "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i%250+1),
-			hdrConsumer, fmt.Sprintf("acme-%d", i), hdrPlan, "pro", hdrRefusalStatus, "401")
-		counts[a.code]++
-		if got := a.header.Get("RateLimit-Policy"); got != `"protect";q=100;w=3600` {
-			t.Fatalf("GET /hello #%d = %d, RateLimit-Policy %q; want %q", i+1, a.code, got, `"protect";q=100;w=3600`)
-		}
-		switch {
-		case i < 100:
-			if a.code != 200 || a.body != "hello\n" || a.header.Get("RateLimit") != fmt.Sprintf(`"protect";r=%d;t=3600`, 99-i) {
-				t.Fatalf("GET /hello #%d = %d %v %q, want 200 hello, RateLimit r=%d;t=3600", i+1, a.code, a.header, a.body, 99-i)
-			}
-		case i < 250:
-			if a.code != 429 || a.header.Get("Retry-After") != "3600" || a.header.Get("RateLimit") != `"protect";r=0;t=3600` ||
-				a.header.Get("Cache-Control") != "no-store" || problemCode(t, a) != "rate_limited" {
-				t.Fatalf("GET /hello #%d = %d %v %q, want 429 rate_limited, Retry-After 3600, RateLimit r=0;t=3600, no-store", i+1, a.code, a.header, a.body)
-			}
-		default:
-			if a.code != 403 || a.header.Get("Retry-After") != "3600" || problemCode(t, a) != "banned" {
-				t.Fatalf("GET /hello #%d = %d %v %q, want 403 banned, Retry-After 3600", i+1, a.code, a.header, a.body)
-			}
-		}
-	}
-	if counts[200] != 100 || counts[429] != 150 || counts[403] != 50 || app.served.Load() != 100 {
-		t.Fatalf("300 × GET /hello through nginx = statuses %v, app served %d; want 100 × 200, 150 × 429, 50 × 403, app 100", counts, app.served.Load())
-	}
-	if k := app.keys.Load(); k != "127.0.0.2" {
-		t.Fatalf("%s at the app = %q, want 127.0.0.2", hdrKey, k)
-	}
-	if n := len(d.log.lines(t, "refused")); n != 200 {
-		t.Fatalf("protectd's log lines refused = %d, want 200", n)
-	}
 
 	// The fail-open site asks the same protectd: another client is served.
 	c3 := clientFrom("127.0.0.3")
@@ -269,20 +200,11 @@ func TestNginx(t *testing.T) {
 	if code := d.stop(); code != exitOK {
 		t.Fatalf("d.stop() = exit %d, want 0", code)
 	}
-	before := app.served.Load()
-	a := get(t, c3, closed+"/")
-	if a.code != 503 || a.header.Get("Retry-After") != "5" || problemCode(t, a) != "unavailable" || app.served.Load() != before {
-		t.Fatalf("GET / on the fail-closed site with protectd down = %d %v %q; want 503 unavailable, Retry-After 5, the app not asked", a.code, a.header, a.body)
-	}
+	wantUnavailable(t, "nginx (fail closed)", closed, c3, app)
 	// Even the banned client is served by the fail-open site: that is
 	// what failing open means.
 	for _, cl := range []*http.Client{c3, c} {
-		if a := get(t, cl, open+"/"); a.code != 200 || a.body != "hello\n" || a.header.Get("RateLimit") != "" {
-			t.Fatalf("GET / on the fail-open site with protectd down = %d %v %q; want 200 hello without RateLimit", a.code, a.header, a.body)
-		}
-	}
-	if app.served.Load() != before+2 {
-		t.Fatalf("requests the app served = %d, want %d", app.served.Load(), before+2)
+		wantServedUnchecked(t, "nginx (fail open)", open, cl, app)
 	}
 }
 

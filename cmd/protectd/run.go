@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 
 	"github.com/httpprotect/protect/envconfig"
@@ -95,7 +94,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	} else {
 		log.Info("store", "store", reached)
 	}
-	ln, err := net.Listen("tcp", s.listen)
+	ln, err := listen(s.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)
 		return exitFailure

@@ -56,7 +56,7 @@ func loadSettings(env []string) (settings, error) {
 		}
 	}
 	s := settings{cfg: cfg, listen: defaultListen, plans: map[string]*protect.Plan{}}
-	if err == nil && cfg.TrustedProxies == nil && cfg.ProxyCount == 0 {
+	if err == nil && cfg.TrustedProxies == nil && cfg.ProxyCount == 0 && !cfg.TrustUnixSocket {
 		// protectd sits behind a proxy by design: without trusted
 		// proxies every request would be counted as the proxy itself,
 		// one shared limit for every client, and banned together.
@@ -99,6 +99,9 @@ func loadSettings(env []string) (settings, error) {
 // address and spend a client's budget with forged X-Forwarded-For when
 // the peer is trusted.
 func publicListen(addr string) string {
+	if _, ok := unixPath(addr); ok {
+		return ""
+	}
 	host, _, _ := net.SplitHostPort(addr)
 	if host == "" {
 		return "it listens on every interface"
@@ -119,12 +122,16 @@ func publicListen(addr string) string {
 	return fmt.Sprintf("%s is not a loopback address", host)
 }
 
-// checkListen accepts host:port with a numeric port; an empty host
-// listens on every interface, which the caller asked for.
+// checkListen accepts host:port with a numeric port (an empty host
+// listens on every interface, which the caller asked for), or
+// unix:PATH (listen.go).
 func checkListen(v string) error {
+	if path, ok := unixPath(v); ok {
+		return checkUnixPath(path)
+	}
 	_, port, err := net.SplitHostPort(v)
 	if err != nil {
-		return fmt.Errorf("want host:port, such as %s", defaultListen)
+		return fmt.Errorf("want host:port, such as %s, or unix:PATH", defaultListen)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("port %q: want a number from 0 to 65535", port)

@@ -47,11 +47,12 @@ type verifier struct {
 	p     *protect.Protector
 	plans map[string]*protect.Plan
 	log   *slog.Logger
+	keys  *keyValues
 }
 
 // newVerifier makes the protector of s, which logs to log.
 func newVerifier(s settings, log *slog.Logger) (*verifier, error) {
-	v := &verifier{plans: s.plans, log: log}
+	v := &verifier{plans: s.plans, log: log, keys: newKeyValues()}
 	s.cfg.Logger = log
 	s.cfg.ConsumerFunc = v.consumerFunc
 	p, err := protect.New(s.cfg)
@@ -93,7 +94,7 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !d.Key.IsZero() {
-		h[hdrKey] = []string{d.Key.String()}
+		h[hdrKey] = v.keys.get(d.Key)
 	}
 	if !d.Refused() {
 		d.WriteHeaders(h)

@@ -7,7 +7,9 @@
 # Runs wrk against:
 #   1. nginx → a hello-world upstream (nginx alone)
 #   2. nginx → auth_request to protectd (memory store) → the same upstream,
-#      with examples/proxies/nginx as shipped (site-fail-closed.conf)
+#      with examples/proxies/nginx as shipped (site-fail-closed.conf);
+#      then the same with protectd on a unix socket
+#      (HTTP_PROTECT_LISTEN=unix:PATH, "server unix:PATH;")
 #   3. nginx → the same auth_request asked of an nginx that answers 200
 #      at once (the hop with an auth service that does nothing: the
 #      ceiling)
@@ -49,18 +51,25 @@ wait_port() {
 
 go build -o "$dir/protectd" ./cmd/protectd
 
-# start_protectd PORT [ENV...]: protectd counting every client, never
-# refusing one (the bench measures the decision, not refusals). Every
-# peer is taken for a proxy and the client is the rightmost
-# X-Forwarded-For entry (PROXY_COUNT=1 with no TRUSTED_PROXIES): wrk,
-# nginx and protectd all sit on 127.0.0.1, and wrk's direct requests to
-# /verify carry the header as nginx would write it.
+# start_protectd LISTEN [ENV...]: protectd on LISTEN (a port on
+# 127.0.0.1, or unix:PATH) counting every client, never refusing one (the
+# bench measures the decision, not refusals). wrk and nginx connect from
+# 127.0.0.1, its trusted proxy, and wrk's direct requests to /verify carry
+# X-Forwarded-For as nginx would write it.
 start_protectd() {
-	local p=$1; shift
-	env -i PATH="$PATH" HTTP_PROTECT_LISTEN="127.0.0.1:$p" HTTP_PROTECT_MAX_REQUESTS=1000000000000 \
-		HTTP_PROTECT_BAN_LIMIT=-1 HTTP_PROTECT_PROXY_COUNT=1 "$@" "$dir/protectd" >>"$dir/protectd.log" 2>&1 &
+	local l=$1; shift
+	case $l in unix:*) ;; *) l="127.0.0.1:$l" ;; esac
+	env -i PATH="$PATH" HTTP_PROTECT_LISTEN="$l" HTTP_PROTECT_MAX_REQUESTS=1000000000000 \
+		HTTP_PROTECT_BAN_LIMIT=-1 HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 HTTP_PROTECT_TRUST_UNIX_SOCKET=true \
+		"$@" "$dir/protectd" >>"$dir/protectd.log" 2>&1 &
 	pids+=($!)
-	wait_port "$p"
+	pd_pid=$!
+	case $l in
+	unix:*)
+		for _ in $(seq 100); do [ -S "${l#unix:}" ] && return 0; sleep 0.05; done
+		echo "bench.sh: protectd does not listen on $l" >&2; cat "$dir/protectd.log" >&2; exit 1 ;;
+	*) wait_port "${l##*:}" ;;
+	esac
 }
 
 # nginx_up NAME PORT WORKERS: nginx serving $dir/NAME/site.conf, which
@@ -86,15 +95,17 @@ CONF
 	wait_port "$2"
 }
 
-# start_nginx NAME PROTECTD_PORT APP_PORT [with-protect]: nginx with the
-# shipped site config; its port is left in $listen. (Not called as
-# $(...): the subshell would wait for nginx, which keeps its stdout.)
+# start_nginx NAME PROTECTD APP_PORT [with-protect]: nginx with the
+# shipped site config, asking protectd at PROTECTD (a port on 127.0.0.1,
+# or unix:PATH); its port is left in $listen. (Not called as $(...): the
+# subshell would wait for nginx, which keeps its stdout.)
 start_nginx() {
 	local name=$1 pd=$2 app=$3 with=${4:-}
+	case $pd in unix:*) ;; *) pd="127.0.0.1:$pd" ;; esac
 	listen=$(port)
 	mkdir -p "$dir/$name"
 	cp examples/proxies/nginx/protect.conf "$dir/$name/"
-	sed -e "s/server 127.0.0.1:8089;/server 127.0.0.1:$pd;/" \
+	sed -e "s|server 127.0.0.1:8089;|server $pd;|" \
 		-e "s/server 127.0.0.1:3000;/server 127.0.0.1:$app;/" \
 		-e "s/listen 127.0.0.1:8080;/listen 127.0.0.1:$listen;/" \
 		examples/proxies/nginx/site-fail-closed.conf >"$dir/$name/site.conf"
@@ -113,10 +124,22 @@ nginx_up app "$app" 1
 
 pd=$(port)
 start_protectd "$pd"
+tcp_pid=$pd_pid
 start_nginx alone "$pd" "$app"
 alone=$listen
 start_nginx guarded "$pd" "$app" with-protect
 guarded=$listen
+# protectd on a unix socket. Run as root, nginx's workers are nobody: the
+# socket (mode 0660) gets their group, as docs/protectd.md says to do.
+sock="$dir/protectd.sock"
+start_protectd "unix:$sock"
+unix_pid=$pd_pid
+if [ "$(id -u)" = 0 ]; then
+	chmod o+x "$dir"
+	chgrp "$(id -gn nobody)" "$sock"
+fi
+start_nginx unix "unix:$sock" "$app" with-protect
+unix=$listen
 # The same auth_request, asked of an nginx that answers 200 at once
 # instead of protectd: what the extra hop costs with an auth service that
 # does nothing, the ceiling for any auth service on this machine.
@@ -129,31 +152,45 @@ hop=$listen
 
 # Every request must be served, or the figures measure refusals.
 xff="X-Forwarded-For: 198.51.100.7"
-for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$hop/" "http://127.0.0.1:$pd/verify"; do
+for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$unix/" "http://127.0.0.1:$hop/" "http://127.0.0.1:$pd/verify"; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -H "$xff" "$u")
 	[ "$code" = 200 ] || { echo "bench.sh: $u answered $code" >&2; cat "$dir/protectd.log" >&2; exit 1; }
 done
 
-# bench NAME URL: one wrk run; prints "NAME rps p50_us non2xx".
+# cpu_ticks PID: the CPU time (user and system, in clock ticks) the
+# process has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tck=$(getconf CLK_TCK)
+
+# bench NAME URL [PID]: one wrk run; prints "NAME rps p50_us non2xx
+# cpu_us", cpu_us being the CPU time protectd (PID) spent per request,
+# which depends far less than requests/s on what else the machine runs.
 bench() {
-	local out rps p50 non2xx
+	local out rps p50 non2xx n c0 c1 cpu=-
+	[ -z "${3:-}" ] || c0=$(cpu_ticks "$3")
 	out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "$xff" "$2")
 	rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
 	p50=$(awk '$1 == "50%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v)} else if (v ~ /ms$/) {sub(/ms/,"",v); v*=1000} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000000}; print v}' <<<"$out")
 	non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-	echo "$1 ${rps:-0} ${p50:-0} ${non2xx:-0}"
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	if [ -n "${3:-}" ] && [ "${n:-0}" -gt 0 ]; then
+		c1=$(cpu_ticks "$3")
+		cpu=$(awk -v d=$((c1 - c0)) -v n="$n" -v t="$tck" 'BEGIN { printf "%.1f", d / t * 1e6 / n }')
+	fi
+	echo "$1 ${rps:-0} ${p50:-0} ${non2xx:-0} $cpu"
 }
 
 results=()
 results+=("$(bench nginx-alone "http://127.0.0.1:$alone/")")
-results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/")")
+results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/" "$tcp_pid")")
+results+=("$(bench nginx+protectd-unix "http://127.0.0.1:$unix/" "$unix_pid")")
 results+=("$(bench nginx+auth-to-nginx "http://127.0.0.1:$hop/")")
-results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify")")
+results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify" "$tcp_pid")")
 if [ -n "${PROTECT_REDIS_ADDR:-}" ]; then
 	ns="bench$$:"
 	rpd=$(port)
 	start_protectd "$rpd" HTTP_PROTECT_REDIS_URL="redis://$PROTECT_REDIS_ADDR/0" HTTP_PROTECT_NAMESPACE="$ns"
-	results+=("$(bench verify-redis "http://127.0.0.1:$rpd/verify")")
+	results+=("$(bench verify-redis "http://127.0.0.1:$rpd/verify" "$pd_pid")")
 	if command -v redis-cli >/dev/null; then
 		host=${PROTECT_REDIS_ADDR%:*} rport=${PROTECT_REDIS_ADDR##*:}
 		redis-cli -h "$host" -p "$rport" --scan --pattern "$ns*" | xargs -r redis-cli -h "$host" -p "$rport" del >/dev/null
@@ -162,17 +199,20 @@ fi
 
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION, loopback, $(nproc) cores"
 echo
-echo "| run | requests/s | p50 | non-2xx |"
-echo "|---|---:|---:|---:|"
+echo "| run | requests/s | p50 | non-2xx | protectd CPU per request |"
+echo "|---|---:|---:|---:|---:|"
 for r in "${results[@]}"; do
-	read -r name rps p50 non2xx <<<"$r"
-	printf '| %s | %.0f | %.0f µs | %s |\n' "$name" "$rps" "$p50" "$non2xx"
+	read -r name rps p50 non2xx cpu <<<"$r"
+	[ "$cpu" = - ] || cpu="$cpu µs"
+	printf '| %s | %.0f | %.0f µs | %s | %s |\n' "$name" "$rps" "$p50" "$non2xx" "$cpu"
 done
 read -r _ a_rps a_p50 _ <<<"${results[0]}"
 read -r _ g_rps g_p50 _ <<<"${results[1]}"
-read -r _ h_rps h_p50 _ <<<"${results[2]}"
+read -r _ u_rps u_p50 _ <<<"${results[2]}"
+read -r _ h_rps h_p50 _ <<<"${results[3]}"
 echo
 ratio() { awk -v a="$a_rps" -v g="$2" -v ap="$a_p50" -v gp="$3" -v name="$1" \
 	'BEGIN { printf "%s / nginx alone: %.2f× throughput, p50 +%.0f µs\n", name, (a > 0 ? g / a : 0), gp - ap }'; }
 ratio nginx+protectd "$g_rps" "$g_p50"
+ratio nginx+protectd-unix "$u_rps" "$u_p50"
 ratio nginx+auth-to-nginx "$h_rps" "$h_p50"
