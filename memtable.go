@@ -19,6 +19,9 @@ type table[K tableKey] struct {
 	shards   []shard[K]
 	shift    uint
 	perShard int
+	// dirty collects the keys whose ban or offenses changed, for the
+	// state file's writer; nil without one (durable.go).
+	dirty *dirtyKeys[K]
 }
 
 type shard[K tableKey] struct {
@@ -86,6 +89,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 				return r
 			}
 			delete(sh.bans, bk)
+			t.dirty.add(bk)
 		}
 	}
 	ct := &sh.counters
@@ -117,6 +121,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 	}
 	r := sh.ban(mk, bk, i, tk, count, lim, epoch)
 	sh.mu.Unlock()
+	t.dirty.add(bk)
 	return r
 }
 
@@ -180,6 +185,7 @@ func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan) {
 		sh.counters.remove(i)
 	}
 	sh.mu.Unlock()
+	t.dirty.add(bk)
 }
 
 func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
@@ -191,6 +197,7 @@ func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
 		return Ban{}, false
 	}
 	delete(sh.bans, mk)
+	t.dirty.add(mk)
 	return b.ban, b.live(tk)
 }
 
@@ -243,11 +250,13 @@ func (t *table[K]) sweep(tk int64) {
 		for k, b := range sh.bans {
 			if !b.live(tk) {
 				delete(sh.bans, k)
+				t.dirty.add(k)
 			}
 		}
 		for k, log := range sh.offenses {
 			if log.exp <= tk {
 				delete(sh.offenses, k)
+				t.dirty.add(k)
 			}
 		}
 		sh.mu.Unlock()

@@ -1,0 +1,223 @@
+package protect
+
+import (
+	"fmt"
+	"log/slog"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/httpprotect/protect/internal/rangeset"
+)
+
+// restoreStats counts what a restore read.
+type restoreStats struct {
+	bans, offenses, plans int
+	expired, skipped      int
+}
+
+// restorer loads a state file into a store that nothing uses yet (no
+// sweeper, no writer, no Space), so it takes no shard lock.
+type restorer struct {
+	s      *MemoryStore
+	path   string
+	log    *slog.Logger
+	now    int64 // ticks
+	base   int64 // the epoch in Unix ns
+	st     restoreStats
+	gone   [][2][]byte // bucket and key of the expired records, to delete
+	ranges map[*memNamespace][]rangeset.Entry[Ban]
+	// The last namespace met, and the strings seen: records come sorted
+	// by namespace, and most share a few reasons.
+	lastNS *memNamespace
+	strs   map[string]string
+}
+
+// restore loads what db holds into s, drops (and deletes) what is over,
+// and skips (and logs) what is malformed.
+func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (restoreStats, error) {
+	r := &restorer{s: s, path: path, log: log, now: s.now(), base: s.epoch.UnixNano(),
+		ranges: make(map[*memNamespace][]rangeset.Entry[Ban]), strs: make(map[string]string)}
+	err := db.View(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketBans).ForEach(r.ban); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketOffenses).ForEach(r.offense); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketPlans).ForEach(r.plan)
+	})
+	if err != nil {
+		return r.st, err
+	}
+	for ns, entries := range r.ranges {
+		ns.ranges.Store(rangeset.New(entries))
+	}
+	if r.st.skipped > maxLoggedSkips {
+		log.Warn("protect: state file records skipped", slog.String("file", path), slog.Int("skipped", r.st.skipped))
+	}
+	if len(r.gone) > 0 {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, g := range r.gone {
+				if err := tx.Bucket(g[0]).Delete(g[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return r.st, err
+}
+
+// skip logs a malformed record, the first few one by one.
+func (r *restorer) skip(bucket string, k []byte, err error) {
+	r.st.skipped++
+	if r.st.skipped <= maxLoggedSkips {
+		r.log.Warn("protect: state file record skipped", slog.String("file", r.path),
+			slog.String("bucket", bucket), slog.String("key", fmt.Sprintf("%q", k)), slog.Any("error", err))
+	}
+}
+
+// expire notes a record that is over, to delete once the restore is done.
+func (r *restorer) expire(bucket, k []byte) {
+	r.st.expired++
+	r.gone = append(r.gone, [2][]byte{bucket, append([]byte(nil), k...)})
+}
+
+func (r *restorer) namespace(name string) *memNamespace {
+	if r.lastNS != nil && r.lastNS.name == name {
+		return r.lastNS
+	}
+	r.lastNS = r.s.namespace(name)
+	return r.lastNS
+}
+
+func (r *restorer) intern(v string) string {
+	if s, ok := r.strs[v]; ok {
+		return s
+	}
+	r.strs[v] = v
+	return v
+}
+
+// tick converts Unix ns to the store's ticks.
+func (r *restorer) tick(ns int64) int64 { return ns - r.base }
+
+func (r *restorer) ban(k, v []byte) error {
+	dk, err := decodeDiskKey(k)
+	if err != nil {
+		r.skip("bans", k, err)
+		return nil
+	}
+	d, err := decodeBanValue(v)
+	if err != nil {
+		r.skip("bans", k, err)
+		return nil
+	}
+	held := &heldBan{}
+	if d.end != 0 {
+		// The end, in this run's ticks, is where the record's absolute
+		// time falls: neither shortened nor lengthened by the time the
+		// file was closed.
+		if held.end = r.tick(d.end); held.end <= r.now {
+			r.expire(bucketBans, k)
+			return nil
+		}
+	}
+	loc := r.s.epoch.Location()
+	held.ban = Ban{Key: dk.key, Range: dk.kind == kindRange, Reason: r.intern(d.reason),
+		Source: d.source, By: r.intern(d.by), Created: unixTime(d.created, loc), Offense: d.offense}
+	if d.end != 0 {
+		held.ban.Expires = unixTime(d.end, loc)
+	}
+	ns := r.namespace(r.intern(dk.ns))
+	r.st.bans++
+	switch dk.kind {
+	case kindRange:
+		r.ranges[ns] = append(r.ranges[ns], rangeset.Entry[Ban]{Prefix: dk.key.Prefix, End: held.end, Value: held.ban})
+	case kindAddr:
+		bk := r.addrKey(ns, dk.key)
+		r.s.addrs.shard(r.s.hashAddr(bk)).bans[bk] = held
+	default:
+		bk := nameKey{ns: ns.id, name: dk.key.Name}
+		ns.nameBans.Store(true)
+		r.s.names.shard(r.s.hashName(bk)).bans[bk] = held
+	}
+	return nil
+}
+
+func (r *restorer) addrKey(ns *memNamespace, k Key) addrKey {
+	w := wordsOf(k.Prefix)
+	return addrKey{hi: w.hi, lo: w.lo, meta: ns.id<<8 | w.bits}
+}
+
+func (r *restorer) offense(k, v []byte) error {
+	dk, err := decodeDiskKey(k)
+	if err == nil && dk.kind == kindRange {
+		err = fmt.Errorf("%w: offenses of a range", errRecord)
+	}
+	if err != nil {
+		r.skip("offenses", k, err)
+		return nil
+	}
+	times, exp, err := decodeOffenseValue(v)
+	if err != nil {
+		r.skip("offenses", k, err)
+		return nil
+	}
+	log := &offenseLog{times: times, exp: r.tick(exp)}
+	if log.exp <= r.now {
+		r.expire(bucketOffenses, k)
+		return nil
+	}
+	for i := range log.times {
+		log.times[i] = r.tick(log.times[i])
+	}
+	ns := r.namespace(r.intern(dk.ns))
+	r.st.offenses++
+	if dk.kind == kindAddr {
+		bk := r.addrKey(ns, dk.key)
+		r.s.addrs.shard(r.s.hashAddr(bk)).offenses[bk] = log
+		return nil
+	}
+	bk := nameKey{ns: ns.id, name: dk.key.Name}
+	r.s.names.shard(r.s.hashName(bk)).offenses[bk] = log
+	return nil
+}
+
+func (r *restorer) plan(k, v []byte) error {
+	dk, err := decodeDiskKey(k)
+	if err == nil && dk.kind == kindRange {
+		err = fmt.Errorf("%w: plan state of a range", errRecord)
+	}
+	if err != nil {
+		r.skip("plans", k, err)
+		return nil
+	}
+	exp, slots, err := decodePlanValue(v)
+	if err != nil {
+		r.skip("plans", k, err)
+		return nil
+	}
+	if exp <= r.s.micros(r.now) {
+		r.expire(bucketPlans, k)
+		return nil
+	}
+	ns := r.namespace(r.intern(dk.ns))
+	for i := range slots {
+		slots[i].name = r.intern(slots[i].name)
+	}
+	// The entry's hash is the one TakePlan computes: its counter key's.
+	var h uint64
+	var pk planKey
+	if dk.kind == kindAddr {
+		mk := r.addrKey(ns, dk.key)
+		pk = planKey{ns: ns.id, hi: mk.hi, lo: mk.lo, bits: mk.meta&0xff + 1}
+		h = r.s.hashAddr(mk)
+	} else {
+		pk = planKey{ns: ns.id, name: dk.key.Name}
+		h = r.s.hashName(nameKey{ns: ns.id, name: dk.key.Name})
+	}
+	r.st.plans++
+	r.s.plans.shard(h).entries[h] = &planEntry{key: pk, exp: exp, slots: slots}
+	return nil
+}
