@@ -49,8 +49,10 @@ func appendDiskKey(b []byte, ns string, kind byte, k Key) []byte {
 	return append(b, pb...)
 }
 
-func decodeDiskKey(b []byte) (diskKey, error) {
-	r := reader{b: b}
+// decodeDiskKey decodes a record's key; intern, when not nil, makes its
+// strings (a restore shares one string per namespace).
+func decodeDiskKey(b []byte, intern func([]byte) string) (diskKey, error) {
+	r := reader{b: b, intern: intern}
 	var dk diskKey
 	dk.ns = r.str()
 	dk.kind = r.byte()
@@ -107,8 +109,9 @@ type diskBan struct {
 	offense    int
 }
 
-func decodeBanValue(v []byte) (diskBan, error) {
-	r := reader{b: v}
+// decodeBanValue decodes a ban record; intern is as for decodeDiskKey.
+func decodeBanValue(v []byte, intern func([]byte) string) (diskBan, error) {
+	r := reader{b: v, intern: intern}
 	r.version()
 	var d diskBan
 	d.reason = r.str()
@@ -215,8 +218,9 @@ func appendStr(b []byte, s string) []byte {
 // reader decodes a record, keeping the first error: each read after it
 // returns a zero value, so a decoder checks once, at its end.
 type reader struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	intern func([]byte) string // nil: string(b)
 }
 
 func (r *reader) fail(what string) {
@@ -282,9 +286,12 @@ func (r *reader) str() string {
 		r.fail("string past the end")
 		return ""
 	}
-	s := string(r.b[:n])
+	b := r.b[:n]
 	r.b = r.b[n:]
-	return s
+	if r.intern != nil {
+		return r.intern(b)
+	}
+	return string(b)
 }
 
 func (r *reader) rest() []byte {

@@ -3,6 +3,10 @@ package protect
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -30,6 +34,25 @@ type restorer struct {
 	// by namespace, and most share a few reasons.
 	lastNS *memNamespace
 	strs   map[string]string
+	in     func([]byte) string // intern, made once: a method value allocates
+	// held is a slab the restored bans are carved from: one allocation
+	// for many bans, small enough that a few live bans keep little else.
+	held []heldBan
+	// addrBans are the address bans read, by shard (insertAddrBans).
+	addrBans [][]pendingBan
+}
+
+// heldSlab is the number of bans allocated at once by a restore.
+const heldSlab = 256
+
+// newHeld returns a zero heldBan from the slab.
+func (r *restorer) newHeld() *heldBan {
+	if len(r.held) == 0 {
+		r.held = make([]heldBan, heldSlab)
+	}
+	h := &r.held[0]
+	r.held = r.held[1:]
+	return h
 }
 
 // restore loads what db holds into s, drops (and deletes) what is over,
@@ -37,8 +60,11 @@ type restorer struct {
 func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (restoreStats, error) {
 	r := &restorer{s: s, path: path, log: log, now: s.now(), base: s.epoch.UnixNano(),
 		ranges: make(map[*memNamespace][]rangeset.Entry[Ban]), strs: make(map[string]string)}
+	r.in = r.intern
 	err := db.View(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketBans).ForEach(r.ban); err != nil {
+		bans := tx.Bucket(bucketBans)
+		r.presize(bans.Stats().KeyN)
+		if err := bans.ForEach(r.ban); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketOffenses).ForEach(r.offense); err != nil {
@@ -49,6 +75,7 @@ func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (resto
 	if err != nil {
 		return r.st, err
 	}
+	r.insertAddrBans()
 	for ns, entries := range r.ranges {
 		ns.ranges.Store(rangeset.New(entries))
 	}
@@ -66,6 +93,54 @@ func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (resto
 		})
 	}
 	return r.st, err
+}
+
+// presize makes room for n bans to insert, one list per shard.
+func (r *restorer) presize(n int) {
+	shards := len(r.s.addrs.shards)
+	per := n/shards + n/shards/8 + 1
+	r.addrBans = make([][]pendingBan, shards)
+	for i := range r.addrBans {
+		r.addrBans[i] = make([]pendingBan, 0, per)
+	}
+}
+
+// pendingBan is an address ban read and not yet inserted.
+type pendingBan struct {
+	k    addrKey
+	held *heldBan
+}
+
+// insertAddrBans puts the address bans read in their shards' maps, one
+// shard at a time and several shards at once: each map is made at its
+// size and filled while it is in the cache, rather than a million inserts
+// scattered over every shard.
+func (r *restorer) insertAddrBans() {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(r.addrBans)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(r.addrBans) {
+					return
+				}
+				list := r.addrBans[i]
+				if len(list) == 0 {
+					continue
+				}
+				sh := &r.s.addrs.shards[i]
+				m := make(map[addrKey]*heldBan, len(list)+len(sh.bans))
+				maps.Copy(m, sh.bans)
+				for _, p := range list {
+					m[p.k] = p.held
+				}
+				sh.bans = m
+			}
+		})
+	}
+	wg.Wait()
+	r.addrBans = nil
 }
 
 // skip logs a malformed record, the first few one by one.
@@ -91,29 +166,41 @@ func (r *restorer) namespace(name string) *memNamespace {
 	return r.lastNS
 }
 
-func (r *restorer) intern(v string) string {
-	if s, ok := r.strs[v]; ok {
+// intern returns one string for every equal b: a restore of a million
+// bans holds a few reasons, not a million copies. Names are keys of their
+// own and are not interned.
+func (r *restorer) intern(b []byte) string {
+	if s, ok := r.strs[string(b)]; ok {
 		return s
 	}
-	r.strs[v] = v
-	return v
+	if len(r.strs) >= maxInterned {
+		return string(b)
+	}
+	s := string(b)
+	r.strs[s] = s
+	return s
 }
+
+// maxInterned bounds the strings a restore interns: reasons and
+// operators' names repeat, but a file could hold a different reason on
+// every ban.
+const maxInterned = 4096
 
 // tick converts Unix ns to the store's ticks.
 func (r *restorer) tick(ns int64) int64 { return ns - r.base }
 
 func (r *restorer) ban(k, v []byte) error {
-	dk, err := decodeDiskKey(k)
+	dk, err := decodeDiskKey(k, r.in)
 	if err != nil {
 		r.skip("bans", k, err)
 		return nil
 	}
-	d, err := decodeBanValue(v)
+	d, err := decodeBanValue(v, r.in)
 	if err != nil {
 		r.skip("bans", k, err)
 		return nil
 	}
-	held := &heldBan{}
+	held := r.newHeld()
 	if d.end != 0 {
 		// The end, in this run's ticks, is where the record's absolute
 		// time falls: neither shortened nor lengthened by the time the
@@ -124,19 +211,20 @@ func (r *restorer) ban(k, v []byte) error {
 		}
 	}
 	loc := r.s.epoch.Location()
-	held.ban = Ban{Key: dk.key, Range: dk.kind == kindRange, Reason: r.intern(d.reason),
-		Source: d.source, By: r.intern(d.by), Created: unixTime(d.created, loc), Offense: d.offense}
+	held.ban = Ban{Key: dk.key, Range: dk.kind == kindRange, Reason: d.reason,
+		Source: d.source, By: d.by, Created: unixTime(d.created, loc), Offense: d.offense}
 	if d.end != 0 {
 		held.ban.Expires = unixTime(d.end, loc)
 	}
-	ns := r.namespace(r.intern(dk.ns))
+	ns := r.namespace(dk.ns)
 	r.st.bans++
 	switch dk.kind {
 	case kindRange:
 		r.ranges[ns] = append(r.ranges[ns], rangeset.Entry[Ban]{Prefix: dk.key.Prefix, End: held.end, Value: held.ban})
 	case kindAddr:
 		bk := r.addrKey(ns, dk.key)
-		r.s.addrs.shard(r.s.hashAddr(bk)).bans[bk] = held
+		i := r.s.addrs.shardIndex(r.s.hashAddr(bk))
+		r.addrBans[i] = append(r.addrBans[i], pendingBan{k: bk, held: held})
 	default:
 		bk := nameKey{ns: ns.id, name: dk.key.Name}
 		ns.nameBans.Store(true)
@@ -151,7 +239,7 @@ func (r *restorer) addrKey(ns *memNamespace, k Key) addrKey {
 }
 
 func (r *restorer) offense(k, v []byte) error {
-	dk, err := decodeDiskKey(k)
+	dk, err := decodeDiskKey(k, r.in)
 	if err == nil && dk.kind == kindRange {
 		err = fmt.Errorf("%w: offenses of a range", errRecord)
 	}
@@ -172,7 +260,7 @@ func (r *restorer) offense(k, v []byte) error {
 	for i := range log.times {
 		log.times[i] = r.tick(log.times[i])
 	}
-	ns := r.namespace(r.intern(dk.ns))
+	ns := r.namespace(dk.ns)
 	r.st.offenses++
 	if dk.kind == kindAddr {
 		bk := r.addrKey(ns, dk.key)
@@ -185,7 +273,7 @@ func (r *restorer) offense(k, v []byte) error {
 }
 
 func (r *restorer) plan(k, v []byte) error {
-	dk, err := decodeDiskKey(k)
+	dk, err := decodeDiskKey(k, r.in)
 	if err == nil && dk.kind == kindRange {
 		err = fmt.Errorf("%w: plan state of a range", errRecord)
 	}
@@ -202,9 +290,9 @@ func (r *restorer) plan(k, v []byte) error {
 		r.expire(bucketPlans, k)
 		return nil
 	}
-	ns := r.namespace(r.intern(dk.ns))
+	ns := r.namespace(dk.ns)
 	for i := range slots {
-		slots[i].name = r.intern(slots[i].name)
+		slots[i].name = r.intern([]byte(slots[i].name))
 	}
 	// The entry's hash is the one TakePlan computes: its counter key's.
 	var h uint64

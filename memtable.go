@@ -54,6 +54,14 @@ func newTable[K tableKey](n, perShard int, hash func(K) uint64) table[K] {
 	return t
 }
 
+// shardIndex is the index of shard(h).
+func (t *table[K]) shardIndex(h uint64) int {
+	if t.shift == 64 {
+		return 0
+	}
+	return int(h >> t.shift)
+}
+
 func (t *table[K]) shard(h uint64) *shard[K] {
 	if t.shift == 64 {
 		return &t.shards[0]
