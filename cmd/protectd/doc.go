@@ -21,6 +21,8 @@
 //	                               or the JSON itself when the value starts with "{"
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
 //	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
+//	HTTP_PROTECT_STATE_FILE        a file that keeps the memory store's bans and plan
+//	                               state across restarts [none]; not with REDIS_URL
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
