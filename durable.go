@@ -137,6 +137,22 @@ func OpenMemoryStore(opt MemoryOptions) (*MemoryStore, error) {
 // prepareStateFile makes the buckets of a new file, and refuses a file of
 // another format.
 func prepareStateFile(db *bolt.DB) error {
+	// A file that is ready needs no write (a commit costs an fsync).
+	ready := false
+	err := db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return nil
+		}
+		if v := meta.Get(metaFormat); len(v) != 1 || v[0] != recordVersion {
+			return fmt.Errorf("format %x, want %d: not a state file of this version of protect", v, recordVersion)
+		}
+		ready = tx.Bucket(bucketBans) != nil && tx.Bucket(bucketOffenses) != nil && tx.Bucket(bucketPlans) != nil
+		return nil
+	})
+	if err != nil || ready {
+		return err
+	}
 	return db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
