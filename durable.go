@@ -307,13 +307,20 @@ func (j *journal) flush(plans bool) error {
 	s := j.s
 	now := s.now()
 	base := s.epoch.UnixNano()
-	s.mu.Lock()
-	names := make([]string, len(s.byID))
-	for i, ns := range s.byID {
-		names[i] = ns.name
+	// A key is noted only once its namespace exists, but the namespace
+	// may be younger than this flush: look again when an id is new.
+	var names []string
+	nsName := func(id uint64) string {
+		if int(id) > len(names) {
+			s.mu.Lock()
+			names = names[:0]
+			for _, ns := range s.byID {
+				names = append(names, ns.name)
+			}
+			s.mu.Unlock()
+		}
+		return names[id-1]
 	}
-	s.mu.Unlock()
-	nsName := func(id uint64) string { return names[id-1] }
 
 	ops := j.pending
 	j.pending = nil

@@ -265,7 +265,8 @@ func TestStateFileSkipsMalformedRecords(t *testing.T) {
 
 // TestStateFileSurvivesKill runs a child process (this test binary, in
 // TestStateFileChild) that bans a client, kills it with SIGKILL 200 ms
-// after the ban, and opens the file: the client stays refused.
+// after the ban, and opens the file: the client stays refused, and the
+// quota charged a second before the kill stays charged.
 func TestStateFileSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
@@ -308,11 +309,15 @@ func TestStateFileSurvivesKill(t *testing.T) {
 			t.Errorf("VerifyAddr(%s), banned by the killed process = %v, want banned", a, d.Status)
 		}
 	}
+	plan := mustPlan(t, "pro", Quota{Name: "monthly", Limit: 100, Period: Monthly})
+	if d, _ := p.VerifyConsumer(context.Background(), "acme", plan); d.Remaining != 59 {
+		t.Errorf("VerifyConsumer(acme) after the kill = %d left, want 59: the 40 charged a second before the kill are kept", d.Remaining)
+	}
 }
 
-// TestStateFileChild is the child of TestStateFileSurvivesKill: it bans
-// 203.0.113.9 by its flood and 203.0.113.10 by hand, says so, and waits
-// to be killed.
+// TestStateFileChild is the child of TestStateFileSurvivesKill: it
+// charges acme 40 of its quota, a second later bans 203.0.113.9 by its
+// flood and 203.0.113.10 by hand, says so, and waits to be killed.
 func TestStateFileChild(t *testing.T) {
 	path := os.Getenv("PROTECT_STATE_CHILD")
 	if path == "" {
@@ -326,6 +331,13 @@ func TestStateFileChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	plan := mustPlan(t, "pro", Quota{Name: "monthly", Limit: 100, Period: Monthly})
+	for range 40 {
+		p.VerifyConsumer(context.Background(), "acme", plan)
+	}
+	// Plan state reaches the file within a second: the writer's own
+	// cadence, on the real clock.
+	time.Sleep(time.Second)
 	banByFlood(t, p, netip.MustParseAddr("203.0.113.9"))
 	if _, err := p.Ban(context.Background(), "203.0.113.10", BanOptions{For: time.Hour}); err != nil {
 		t.Fatal(err)
