@@ -35,6 +35,8 @@ type restorer struct {
 	lastNS *memNamespace
 	strs   map[string]string
 	in     func([]byte) string // intern, made once: a method value allocates
+	recent [4]string           // the strings interned last
+	next   int                 // the next of recent to replace
 	// held is a slab the restored bans are carved from: one allocation
 	// for many bans, small enough that a few live bans keep little else.
 	held []heldBan
@@ -170,9 +172,23 @@ func (r *restorer) namespace(name string) *memNamespace {
 // bans holds a few reasons, not a million copies. Names are keys of their
 // own and are not interned.
 func (r *restorer) intern(b []byte) string {
-	if s, ok := r.strs[string(b)]; ok {
-		return s
+	// Neighbouring records mostly repeat the strings of the one before.
+	for _, s := range r.recent {
+		if s == string(b) {
+			return s
+		}
 	}
+	s, ok := r.strs[string(b)]
+	if !ok {
+		s = r.add(b)
+	}
+	r.recent[r.next] = s
+	r.next = (r.next + 1) % len(r.recent)
+	return s
+}
+
+// add interns b, unless too many strings are interned already.
+func (r *restorer) add(b []byte) string {
 	if len(r.strs) >= maxInterned {
 		return string(b)
 	}
