@@ -44,7 +44,8 @@ type MemoryOptions struct {
 
 // MemoryStore is the Store for one process: sharded, safe for concurrent
 // use, bounded, with expired entries swept in the background. Its zero
-// value is not usable; call NewMemoryStore.
+// value is not usable; call NewMemoryStore, or OpenMemoryStore for one
+// whose bans and plan state survive restarts in a file.
 //
 // Counters are keyed by comparable values, not formatted strings, so the
 // hot path does not allocate and a tracked address holds no string of
