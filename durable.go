@@ -225,6 +225,7 @@ type journal struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
+	syncs  chan chan error // sync's requests
 
 	// Owned by the writer goroutine.
 	pending []diskOp // ops of a failed write, written before the next
@@ -246,7 +247,7 @@ type diskOp struct {
 
 func newJournal(s *MemoryStore, db *bolt.DB, path string, log *slog.Logger) *journal {
 	j := &journal{s: s, db: db, path: path, log: log,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), syncs: make(chan chan error)}
 	j.addrs.wake, j.names.wake, j.ranges.wake = j.wake, j.wake, j.wake
 	return j
 }
@@ -270,6 +271,9 @@ func (j *journal) run() {
 		case <-j.wake:
 		case <-tick.C:
 			plans = true
+		case reply := <-j.syncs:
+			reply <- j.flush(true)
+			continue
 		}
 		if j.flush(plans) != nil {
 			select {
@@ -278,6 +282,19 @@ func (j *journal) run() {
 			case <-time.After(retryDelay):
 			}
 		}
+	}
+}
+
+// sync writes everything changed so far, plan states included, and
+// returns once it is written: for tests, which must know what the file
+// holds before they move their clock.
+func (j *journal) sync() error {
+	reply := make(chan error)
+	select {
+	case j.syncs <- reply:
+		return <-reply
+	case <-j.done:
+		return errors.New("protect: state file closed")
 	}
 }
 

@@ -355,3 +355,36 @@ func TestOpenMemoryStoreNeedsPath(t *testing.T) {
 		t.Errorf("OpenMemoryStore without a Path = %v, want an error naming Path", err)
 	}
 }
+
+// The sweep of a running store deletes the records of what it drops, so
+// that a long-running service's file does not keep every ban it ever
+// wrote.
+func TestStateFileSweepDeletesRecords(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "protect.db")
+	clk := newFakeClock()
+	store := openDurable(t, path, clk, nil)
+	p := durableProtector(t, store, clk)
+	banByFlood(t, p, netip.MustParseAddr("192.0.2.7"))
+	if _, err := p.Ban(ctx, "192.0.2.8", BanOptions{For: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Ban(ctx, "198.51.100.0/24", BanOptions{For: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.VerifyConsumer(ctx, "acme", mustPlan(t, "hourly", Quota{Limit: 10, Period: Hourly})); d.Status != Allowed {
+		t.Fatalf("VerifyConsumer(acme) = %v, want allowed", d.Status)
+	}
+	if err := store.journal.sync(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(8 * 24 * time.Hour) // past every ban, quota window and the offense window
+	store.sweep()
+	p.Close()
+	store.Close()
+	for _, b := range [][]byte{bucketBans, bucketOffenses, bucketPlans} {
+		if n := countRecords(t, path, b); n != 0 {
+			t.Errorf("%s records after a sweep past their end = %d, want 0", b, n)
+		}
+	}
+}
