@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -180,22 +179,34 @@ func prepareStateFile(db *bolt.DB) error {
 type dirtyKeys[K comparable] struct {
 	mu   sync.Mutex
 	keys []K
-	off  atomic.Bool // the file is closed: note nothing more
+	off  bool // the file is closed: note nothing more
 	wake chan struct{}
 }
 
 // add notes k and wakes the writer.
 func (d *dirtyKeys[K]) add(k K) {
-	if d == nil || d.off.Load() {
+	if d == nil {
 		return
 	}
 	d.mu.Lock()
+	if d.off {
+		d.mu.Unlock()
+		return
+	}
 	d.keys = append(d.keys, k)
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
 	default: // the writer is already woken
 	}
+}
+
+// stop notes nothing more: a change noted before it returns is taken by
+// the next take, one after it is not noted.
+func (d *dirtyKeys[K]) stop() {
+	d.mu.Lock()
+	d.off = true
+	d.mu.Unlock()
 }
 
 // take returns the keys noted, and leaves spare (emptied) to note more.
@@ -303,16 +314,17 @@ func (j *journal) close() error {
 	j.closeOnce.Do(func() {
 		close(j.stop)
 		<-j.done
-		j.addrs.off.Store(true)
-		j.names.off.Store(true)
-		j.ranges.off.Store(true)
-		err := j.flush(true)
+		// Note nothing more, then write everything noted.
+		j.addrs.stop()
+		j.names.stop()
+		j.ranges.stop()
 		for i := range j.s.plans.shards {
 			sh := &j.s.plans.shards[i]
 			sh.mu.Lock()
-			sh.durable, sh.dirty = false, nil
+			sh.durable = false
 			sh.mu.Unlock()
 		}
+		err := j.flush(true)
 		j.closeErr = errors.Join(err, j.db.Close())
 	})
 	return j.closeErr
