@@ -39,6 +39,9 @@ type BanRecord struct {
 	SecondsLeft *int64     `json:"seconds_left"` // null: permanent; rounded up
 	Permanent   bool       `json:"permanent"`
 	Offense     int        `json:"offense"`
+	// BanNamespace is the ban list that holds the ban (Config.BanNamespace);
+	// "" when the record was made by Record, which does not know it.
+	BanNamespace string `json:"ban_namespace"`
 }
 
 // Record converts a ban, with the time it has left at now.
@@ -63,6 +66,24 @@ func ceilSeconds(d time.Duration) int64 {
 		s++
 	}
 	return s
+}
+
+// Records converts bans from a's ban list, naming it; an empty list is []
+// in JSON, never null.
+func (a *Admin) Records(bans []protect.Ban) []BanRecord {
+	out := Records(bans, a.now())
+	bns := a.p.Config().BanNamespace
+	for i := range out {
+		out[i].BanNamespace = bns
+	}
+	return out
+}
+
+// record is Record for a ban of a's ban list.
+func (a *Admin) record(b protect.Ban) *BanRecord {
+	r := Record(b, a.now())
+	r.BanNamespace = a.p.Config().BanNamespace
+	return &r
 }
 
 // Records converts bans; an empty list is [] in JSON, never null.
@@ -204,6 +225,14 @@ type Inspection struct {
 	// Limits are the plan limits the store holds for the key (a consumer,
 	// or an address under Config.Plan), sorted by name; [] when none.
 	Limits []LimitRecord `json:"limits"`
+	// Namespace and BanNamespace are the protector's counters and ban
+	// list that the record reports.
+	Namespace    string `json:"namespace"`
+	BanNamespace string `json:"ban_namespace"`
+	// Protectors holds, from Service.Inspect, the record of each
+	// protector of the service, in order (each with Protectors []); []
+	// from Admin.Inspect.
+	Protectors []Inspection `json:"protectors"`
 }
 
 // Inspect reports a target's key, counter, bans, offenses and stored plan
@@ -226,17 +255,16 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 		return Inspection{}, err
 	}
 	cfg := a.p.Config()
-	now := a.now()
 	in := Inspection{
 		Target: target, Key: k.String(), Count: st.Count,
 		CountSecondsLeft: ceilSeconds(st.CountTTL),
 		Limit:            cfg.MaxRequests, BanLimit: cfg.BanLimit, Offenses: st.Offenses,
 		RangeBans: []BanRecord{}, Limits: limitRecords(st.Usage, plans),
 		LimitsPublished: a.published(ctx),
+		Namespace:       cfg.Namespace, BanNamespace: cfg.BanNamespace, Protectors: []Inspection{},
 	}
 	if st.Ban != nil {
-		r := Record(*st.Ban, now)
-		in.Ban = &r
+		in.Ban = a.record(*st.Ban)
 	}
 	if addr, err := netip.ParseAddr(target); err == nil {
 		in.Safe = a.p.IsSafe(addr)
@@ -246,7 +274,7 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 		}
 		for _, b := range ranges {
 			if b.Covers(k, addr.Unmap().WithZone("")) {
-				in.RangeBans = append(in.RangeBans, Record(b, now))
+				in.RangeBans = append(in.RangeBans, *a.record(b))
 			}
 		}
 	}
@@ -295,6 +323,14 @@ type Explanation struct {
 	// not a trusted proxy, a request made Safe by the trusted address its
 	// walk ended on. [] when none.
 	Notes []string `json:"notes"`
+	// Namespace and BanNamespace are those of the protector that
+	// explains.
+	Namespace    string `json:"namespace"`
+	BanNamespace string `json:"ban_namespace"`
+	// Protectors holds, from Service.Explain, each protector's
+	// explanation, in order (each with Protectors []); [] from
+	// Admin.Explain.
+	Protectors []Explanation `json:"protectors"`
 }
 
 // Explain resolves the client of a request given by its peer address and
@@ -314,14 +350,14 @@ func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]st
 		Peer: peer, Key: d.Key.String(), Step: steps[d.Status], Status: d.StatusCode(), DryRun: d.DryRun,
 		Count: d.Count, Limit: cfg.MaxRequests, BanLimit: cfg.BanLimit,
 		LimitsPublished: a.published(ctx),
+		Namespace:       cfg.Namespace, BanNamespace: cfg.BanNamespace, Protectors: []Explanation{},
 	}
 	if d.Addr.IsValid() {
 		ex.Client = d.Addr.String()
 	}
 	ex.Reason, ex.Notes = a.resolution(req, d)
 	if d.Ban != nil {
-		r := Record(*d.Ban, a.now())
-		ex.Ban = &r
+		ex.Ban = a.record(*d.Ban)
 	}
 	return ex, nil
 }
@@ -335,12 +371,19 @@ func (a *Admin) resolution(req *http.Request, d protect.Decision) (reason string
 		notes = append(notes, fmt.Sprintf("%s ignored: the peer %s is not a trusted proxy, and a client that connects directly can write any header",
 			res.Header, res.Peer))
 	}
-	if res.Err == nil {
-		return "", notes
-	}
 	where := "the peer"
 	if len(req.Header[res.Header]) > 0 {
 		where = "the leftmost entry"
+	}
+	if res.TrustedEnd {
+		what := "the client, as nginx's realip module decides"
+		if d.Status == protect.Safe {
+			what += ", and in SafeNetworks: safe"
+		}
+		return "", append(notes, fmt.Sprintf("no untrusted entry in %s: the walk ended on %s, %s, a trusted address, which is %s", res.Header, where, res.Client, what))
+	}
+	if res.Err == nil {
+		return "", notes
 	}
 	if d.Status == protect.Safe {
 		return "", append(notes, fmt.Sprintf("no client in %s: the walk ended on %s, %s, a trusted address in SafeNetworks: safe", res.Header, where, res.End))

@@ -2,8 +2,11 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"time"
 
@@ -91,4 +94,39 @@ func ExampleAdmin_Explain() {
 	// Output:
 	// "6.6.6.6, 1.2.3.4" → client "1.2.3.4", step allowed, 200
 	// "1.2.3.4, garbage" → client "", step unknown, 429
+}
+
+// Serve the administration of a service's protectors over HTTP, and lift
+// a ban through it: the next request is served.
+func ExampleHandler() {
+	store := protect.NewMemoryStore(protect.MemoryOptions{})
+	defer store.Close()
+	api := newProtector(protect.Config{Store: store, Namespace: "api:"})
+	defer api.Close()
+	login := newProtector(protect.Config{Store: store, Namespace: "login:", MaxRequests: 1, BanLimit: 1})
+	defer login.Close()
+	ctx := context.Background()
+	client := netip.MustParseAddr("203.0.113.7")
+	login.VerifyAddr(ctx, client)
+	login.VerifyAddr(ctx, client) // past the login guard's ban limit
+
+	srv := httptest.NewServer(admin.Handler(api, login)) // no authentication: keep it private
+	defer srv.Close()
+	res, _ := http.Get(srv.URL + "/v1/bans")
+	var bans []admin.BanRecord
+	json.NewDecoder(res.Body).Decode(&bans)
+	res.Body.Close()
+	fmt.Println(res.StatusCode, bans[0].Key, bans[0].BanNamespace, bans[0].Reason)
+	d, _ := api.VerifyAddr(ctx, client)
+	fmt.Println("api:", d.Status)
+
+	req, _ := http.NewRequest("DELETE", srv.URL+"/v1/bans?target=203.0.113.7&by=ops", nil)
+	res, _ = http.DefaultClient.Do(req)
+	res.Body.Close()
+	d, _ = api.VerifyAddr(ctx, client)
+	fmt.Println(res.StatusCode, "api:", d.Status)
+	// Output:
+	// 200 203.0.113.7 protect: stream passed the ban limit of 1 requests
+	// api: banned
+	// 200 api: allowed
 }

@@ -112,3 +112,28 @@ func capacity(p *protect.Plan, u protect.LimitUsage) int64 {
 	}
 	return 0
 }
+
+// WithPlans returns the stored limits of recs (as an Inspection reports
+// them) with what is left of each under plans, as InspectPlans would
+// have said: for a client of the admin API, whose service reports usage
+// without knowing the client's plans file. A rate's backlog comes back in
+// whole milliseconds, so what is left of it may differ by a request at
+// the edge of a token.
+func WithPlans(recs []LimitRecord, plans map[string]*protect.Plan) []LimitRecord {
+	usage := make([]protect.LimitUsage, 0, len(recs))
+	for _, r := range recs {
+		if !r.Stored {
+			continue
+		}
+		u := protect.LimitUsage{Name: r.Name, Window: r.Window, Used: r.Used, Reset: time.Duration(r.ResetMS) * time.Millisecond}
+		if r.Kind == "quota" {
+			q, err := protect.ParseQuotaPeriod(r.Period)
+			if err != nil {
+				continue // a period this version does not know: no plan has it
+			}
+			u.Period = q
+		}
+		usage = append(usage, u)
+	}
+	return limitRecords(usage, plans)
+}

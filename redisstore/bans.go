@@ -60,9 +60,11 @@ func (s *Store) ready(ctx context.Context, ns *redisNamespace) error {
 
 func rangesKey(ns string) string { return ns + "ranges" }
 
-// rangeCall runs the ranges script.
+// rangeCall runs the ranges script, through s.once so that its failures
+// reach Store.failed (topology.go): the refresher calls it even while the
+// circuit is open.
 func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []protect.Ban, err error) {
-	v, err := rangesScript.Run(ctx, s.client, []string{rangesKey(ns)}, args...).Slice()
+	v, err := rangesScript.Run(ctx, s.once(), []string{rangesKey(ns)}, args...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}

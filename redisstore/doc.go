@@ -4,24 +4,37 @@
 // Redis Cluster, Sentinel, or Valkey), and only programs that import it
 // link go-redis.
 //
-// Dial makes a store on a client of its own from a URL of one node, and
-// closes that client on Close:
+// Dial makes a store on a client of its own from a URL that names the
+// topology, and closes that client on Close:
 //
-//	redis://[user:password@]host:port[/db]
-//	rediss://[user:password@]host:port[/db]   (TLS)
-//	unix:///path/to/redis.sock
+//	redis://[user:password@]host:port[/db]        one node
+//	rediss://[user:password@]host:port[/db]       one node, TLS
+//	unix:///path/to/redis.sock                      one node, on a socket
+//	redis+cluster://[user:password@]host:port,host:port
+//	                                                Redis Cluster (rediss+cluster:// with TLS)
+//	redis+sentinel://[user:password@]host:port,host:port/MASTER[/db]
+//	                                                Sentinel (rediss+sentinel:// with TLS)
 //
-// A URL it cannot take is an error that wraps ErrURL and names the URL's
-// scheme, host and port, never its password. The client Dial makes honours
-// context deadlines, never retries a command, and dials once per call, so
-// that protect.Config.StoreTimeout and the circuit breaker decide what a
-// slow or dead Redis costs. Dial does not connect; the first command does
-// (Store.Ping checks). For a Cluster, Sentinel, or a client configured
-// otherwise, make the client and pass it to New, which never closes it:
+// A URL it cannot take is an error that wraps ErrURL and quotes the URL
+// with its password replaced by xxxxx; so is a one-node URL that lists
+// several hosts, and, from Dial's one round trip, a one-node URL whose
+// server is a Cluster node (the error says to use redis+cluster://). The
+// client Dial makes honours context deadlines, dials once per call, and
+// on a Cluster reads its slot map every second, so that
+// protect.Config.StoreTimeout and the circuit breaker decide what a slow
+// or dead Redis costs. For a client configured otherwise, make it and
+// pass it to New, which never closes it:
 //
 //	store := redisstore.New(client, redisstore.Options{})
 //	defer store.Close() // then client.Close()
 //	p, err := protect.New(protect.Config{Store: store})
+//
+// Whatever the client, the store never lets go-redis run a counting
+// script twice (a script whose reply was lost may have counted: it is an
+// error that the failure policy absorbs), while a Cluster client still
+// follows MOVED and ASK; and a counting call that fails without the
+// server's answer makes a Cluster client read its slot map again, so
+// that a promoted replica takes the requests within seconds.
 //
 // Each counted request is one round trip: one EVALSHA of an embedded Lua
 // script. A client's keys are <Namespace>{<key>}:c (its counter),

@@ -143,7 +143,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 		limits = sp.args[1][1].(string) // the take script's limits: the same stream
 	}
 	pa := s.planArgs(plan)
-	v, err := planScript.Run(ctx, s.client, sp.scriptKeys(k), pa.args(cost, limits)...).Result()
+	v, err := planScript.Run(ctx, s.once(), sp.scriptKeys(k), pa.args(cost, limits)...).Result()
 	if err != nil {
 		return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 	}

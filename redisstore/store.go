@@ -63,6 +63,7 @@ type Options struct {
 type Store struct {
 	client   redis.UniversalClient
 	ownsConn bool
+	topo     topology // topology.go
 
 	cacheTTL time.Duration
 	maxCache int
@@ -92,9 +93,9 @@ type Store struct {
 // Close stops it; the client stays yours to close.
 //
 // For the limiter to stay within Config.StoreTimeout, the client must
-// honour context deadlines: set ContextTimeoutEnabled in its options, and
-// MaxRetries: -1 (a retried script whose first reply was lost counts
-// twice). Dial does both. A client without ContextTimeoutEnabled is
+// honour context deadlines: set ContextTimeoutEnabled in its options.
+// The counting scripts are never retried, whatever the client's
+// MaxRetries (noretry.go). Dial does both. A client without ContextTimeoutEnabled is
 // logged as a warning.
 func New(client redis.UniversalClient, opt Options) *Store {
 	if opt.BanCacheTTL == 0 {
@@ -135,8 +136,13 @@ func New(client redis.UniversalClient, opt Options) *Store {
 	return s
 }
 
-// Addr names the server the store talks to, for messages.
+// Addr names the server the store talks to, for messages: its address,
+// a Cluster's seed addresses, or for a Sentinel URL Dial was given, that
+// URL redacted.
 func (s *Store) Addr() string {
+	if s.topo.where != "" {
+		return s.topo.where
+	}
 	switch c := s.client.(type) {
 	case *redis.Client:
 		return c.Options().Addr
@@ -300,7 +306,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		return r, nil
 	}
 	keys := sp.scriptKeys(k)
-	v, err := takeScript.Run(ctx, s.client, keys, sp.takeArgs(n)...).Result()
+	v, err := takeScript.Run(ctx, s.once(), keys, sp.takeArgs(n)...).Result()
 	if err != nil {
 		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 	}

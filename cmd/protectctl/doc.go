@@ -1,7 +1,8 @@
 // Protectctl lists, adds and lifts the bans of services protected by
-// protect, in the Redis they share, with the settings they use.
+// protect, in the Redis they share, with the settings they use, or
+// through a running service's admin API.
 //
-//	usage: protectctl [-redis URL] [-namespace NS] COMMAND [flags] [args]
+//	usage: protectctl [-redis URL] [-server URL [-token TOKEN]] [-namespace NS] COMMAND [flags] [args]
 //
 // The store is -redis URL, or HTTP_PROTECT_REDIS_URL when -redis is not
 // given. Every other setting comes from the same HTTP_PROTECT_* environment
@@ -9,28 +10,63 @@
 // trusts addresses exactly as they do: lifting 2001:db8:1:2::99 lifts
 // 2001:db8:1:2::/64. Run it with the services' environment. Like them it
 // refuses an HTTP_PROTECT_* name it does not know, since a typo would apply
-// a default; the names protectd reads, HTTP_PROTECT_LISTEN and
-// HTTP_PROTECT_PLANS, are accepted.
+// a default; the names protectd reads (HTTP_PROTECT_LISTEN,
+// HTTP_PROTECT_PLANS, HTTP_PROTECT_ADMIN_LISTEN, HTTP_PROTECT_ADMIN_TOKEN)
+// and HTTP_PROTECT_ADMIN_URL are accepted.
 //
-// A service on the memory store keeps its bans inside its own process;
-// protectctl reaches only bans kept in Redis.
+// A service on the memory store keeps its bans inside its own process:
+// protectctl reaches them through the service's admin API (package
+// admin's Handler; protectd serves it on HTTP_PROTECT_ADMIN_LISTEN), with
+// -server URL, or HTTP_PROTECT_ADMIN_URL when neither -server nor -redis
+// is given. Every command then runs in the service, with its own
+// settings and protectors, and prints exactly what it prints on Redis; a
+// lift holds on the service's next request. The environment is not read
+// for anything else on that path.
 //
 // # Global flags
 //
 //	-redis URL
 //		the Redis URL: redis://[user:password@]host:port[/db],
-//		rediss://... (TLS) or unix:///path [$HTTP_PROTECT_REDIS_URL]
+//		rediss://... (TLS) or unix:///path for one node,
+//		redis+cluster://host:port,host:port for a Cluster,
+//		redis+sentinel://host:port,host:port/MASTER[/db] for Sentinel
+//		(rediss+... with TLS) [$HTTP_PROTECT_REDIS_URL]
+//	-server URL
+//		a running service's admin API: http://host:port, https://host:port,
+//		or unix:/path for a unix socket [$HTTP_PROTECT_ADMIN_URL]
+//	-token TOKEN
+//		the admin API's bearer token, sent as Authorization: Bearer
+//		[$HTTP_PROTECT_ADMIN_TOKEN]
 //	-namespace NS
 //		the namespace of both the bans and the counters; without it the
 //		ban list is $HTTP_PROTECT_BAN_NAMESPACE and the counters that
 //		inspect shows are under $HTTP_PROTECT_NAMESPACE (both "protect:"
 //		by default)
 //
-// Use -namespace for a service that keeps its bans and counters in one
-// namespace; a service that sets them apart is inspected with the two
-// variables instead. protectctl never publishes limits: it reads the ones
-// the service published, so that inspect and explain show the numbers the
-// service enforces.
+// # Several protectors
+//
+// A service may run several protectors (an address gate, a consumer plan,
+// a login guard), each counting under its own namespace and, by default,
+// banning in one shared list. bans, inspect, explain and check cover all
+// of them: bans lists every ban list (with a LIST column when there are
+// several), inspect and explain report each protector under its
+// namespace, and protectors lists them. -namespace NS keeps the one whose
+// namespace or ban list is NS; through -server, a namespace the service
+// does not have is an error (exit 2) that names those it has, never an
+// empty answer.
+//
+// On Redis, the protectors are those whose limits are published in the
+// store (each service publishes its namespaces' limits); without
+// -namespace or HTTP_PROTECT_NAMESPACE protectctl finds them with a SCAN
+// for <namespace>limits. -namespace NS counts and bans in NS, as a service
+// that keeps both in one namespace does; when NS is a counter namespace
+// that a service published and $HTTP_PROTECT_BAN_NAMESPACE (protect:
+// by default) is another list, that list is read too, for that is where
+// such a service bans; ban writes in NS alone, and lift -all refuses to
+// guess which of the two lists to empty. A service that sets its
+// ban list apart is best given both variables. protectctl never publishes
+// limits: it reads the ones the service published, so that inspect and
+// explain show the numbers the service enforces.
 //
 // # Commands
 //
@@ -67,6 +103,18 @@
 //		lines is, and which step of the pipeline decides it now. It is
 //		Protector.Check: it counts and writes nothing.
 //
+//	check [-json] ADDR
+//		Show every source that would refuse ADDR: the ban on its key and
+//		the range bans containing it, in every ban list, with the time
+//		each has left, and whether a safe network passes it first. Exit 0
+//		when nothing refuses it (nothing holds it, or it is safe), 1 when
+//		something does.
+//
+//	protectors [-json]
+//		List the protectors: name, namespace, ban list, and the limits
+//		published for the namespace (the protector's own settings, marked
+//		"not published", before it published any).
+//
 //	version
 //		Print protectctl's version and the Go version it was built with.
 //
@@ -92,9 +140,12 @@
 //
 // # Exit status
 //
-// 0 on success; 1 on a failure, such as an unreachable store, which fails
-// within a few seconds with a message that names its address; 2 on a
-// usage error: bad flags, targets or environment, or no store given.
+// 0 on success; 1 on a failure, such as an unreachable store or admin API,
+// which fails within a few seconds with a message that names its address,
+// and for check, when something refuses the address; 2 on a usage error:
+// bad flags, targets or environment, an unknown namespace, or no store
+// given. Through -server the service checks what protectctl sends, and
+// its answer exits as the same mistake made here would.
 //
 // # Examples
 //
@@ -106,4 +157,8 @@
 //	protectctl inspect 203.0.113.7                    # key, counter, ban, offenses, safe or not
 //	protectctl inspect -plans plans.json consumer:acme
 //	protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'
+//	protectctl check 203.0.113.7 || echo refused
+//
+//	protectctl -server unix:/run/protectd/admin.sock bans   # a service on the memory store
+//	HTTP_PROTECT_ADMIN_TOKEN=$(cat /etc/protectd/token) protectctl -server http://10.0.0.7:8090 protectors
 package main

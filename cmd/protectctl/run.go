@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/user"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,9 +32,9 @@ const (
 
 // mainUsage is what a mistake in the global flags prints, on stderr; -h
 // prints the manual (doc.go) instead.
-const mainUsage = `usage: protectctl [-redis URL] [-namespace NS] COMMAND [flags] [args]
+const mainUsage = `usage: protectctl [-redis URL] [-server URL [-token TOKEN]] [-namespace NS] COMMAND [flags] [args]
 
-commands: bans, ban, lift, inspect, explain, version.
+commands: bans, ban, lift, inspect, explain, check, protectors, version.
 "protectctl -h" prints the manual; "protectctl COMMAND -h" a command's flags.
 
 global flags:
@@ -51,10 +52,11 @@ func usagef(format string, args ...any) error {
 
 // cli is one invocation.
 type cli struct {
-	stdout, stderr io.Writer
-	redisURL, ns   string
-	store          *redisstore.Store
-	admin          *admin.Admin
+	stdout, stderr   io.Writer
+	redisURL, ns     string
+	serverURL, token string
+	svc              backend
+	closers          []func() error // run in order when the command ends
 }
 
 // command is one subcommand: its flags, its usage text and what it does
@@ -66,12 +68,14 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"bans":    {"bans [-json] [-within CIDR] [-source auto|manual] [-limit N]", "protectctl bans -within 198.51.100.0/24 -source auto", bansCmd, true},
-	"ban":     {"ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-force] [-json] TARGET...", "protectctl ban -for 2d12h -reason 'credential stuffing' 198.51.100.0/24", banCmd, true},
-	"lift":    {"lift [-all] [-force] [-by WHO] [-json] TARGET...", "protectctl lift 2001:db8:1:2::99   # lifts 2001:db8:1:2::/64", liftCmd, true},
-	"inspect": {"inspect [-json] [-plans FILE [-plan NAME]] TARGET", "protectctl inspect -plans plans.json consumer:acme", inspectCmd, true},
-	"explain": {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
-	"version": {"version", "protectctl version", versionCmd, false},
+	"bans":       {"bans [-json] [-within CIDR] [-source auto|manual] [-limit N]", "protectctl bans -within 198.51.100.0/24 -source auto", bansCmd, true},
+	"ban":        {"ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-force] [-json] TARGET...", "protectctl ban -for 2d12h -reason 'credential stuffing' 198.51.100.0/24", banCmd, true},
+	"lift":       {"lift [-all] [-force] [-by WHO] [-json] TARGET...", "protectctl lift 2001:db8:1:2::99   # lifts 2001:db8:1:2::/64", liftCmd, true},
+	"inspect":    {"inspect [-json] [-plans FILE [-plan NAME]] TARGET", "protectctl inspect -plans plans.json consumer:acme", inspectCmd, true},
+	"explain":    {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
+	"check":      {"check [-json] ADDR", "protectctl check 203.0.113.7   # exit 1 when something refuses it", checkCmd, true},
+	"protectors": {"protectors [-json]", "protectctl protectors -json", protectorsCmd, true},
+	"version":    {"version", "protectctl version", versionCmd, false},
 }
 
 // run is protectctl: main only calls it. Tests drive it in-process.
@@ -84,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL (default $HTTP_PROTECT_REDIS_URL)")
 	fs.StringVar(&c.ns, "namespace", "", "the namespace of bans and counters (default $HTTP_PROTECT_BAN_NAMESPACE and $HTTP_PROTECT_NAMESPACE, or protect:)")
+	fs.StringVar(&c.serverURL, "server", "", "a running service's admin API: http://host:port or unix:/path (default $HTTP_PROTECT_ADMIN_URL)")
+	fs.StringVar(&c.token, "token", "", "the admin API's bearer token (default $HTTP_PROTECT_ADMIN_TOKEN)")
 	// The flag package calls Usage itself before Parse returns, to the
 	// FlagSet's output: with -h that printed the usage twice, once to
 	// stderr. Usage is printed here instead, once: the manual on stdout
@@ -138,9 +144,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := c.open(); err != nil {
 			return c.fail(err)
 		}
-		defer func() { // the protector first, then the store it was given
-			c.admin.Protector().Close()
-			c.store.Close()
+		defer func() {
+			for _, close := range c.closers {
+				close()
+			}
 		}()
 	}
 	return c.fail(do(c, cmdArgs))
@@ -175,24 +182,63 @@ func (c *cli) fail(err error) int {
 	if err == nil {
 		return exitOK
 	}
+	if errors.Is(err, errRefused) { // check: the report on stdout says it
+		return exitFailure
+	}
 	fmt.Fprintln(c.stderr, "protectctl:", err)
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
+	if errors.As(err, &ue) || errors.Is(err, admin.ErrBadRequest) || errors.Is(err, admin.ErrUnknownNamespace) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
 		return exitUsage
 	}
 	return exitFailure
 }
 
-// open connects to the store with the services' settings and checks that
-// it answers, within a few seconds.
+// Variables protectctl reads itself, beside the services' settings.
+const (
+	envAdminURL   = envconfig.Prefix + "ADMIN_URL"
+	envAdminToken = envconfig.Prefix + "ADMIN_TOKEN"
+	envNamespace  = envconfig.Prefix + "NAMESPACE"
+)
+
+// open finds where the commands run: a service's admin API (-server, or
+// HTTP_PROTECT_ADMIN_URL when no -redis is given), or the Redis the
+// services share.
 func (c *cli) open() error {
+	if c.serverURL != "" && c.redisURL != "" {
+		return usagef("-server and -redis exclude each other")
+	}
+	server := c.serverURL
+	if server == "" && c.redisURL == "" {
+		server = os.Getenv(envAdminURL)
+	}
+	if server == "" {
+		return c.openRedis()
+	}
+	token := c.token
+	if token == "" {
+		token = os.Getenv(envAdminToken)
+	}
+	r, err := newRemote(server, token, c.ns)
+	if err != nil {
+		return err
+	}
+	c.svc = r
+	return nil
+}
+
+// openRedis connects to the store with the services' settings and checks
+// that it answers, within a few seconds. It covers the namespace that
+// -namespace or HTTP_PROTECT_NAMESPACE names; without either, every
+// namespace published in the store (several protectors of a service each
+// publish their own), or protect: when none is.
+func (c *cli) openRedis() error {
 	// protectctl runs in the services' environment, which also holds the
 	// names protectd reads itself: declare them, so that only a typo is
 	// refused.
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
 	env, stateFile := withoutStateFile(os.Environ())
 	cfg, err := envconfig.Read(env, envconfig.Options{
-		Own:      []string{"LISTEN", "PLANS"},
+		Own:      []string{"LISTEN", "PLANS", "ADMIN_LISTEN", "ADMIN_TOKEN", "ADMIN_URL"},
 		RedisURL: c.redisURL,
 		// A short-lived tool: no background refresh, no cached answers.
 		Redis: redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger},
@@ -208,37 +254,118 @@ func (c *cli) open() error {
 		return stateFileError(stateFile)
 	}
 	if !ok {
-		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL")
+		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL (or -server URL for a service's admin API)")
 	}
-	if c.ns != "" {
-		// One namespace for the bans and the counters, as a service that
-		// sets neither apart has; a service that does sets
-		// HTTP_PROTECT_NAMESPACE and HTTP_PROTECT_BAN_NAMESPACE instead.
-		cfg.Namespace, cfg.BanNamespace = c.ns, c.ns
-	}
+	c.closers = append(c.closers, store.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
-		store.Close()
 		return fmt.Errorf("%w\n  check -redis or HTTP_PROTECT_REDIS_URL, and that the server is running and reachable", err)
 	}
 	cfg.Logger = logger
 	// Each page of a listing or a lift (a thousand bans) has this
 	// deadline; a tool run by hand can wait longer than a request.
 	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second)
-	// The numbers the service counts with, where it published them: inspect
-	// and explain must show those, not this tool's environment.
-	if cfg, _, err = admin.ServiceConfig(ctx, cfg); err != nil {
-		store.Close()
-		return err
-	}
-	p, err := protect.New(cfg)
+	scopes, err := c.scopes(ctx, store, cfg)
 	if err != nil {
-		store.Close()
 		return err
 	}
-	c.store, c.admin = store, admin.New(p)
+	var ps []*protect.Protector
+	for _, sc := range scopes {
+		pc := cfg
+		pc.Namespace, pc.BanNamespace = sc.Namespace, sc.BanNamespace
+		// The numbers the service counts with, where it published them:
+		// inspect and explain must show those, not this tool's
+		// environment.
+		if pc, _, err = admin.ServiceConfig(ctx, pc); err != nil {
+			return err
+		}
+		p, err := protect.New(pc)
+		if err != nil {
+			return err
+		}
+		// The protectors close before the store they were given.
+		c.closers = append([]func() error{p.Close}, c.closers...)
+		ps = append(ps, p)
+	}
+	rb := redisBackend{Service: admin.NewService(ps...), writer: admin.NewService(ps[0])}
+	for _, sc := range scopes {
+		if !slices.Contains(rb.lists, sc.BanNamespace) {
+			rb.lists = append(rb.lists, sc.BanNamespace)
+		}
+	}
+	c.svc = rb
 	return nil
+}
+
+// redisBackend is the Redis path: it reads every list it covers, and bans
+// in the first alone, the one -namespace or the environment names: the
+// shared list it may also read is another service's to write.
+type redisBackend struct {
+	*admin.Service
+	writer *admin.Service
+	lists  []string // the ban lists read
+}
+
+// Lift lifts targets wherever they are banned, but lifts every ban only
+// in a list that is certainly the service's: with two lists read, one is
+// a guess.
+func (b redisBackend) Lift(ctx context.Context, o admin.LiftOptions) ([]admin.BanRecord, error) {
+	if o.All && len(b.lists) > 1 {
+		return nil, usagef("lift -all: this reads two ban lists, %q and %q; set HTTP_PROTECT_BAN_NAMESPACE to the one to empty", b.lists[0], b.lists[1])
+	}
+	return b.Service.Lift(ctx, o)
+}
+
+func (b redisBackend) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]admin.BanRecord, error) {
+	return b.writer.Ban(ctx, targets, opt)
+}
+
+// scopes are the protectors protectctl stands in for on the Redis path.
+// -namespace NS counts and bans in NS, as a service that keeps both in
+// one namespace does; when NS is a counter namespace whose service
+// published its limits, its bans may be in the shared list instead
+// (HTTP_PROTECT_BAN_NAMESPACE, protect: by default), so that list is
+// read too (a ban is written in NS alone). Without -namespace, HTTP_PROTECT_NAMESPACE names one
+// namespace, or else every published namespace is covered, each with the
+// shared list.
+func (c *cli) scopes(ctx context.Context, store *redisstore.Store, cfg protect.Config) ([]protect.Scope, error) {
+	shared := cfg.BanNamespace
+	if shared == "" {
+		shared = protect.DefaultNamespace
+	}
+	if c.ns != "" {
+		out := []protect.Scope{{Namespace: c.ns, BanNamespace: c.ns}}
+		if shared != c.ns {
+			_, published, err := store.Published(ctx, c.ns)
+			if err != nil {
+				return nil, err
+			}
+			if published {
+				out = append(out, protect.Scope{Namespace: c.ns, BanNamespace: shared})
+			}
+		}
+		return out, nil
+	}
+	own := cfg.Namespace
+	if own == "" {
+		own = protect.DefaultNamespace
+	}
+	if os.Getenv(envNamespace) != "" {
+		return []protect.Scope{{Namespace: own, BanNamespace: shared}}, nil
+	}
+	names, err := publishedNamespaces(ctx, store.Client())
+	if err != nil {
+		return nil, fmt.Errorf("list the published namespaces of %s: %w", store.Addr(), err)
+	}
+	if len(names) == 0 {
+		names = []string{own}
+	}
+	out := make([]protect.Scope, 0, len(names))
+	for _, ns := range names {
+		out = append(out, protect.Scope{Namespace: ns, BanNamespace: shared})
+	}
+	return out, nil
 }
 
 // ctx bounds a whole command: long enough to list or lift a hundred
@@ -247,8 +374,6 @@ func (c *cli) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 5*time.Minute)
 }
 
-func (c *cli) now() time.Time { return c.admin.Protector().Config().Clock() }
-
 // writeJSON writes v as indented JSON on stdout.
 func (c *cli) writeJSON(v any) error {
 	enc := json.NewEncoder(c.stdout)
@@ -256,22 +381,34 @@ func (c *cli) writeJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// writeBans writes bans as JSON or as a table with the time left.
-func (c *cli) writeBans(bans []protect.Ban, asJSON bool) error {
-	recs := admin.Records(bans, c.now())
+// writeBans writes bans as JSON or as a table with the time left. The
+// table names each ban's list (LIST) when they come from several.
+func (c *cli) writeBans(recs []admin.BanRecord, asJSON bool) error {
 	if asJSON {
 		return c.writeJSON(recs)
 	}
+	lists := false
+	for _, r := range recs {
+		lists = lists || r.BanNamespace != recs[0].BanNamespace
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSOURCE\tREASON\tBY\tCREATED\tEXPIRES\tLEFT\tOFFENSE")
+	head := "KEY\tSOURCE\tREASON\tBY\tCREATED\tEXPIRES\tLEFT\tOFFENSE"
+	if lists {
+		head += "\tLIST"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range recs {
 		expires, left := "never", "permanent"
 		if !r.Permanent {
 			expires = r.Expires.Format(time.RFC3339)
 			left = humanDuration(time.Duration(*r.SecondsLeft) * time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", cell(r.Key), cell(r.Source), dash(r.Reason), dash(r.By),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d", cell(r.Key), cell(r.Source), dash(r.Reason), dash(r.By),
 			r.Created.Format(time.RFC3339), expires, left, r.Offense)
+		if lists {
+			fmt.Fprintf(tw, "\t%s", cell(r.BanNamespace))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -306,27 +443,13 @@ func bansCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		if len(args) > 0 {
 			return usagef("bans takes no arguments, got %q", args)
 		}
-		var f admin.Filter
-		if *within != "" {
-			p, err := netip.ParsePrefix(*within)
-			if err != nil {
-				return usagef("-within %q: not a CIDR", *within)
-			}
-			f.Within = p.Masked()
+		f, err := admin.ParseFilter(*within, *source, strconv.Itoa(*limit))
+		if err != nil {
+			return fmt.Errorf("-%w", err)
 		}
-		switch protect.Source(*source) {
-		case "", protect.SourceAuto, protect.SourceManual:
-			f.Source = protect.Source(*source)
-		default:
-			return usagef("-source %q: want auto or manual", *source)
-		}
-		if *limit < 0 {
-			return usagef("-limit %d: must not be negative", *limit)
-		}
-		f.Limit = *limit
 		ctx, cancel := c.ctx()
 		defer cancel()
-		bans, err := c.admin.Bans(ctx, f)
+		bans, err := c.svc.Bans(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -392,7 +515,7 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
-		bans, err := c.admin.Ban(ctx, args, protect.BanOptions{For: length, Permanent: *permanent, Reason: *reason, By: *by, Force: *force})
+		bans, err := c.svc.Ban(ctx, args, protect.BanOptions{For: length, Permanent: *permanent, Reason: *reason, By: *by, Force: *force})
 		if len(bans) > 0 {
 			if werr := c.writeBans(bans, *asJSON); werr != nil {
 				return werr
@@ -416,16 +539,7 @@ func liftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
-		var lifted []protect.Ban
-		var err error
-		switch {
-		case *all:
-			lifted, err = c.admin.LiftAll(ctx, *by)
-		case *force:
-			lifted, err = c.admin.LiftWide(ctx, args, *by)
-		default:
-			lifted, err = c.admin.Lift(ctx, args, *by)
-		}
+		lifted, err := c.svc.Lift(ctx, admin.LiftOptions{Targets: args, All: *all, Force: *force, By: *by})
 		if err != nil {
 			return err
 		}
@@ -451,7 +565,7 @@ func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
-		in, err := c.admin.InspectPlans(ctx, args[0], plans)
+		in, err := c.svc.Inspect(ctx, args[0], plans)
 		if err != nil {
 			return err
 		}
@@ -468,6 +582,12 @@ func inspectCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		for _, l := range in.Limits {
 			fmt.Fprintf(tw, "limit\t%s\n", describeLimit(l))
+		}
+		if len(in.Protectors) > 1 {
+			for _, p := range in.Protectors {
+				fmt.Fprintf(tw, "protector\t%s (bans in %s): key %s, count %d of %d (ban past %d%s), forgotten in %ds; ban %s\n",
+					cell(p.Namespace), cell(p.BanNamespace), cell(p.Key), p.Count, p.Limit, p.BanLimit, limitsNote(p.LimitsPublished), p.CountSecondsLeft, describe(p.Ban))
+			}
 		}
 		return tw.Flush()
 	}
@@ -574,7 +694,7 @@ func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
-		ex, err := c.admin.Explain(ctx, *remote, header)
+		ex, err := c.svc.Explain(ctx, *remote, header)
 		if err != nil {
 			return err
 		}
@@ -601,6 +721,101 @@ func explainCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		for _, n := range ex.Notes {
 			fmt.Fprintf(tw, "note\t%s\n", cell(n))
+		}
+		if len(ex.Protectors) > 1 {
+			for _, p := range ex.Protectors {
+				fmt.Fprintf(tw, "protector\t%s (bans in %s): %s → %d, count %d of %d\n",
+					cell(p.Namespace), cell(p.BanNamespace), p.Step, p.Status, p.Count, p.Limit)
+			}
+		}
+		return tw.Flush()
+	}
+}
+
+func checkCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	asJSON := fs.Bool("json", false, "write JSON")
+	return func(c *cli, args []string) error {
+		if len(args) != 1 {
+			return usagef("check takes exactly one ADDR")
+		}
+		addr, err := admin.ParseCheckAddr(args[0])
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		rep, err := c.svc.Check(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			err = c.writeJSON(rep)
+		} else {
+			err = c.writeCheck(rep)
+		}
+		if err == nil && rep.Refused {
+			return errRefused
+		}
+		return err
+	}
+}
+
+// writeCheck writes a check report as a table: one line per source.
+func (c *cli) writeCheck(rep admin.CheckReport) error {
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "addr\t%s\n", cell(rep.Addr))
+	if rep.Safe {
+		fmt.Fprintf(tw, "safe\tyes: %s passes it first\n", cell(strings.Join(rep.SafeNetworks, ", ")))
+	} else {
+		fmt.Fprintf(tw, "safe\tno\n")
+	}
+	for _, src := range rep.Sources {
+		left := "permanent"
+		if !src.Permanent {
+			left = humanDuration(time.Duration(*src.SecondsLeft)*time.Second) + " left"
+		}
+		what := strings.ReplaceAll(src.Kind, "_", " ")
+		fmt.Fprintf(tw, "%s\t%s (list %s): %s, %s\n", what, cell(src.Entry), cell(src.List), dash(src.Reason), left)
+	}
+	verdict := "no: nothing refuses it"
+	switch {
+	case rep.Refused:
+		verdict = "yes"
+	case len(rep.Sources) > 0:
+		verdict = "no: safe first"
+	}
+	fmt.Fprintf(tw, "refused\t%s\n", verdict)
+	return tw.Flush()
+}
+
+func protectorsCmd(fs *flag.FlagSet) func(*cli, []string) error {
+	asJSON := fs.Bool("json", false, "write JSON")
+	return func(c *cli, args []string) error {
+		if len(args) > 0 {
+			return usagef("protectors takes no arguments, got %q", args)
+		}
+		ctx, cancel := c.ctx()
+		defer cancel()
+		recs, err := c.svc.Protectors(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.writeJSON(recs)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tNAMESPACE\tBANS IN\tMAX REQUESTS\tTTL\tBAN LIMIT\tBAN DURATION\tLIMITS")
+		for _, r := range recs {
+			from := "published"
+			if !r.Published {
+				from = "not published"
+			}
+			if r.DryRun {
+				from += ", dry run"
+			}
+			l := r.Limits
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", cell(r.Name), cell(r.Namespace), cell(r.BanNamespace), l.MaxRequests,
+				humanDuration(time.Duration(l.TTLMS)*time.Millisecond), l.BanLimit, humanDuration(time.Duration(l.BanDurationMS)*time.Millisecond), from)
 		}
 		return tw.Flush()
 	}

@@ -27,5 +27,5 @@ func withoutStateFile(environ []string) (env []string, path string) {
 // stateFileError is the usage error of protectctl run where the service
 // keeps its bans in a state file and no Redis is given.
 func stateFileError(path string) error {
-	return usagef("no store: %s=%s is the service's own file, held locked by the running service; protectctl does not open it: reach the service through its admin API, or give -redis URL for a service on Redis", envStateFile, path)
+	return usagef("no store: %s=%s is the service's own file, held locked by the running service; protectctl does not open it: reach the service through its admin API (-server URL, or HTTP_PROTECT_ADMIN_URL), or give -redis URL for a service on Redis", envStateFile, path)
 }

@@ -6,27 +6,41 @@
 //	usage: protectd [-check]
 //
 // -check reads the settings and the plans file, prints the settings in
-// force, and exits.
+// force, asks the store to answer and says what it is, and exits: 2 on
+// a bad setting (every one reported at once, under its variable's name),
+// 1 when the store does not answer. A redis:// URL to a Cluster node is a
+// bad setting, saying to use redis+cluster:// (see redisstore.Dial), at
+// start as in -check.
 //
 // # Settings
 //
 // protectd reads the HTTP_PROTECT_* environment of package envconfig, just
 // as strictly: an unknown name or a bad value exits 2 with the setting
 // quoted. The memory store is the default; HTTP_PROTECT_REDIS_URL shares
-// one Redis between every protectd instance and protectctl. It reads two
+// one Redis between every protectd instance and protectctl. It reads
 // names of its own, and needs two of protect's:
 //
 //	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
 //	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
 //	                               or the JSON itself when the value starts with "{"
+//	HTTP_PROTECT_GRPC_LISTEN       host:port or unix:PATH of the gRPC services for
+//	                               Envoy and Istio [off]
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
-//	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
+//	HTTP_PROTECT_REDIS_URL         one Redis for every instance: redis://, rediss://,
+//	                               unix://, redis+cluster://h:p,h:p or
+//	                               redis+sentinel://h:p,h:p/MASTER [none: memory store]
+//	HTTP_PROTECT_ADMIN_LISTEN      where the admin API listens: host:port, or
+//	                               unix:/path [none: off]
+//	HTTP_PROTECT_ADMIN_TOKEN       the admin API's bearer token, 16 characters
+//	                               or more; required on TCP
 //	HTTP_PROTECT_STATE_FILE        a file that keeps the memory store's bans and plan
 //	                               state across restarts [none]; not with REDIS_URL
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
-// network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
-// without it every request is counted as the proxy's.
+// network (a listen address other machines can reach is logged as a
+// warning). HTTP_PROTECT_TRUSTED_PROXIES is required: without it every
+// request would be counted as the proxy's, so protectd refuses to start;
+// write none when clients reach protectd directly.
 //
 // # Paths
 //
@@ -49,6 +63,39 @@
 // protectd then refuses with that status, and puts the real status in
 // X-Protect-Status and the problem body in X-Protect-Problem, for the proxy
 // to answer the client with.
+//
+// # gRPC: Envoy and Istio
+//
+// With HTTP_PROTECT_GRPC_LISTEN set, protectd also serves
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit (Envoy's
+// global rate limit filter: a descriptor with a remote_address entry runs
+// the address pipeline; one with consumer and plan entries holds the
+// consumer to that plan at a cost of hits_addend) and
+// envoy.service.auth.v3.Authorization/Check (Envoy's ext_authz filter and
+// Istio's CUSTOM action: the client from the request's source address and
+// X-Forwarded-For, denied_response with the status, headers and
+// problem+json body /verify answers with). Under
+// HTTP_PROTECT_ON_STORE_ERROR=closed a dead store makes ShouldRateLimit
+// fail with the gRPC code Unavailable, for Envoy's failure_mode_deny to
+// decide. docs/envoy.md gives every rule. Keep this listener private too:
+// a caller names the address to count.
+//
+// # The admin API
+//
+// HTTP_PROTECT_ADMIN_LISTEN serves package admin's Handler, on a listener
+// of its own: the bans (GET, POST and DELETE /v1/bans), inspect, explain,
+// check and protectors under /v1/, in protectctl's -json schema, which
+// protectctl -server uses. It is how a protectd on the memory store is
+// administered; a lift holds on the next /verify. A TCP address needs
+// HTTP_PROTECT_ADMIN_TOKEN: protectd refuses to start without it, naming
+// both variables. Each request must then carry "Authorization: Bearer
+// <token>", compared in constant time; a missing or wrong one is 401 with
+// code unauthorized, and changes nothing. A unix socket may go without a
+// token: protectd makes the socket file mode 0600, so only its own user
+// connects (a stale socket file is replaced; one another process serves is
+// an error). The token crosses the network in clear: keep a TCP admin
+// address on a private network. docs/admin.md in the repository lists the
+// paths and their errors.
 //
 // # Who the client is
 //
@@ -89,8 +136,10 @@
 //
 // # Exit status
 //
-// 0 after -h, -check or a graceful shutdown; 1 when the listener cannot be
-// opened or serving fails; 2 on a bad flag, an argument, or a bad setting.
+// 0 after -h, -check or a graceful shutdown; 1 when a listener (the main
+// one, or the admin API's) cannot be opened, serving fails, or -check
+// finds the store not answering; 2 on a bad flag, an argument, or a bad
+// setting.
 //
 // # Example
 //
@@ -98,6 +147,11 @@
 //	HTTP_PROTECT_MAX_REQUESTS=100 HTTP_PROTECT_BAN_LIMIT=500 \
 //	HTTP_PROTECT_REDIS_URL=redis://10.0.0.5:6379/0 \
 //	protectd
+//
+//	HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1 \
+//	HTTP_PROTECT_ADMIN_LISTEN=unix:/run/protectd/admin.sock \
+//	protectd &
+//	protectctl -server unix:/run/protectd/admin.sock bans
 //
 // docs/protectd.md in the repository gives a configuration for each proxy.
 package main

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/envconfig"
+)
+
+// The admin API's settings.
+const (
+	ownAdminListen = "ADMIN_LISTEN"
+	ownAdminToken  = "ADMIN_TOKEN"
+	envAdminListen = envconfig.Prefix + ownAdminListen
+	envAdminToken  = envconfig.Prefix + ownAdminToken
+	// minTokenLen keeps a token out of reach of guessing: 16 random
+	// characters are far beyond what a network can try.
+	minTokenLen = 16
+)
+
+// adminSettings say where protectd serves admin.Handler. The zero value
+// serves it nowhere, the default.
+type adminSettings struct {
+	// listen is "" (off), host:port, or unix:/path.
+	listen string
+	token  string
+}
+
+// socket is the path of a unix listen address; "" for TCP.
+func (a adminSettings) socket() string {
+	path, _ := strings.CutPrefix(a.listen, "unix:")
+	if path == a.listen {
+		return ""
+	}
+	return path
+}
+
+// loadAdminSettings reads HTTP_PROTECT_ADMIN_LISTEN and _TOKEN from env.
+// A TCP address needs a token: anyone who reaches the port could
+// otherwise lift every ban. A unix socket may go without one, for the
+// socket file's permissions (0600, protectd's user) decide who connects.
+func loadAdminSettings(env []string) (adminSettings, error) {
+	var a adminSettings
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case envAdminListen:
+			a.listen = strings.TrimSpace(v)
+		case envAdminToken:
+			a.token = v
+		}
+	}
+	if a.token != "" && len(a.token) < minTokenLen {
+		return adminSettings{}, fmt.Errorf("%s: %d characters: want at least %d (openssl rand -hex 32 makes one)", envAdminToken, len(a.token), minTokenLen)
+	}
+	switch {
+	case a.listen == "":
+		return a, nil
+	case strings.HasPrefix(a.listen, "unix:"):
+		if a.socket() == "" {
+			return adminSettings{}, fmt.Errorf("%s=%q: want unix:/path/to/socket or host:port", envAdminListen, a.listen)
+		}
+	default:
+		if err := checkListen(a.listen); err != nil {
+			return adminSettings{}, fmt.Errorf("%s=%q: %w, or unix:/path/to/socket", envAdminListen, a.listen, err)
+		}
+		if a.token == "" {
+			return adminSettings{}, fmt.Errorf("%s=%q is a TCP address: set %s to a secret token (openssl rand -hex 32), which protectctl sends as -token, or listen on unix:/path",
+				envAdminListen, a.listen, envAdminToken)
+		}
+	}
+	return a, nil
+}
+
+// adminServer is the admin API's listener, while it serves.
+type adminServer struct {
+	srv    *http.Server
+	served chan error
+}
+
+// startAdmin serves admin.Handler(p) as a says, or nothing when a is
+// off (nil, nil).
+func startAdmin(a adminSettings, p *protect.Protector, log *slog.Logger) (*adminServer, error) {
+	if a.listen == "" {
+		return nil, nil
+	}
+	ln, err := listenAdmin(a)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: %w", envAdminListen, a.listen, err)
+	}
+	s := &adminServer{srv: newServer(withToken(a.token, admin.Handler(p)), log), served: make(chan error, 1)}
+	// Lists and lifts of many bans take longer than a proxy's question.
+	s.srv.WriteTimeout = 5 * time.Minute
+	if why := publicListen(a.listen); a.socket() == "" && why != "" {
+		log.Warn("admin API reachable from other machines: its token crosses the network in clear; keep it on loopback, a private network or a unix socket",
+			"addr", a.listen, "why", why)
+	}
+	log.Info("admin API listening", "addr", ln.Addr().String(), "token", a.token != "")
+	go func() { s.served <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// listenAdmin opens the listener. A socket file left by a protectd that
+// is gone is replaced; one that answers is another protectd's, and an
+// error.
+func listenAdmin(a adminSettings) (net.Listener, error) {
+	path := a.socket()
+	if path == "" {
+		return net.Listen("tcp", a.listen)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another process serves it", path)
+		}
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// Whoever connects administers the bans: protectd's user alone.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// shutdown stops the admin API, waiting for requests in flight until ctx
+// ends.
+func (s *adminServer) shutdown(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// withToken lets through the requests that carry "Authorization: Bearer
+// <token>"; any other is 401 and reaches nothing. The comparison takes the
+// same time whatever the guess (crypto/subtle, on digests of equal
+// length, so that not even the token's length leaks). An empty token lets
+// every request through: a unix socket without one.
+func withToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="protectd admin"`)
+			admin.WriteProblem(w, http.StatusUnauthorized, admin.CodeUnauthorized, "missing or wrong bearer token (Authorization: Bearer; protectctl -token or HTTP_PROTECT_ADMIN_TOKEN)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
