@@ -29,7 +29,18 @@ type planShard struct {
 	// entry holds its key; two keys of one hash (which nobody can aim
 	// at) take turns in one entry.
 	entries map[uint64]*planEntry
-	_       [40]byte // keep neighbouring shards' locks off one cache line
+	// dirty lists the entries changed or gone since the state file's
+	// writer last took them; only with a state file.
+	dirty   []planRef
+	durable bool     // a state file keeps the plan states: list the changes
+	_       [15]byte // keep neighbouring shards' locks off one cache line
+}
+
+// planRef names a plan entry for the state file's writer: the entry at h
+// if it still holds key, else a record to delete.
+type planRef struct {
+	h   uint64
+	key planKey
 }
 
 // planKey is a counting key in a namespace: a name, or an address prefix
@@ -47,6 +58,7 @@ type planEntry struct {
 	key   planKey
 	exp   int64 // µs since the Unix epoch: every slot is over by then
 	slots []planSlot
+	dirty bool // listed in its shard's dirty, not yet taken by the writer
 }
 
 // planSlot is the state of one limit, by name: a rate's TAT (a, in µs)
@@ -217,6 +229,9 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 		if len(sh.entries) >= t.perShard {
 			sh.evict(now)
 		}
+		if old := sh.entries[h]; old != nil && sh.durable {
+			sh.dirty = append(sh.dirty, planRef{h: h, key: old.key}) // replaced: its record goes
+		}
 		e = newPlanEntry(pk, len(plan.limits))
 		sh.entries[h] = e
 	}
@@ -234,6 +249,10 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 		}
 		sl.quota, sl.a, sl.b = l.quota, raw[i].A, raw[i].B
 		e.exp = max(e.exp, sl.over())
+	}
+	if sh.durable && !e.dirty {
+		e.dirty = true
+		sh.dirty = append(sh.dirty, planRef{h: h, key: pk})
 	}
 }
 
@@ -302,6 +321,7 @@ func (p *Plan) has(name string) bool {
 // least, then the one over soonest. A flood of fresh keys thus evicts its
 // own kind before it evicts a customer's month of usage, which would hand
 // the customer that usage again.
+// With a state file, the victim's record is listed to go too.
 func (sh *planShard) evict(now int64) {
 	var victim uint64
 	var best, bestExp int64
@@ -320,6 +340,9 @@ func (sh *planShard) evict(now int64) {
 		}
 	}
 	if found {
+		if sh.durable {
+			sh.dirty = append(sh.dirty, planRef{h: victim, key: sh.entries[victim].key})
+		}
 		delete(sh.entries, victim)
 	}
 }
@@ -342,6 +365,9 @@ func (t *planTable) sweep(now int64) {
 		sh.mu.Lock()
 		for k, e := range sh.entries {
 			if e.exp <= now {
+				if sh.durable {
+					sh.dirty = append(sh.dirty, planRef{h: k, key: e.key})
+				}
 				delete(sh.entries, k)
 			}
 		}

@@ -3,6 +3,7 @@ package protect
 import (
 	"context"
 	"hash/maphash"
+	"log/slog"
 	"math/bits"
 	"net/netip"
 	"sync"
@@ -32,11 +33,19 @@ type MemoryOptions struct {
 	SweepInterval time.Duration
 	// Clock tells the time [time.Now]. Tests inject a fake one.
 	Clock func() time.Time
+	// Path names the state file that keeps bans, lifts, offense
+	// histories and plan state across restarts (see OpenMemoryStore,
+	// which opens it; NewMemoryStore ignores it) [none: memory only].
+	Path string
+	// Logger receives what the state file's reader and writer report:
+	// a malformed record skipped, a write that failed [slog.Default()].
+	Logger *slog.Logger
 }
 
 // MemoryStore is the Store for one process: sharded, safe for concurrent
 // use, bounded, with expired entries swept in the background. Its zero
-// value is not usable; call NewMemoryStore.
+// value is not usable; call NewMemoryStore, or OpenMemoryStore for one
+// whose bans and plan state survive restarts in a file.
 //
 // Counters are keyed by comparable values, not formatted strings, so the
 // hot path does not allocate and a tracked address holds no string of
@@ -51,8 +60,11 @@ type MemoryStore struct {
 	names  table[nameKey]
 	plans  planTable // plan states (memplan.go)
 
-	mu     sync.Mutex // guards spaces and every namespace's range set
+	mu     sync.Mutex // guards spaces, byID and every namespace's range set
 	spaces map[string]*memNamespace
+	byID   []*memNamespace // by id - 1
+
+	journal *journal // the state file's writer; nil in memory only (durable.go)
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -64,6 +76,7 @@ type MemoryStore struct {
 // BanNamespace it marks bans and offenses and holds the range bans.
 type memNamespace struct {
 	id     uint64
+	name   string
 	ranges atomic.Pointer[rangeBans] // nil when no range is banned
 	// nameBans is set once a consumer key of the ban namespace has been
 	// banned, and never cleared: until then a plan's decision for a
@@ -94,8 +107,17 @@ type nameKey struct {
 func (k nameKey) key() Key { return Key{Name: k.name} }
 
 // NewMemoryStore returns a memory store and starts its sweeper. Call Close
-// to stop it.
+// to stop it. It keeps nothing in a file, whatever opt.Path says: see
+// OpenMemoryStore.
 func NewMemoryStore(opt MemoryOptions) *MemoryStore {
+	s, sweep := newMemoryStore(opt)
+	s.startSweeper(sweep)
+	return s
+}
+
+// newMemoryStore makes a store, empty and without its sweeper, and
+// returns the sweep interval in force.
+func newMemoryStore(opt MemoryOptions) (*MemoryStore, time.Duration) {
 	if opt.MaxKeys <= 0 {
 		opt.MaxKeys = 1 << 22
 	}
@@ -123,19 +145,28 @@ func NewMemoryStore(opt MemoryOptions) *MemoryStore {
 	s.addrs = newTable(n, per, s.hashAddr)
 	s.names = newTable(n, per, s.hashName)
 	s.plans = newPlanTable(n, per)
-	if opt.SweepInterval > 0 {
-		s.sweeper.Add(1)
-		go s.sweepEvery(opt.SweepInterval)
-	}
-	return s
+	return s, opt.SweepInterval
 }
 
-// Close stops the sweeper and the clock's refresher. The store keeps
-// answering afterwards, reading the clock on every call.
+// startSweeper starts sweeping every interval, unless it is negative.
+func (s *MemoryStore) startSweeper(interval time.Duration) {
+	if interval > 0 {
+		s.sweeper.Add(1)
+		go s.sweepEvery(interval)
+	}
+}
+
+// Close stops the sweeper and the clock's refresher, and for a store
+// with a state file writes what is not yet written and closes the file.
+// The store keeps answering afterwards, reading the clock on every call;
+// what changes then is not written.
 func (s *MemoryStore) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	s.sweeper.Wait()
 	s.coarse.close()
+	if s.journal != nil {
+		return s.journal.close()
+	}
 	return nil
 }
 
@@ -181,8 +212,9 @@ func (sp *memSpace) Publish(context.Context) error {
 func (s *MemoryStore) namespace(name string) *memNamespace {
 	ns, ok := s.spaces[name]
 	if !ok {
-		ns = &memNamespace{id: uint64(len(s.spaces) + 1)}
+		ns = &memNamespace{id: uint64(len(s.spaces) + 1), name: name}
 		s.spaces[name] = ns
+		s.byID = append(s.byID, ns)
 	}
 	return ns
 }
@@ -249,7 +281,16 @@ func (s *MemoryStore) sweep() {
 	s.plans.sweep(s.micros(t))
 	s.mu.Lock()
 	for _, ns := range s.spaces {
-		ns.ranges.Store(ns.ranges.Load().Swept(t))
+		old := ns.ranges.Load()
+		swept := old.Swept(t)
+		if swept != old && s.journal != nil {
+			for _, e := range old.Without(netip.Prefix{}) {
+				if !e.Live(t) {
+					s.journal.noteRange(ns.id, e.Prefix)
+				}
+			}
+		}
+		ns.ranges.Store(swept)
 	}
 	s.mu.Unlock()
 }
@@ -322,6 +363,7 @@ func (sp *memSpace) AddBan(_ context.Context, b Ban, length time.Duration) (Ban,
 		sp.s.mu.Lock()
 		sp.bns.ranges.Store(sp.bns.ranges.Load().With(rangeset.Entry[Ban]{Prefix: b.Key.Prefix, End: held.end, Value: held.ban}))
 		sp.s.mu.Unlock()
+		sp.s.journal.noteRange(sp.bns.id, b.Key.Prefix)
 		// As a key ban does, an operator's range ban resets the counters
 		// within it, so that a lifted range starts from nothing. A walk
 		// of the whole table, which an operator's ban can afford and a
@@ -365,6 +407,7 @@ func (sp *memSpace) Lift(_ context.Context, k Key) (Ban, bool, error) {
 		sp.bns.ranges.Store(rangeset.New(r.Without(k.Prefix)))
 	}
 	sp.s.mu.Unlock()
+	sp.s.journal.noteRange(sp.bns.id, k.Prefix)
 	_, bk, h := sp.addrKey(k.Prefix)
 	if b, ok := sp.s.addrs.lift(bk, h, t); ok {
 		lifted, found = b, true

@@ -19,6 +19,9 @@ type table[K tableKey] struct {
 	shards   []shard[K]
 	shift    uint
 	perShard int
+	// dirty collects the keys whose ban or offenses changed, for the
+	// state file's writer; nil without one (durable.go).
+	dirty *dirtyKeys[K]
 }
 
 type shard[K tableKey] struct {
@@ -49,6 +52,14 @@ func newTable[K tableKey](n, perShard int, hash func(K) uint64) table[K] {
 		t.shards[i].offenses = make(map[K]*offenseLog)
 	}
 	return t
+}
+
+// shardIndex is the index of shard(h).
+func (t *table[K]) shardIndex(h uint64) int {
+	if t.shift == 64 {
+		return 0
+	}
+	return int(h >> t.shift)
 }
 
 func (t *table[K]) shard(h uint64) *shard[K] {
@@ -86,6 +97,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 				return r
 			}
 			delete(sh.bans, bk)
+			t.dirty.add(bk)
 		}
 	}
 	ct := &sh.counters
@@ -117,6 +129,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 	}
 	r := sh.ban(mk, bk, i, tk, count, lim, epoch)
 	sh.mu.Unlock()
+	t.dirty.add(bk)
 	return r
 }
 
@@ -180,6 +193,7 @@ func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan) {
 		sh.counters.remove(i)
 	}
 	sh.mu.Unlock()
+	t.dirty.add(bk)
 }
 
 func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
@@ -191,6 +205,7 @@ func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
 		return Ban{}, false
 	}
 	delete(sh.bans, mk)
+	t.dirty.add(mk)
 	return b.ban, b.live(tk)
 }
 
@@ -243,11 +258,13 @@ func (t *table[K]) sweep(tk int64) {
 		for k, b := range sh.bans {
 			if !b.live(tk) {
 				delete(sh.bans, k)
+				t.dirty.add(k)
 			}
 		}
 		for k, log := range sh.offenses {
 			if log.exp <= tk {
 				delete(sh.offenses, k)
+				t.dirty.add(k)
 			}
 		}
 		sh.mu.Unlock()

@@ -221,6 +221,7 @@ var envVars = [...]envVar{
 	{"DRY_RUN", "DryRun", envBool(func(c *settings) *bool { return &c.DryRun })},
 	{"BAN_STATUS", "BanStatus", envNonZero("a 4xx or 5xx status", envSmall(func(c *settings) *int { return &c.BanStatus }))},
 	{"UNKNOWN_STATUS", "UnknownStatus", envNonZero("a 4xx or 5xx status", envSmall(func(c *settings) *int { return &c.UnknownStatus }))},
+	{"STATE_FILE", "", envString(func(c *settings) *string { return &c.stateFile })},
 }
 
 // Names returns the names, without a prefix, of every variable
@@ -244,7 +245,8 @@ func Names() []string {
 // IPV4_ESCALATION (prefix lengths such as "56,48", or "none"), NAMESPACE,
 // BAN_NAMESPACE, NAME,
 // ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
-// BAN_STATUS, UNKNOWN_STATUS.
+// BAN_STATUS, UNKNOWN_STATUS, STATE_FILE (a memory store's state file:
+// see Read).
 //
 // own names further variables under the prefix that the program reads
 // itself, without the prefix ("LISTEN", "PLANS"), so that they are not
@@ -321,6 +323,9 @@ type Options struct {
 	RedisURL string
 	// Redis configures the store dialed from the Redis URL.
 	Redis redisstore.Options
+	// Memory configures the memory store opened on the STATE_FILE
+	// variable's file (which is its Path).
+	Memory protect.MemoryOptions
 }
 
 // Read is FromEnviron with every choice in opts. When a Redis URL is set
@@ -329,6 +334,10 @@ type Options struct {
 // protector of the service, and close it after them. Dialing checks the
 // URL and makes one round trip (see redisstore.Dial): a URL of the wrong
 // topology for its server is an error.
+// When STATE_FILE is set instead, the Store is a *protect.MemoryStore
+// opened on that file (protect.OpenMemoryStore) with opts.Memory, which
+// keeps bans and plan state across restarts: the caller closes it too.
+// Both set is an error.
 func Read(environ []string, opts Options) (protect.Config, error) {
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -395,12 +404,22 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 	if opts.RedisURL != "" {
 		c.redisURL = opts.RedisURL
 	}
+	if c.redisURL != "" && c.stateFile != "" {
+		return protect.Config{}, configErr("%sSTATE_FILE and %sREDIS_URL are both set: the state file keeps one process's memory store, Redis is shared by every instance; set one", prefix, prefix)
+	}
 	if c.redisURL != "" {
 		store, err := redisstore.Dial(c.redisURL, opts.Redis)
 		if err != nil {
 			// Dial's error quotes the URL with its password redacted;
 			// never quote it here.
 			return protect.Config{}, configErr("%sREDIS_URL: %w", prefix, err)
+		}
+		c.Store = store
+	}
+	if c.stateFile != "" {
+		store, err := openStateFile(prefix, c.stateFile, opts.Memory)
+		if err != nil {
+			return protect.Config{}, err
 		}
 		c.Store = store
 	}
@@ -411,7 +430,8 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 // store to dial once every variable has parsed.
 type settings struct {
 	protect.Config
-	redisURL string
+	redisURL  string
+	stateFile string
 }
 
 func configErr(format string, args ...any) error {

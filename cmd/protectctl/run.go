@@ -236,7 +236,8 @@ func (c *cli) openRedis() error {
 	// names protectd reads itself: declare them, so that only a typo is
 	// refused.
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
-	cfg, err := envconfig.Read(os.Environ(), envconfig.Options{
+	env, stateFile := withoutStateFile(os.Environ())
+	cfg, err := envconfig.Read(env, envconfig.Options{
 		Own:      []string{"LISTEN", "PLANS", "ADMIN_LISTEN", "ADMIN_TOKEN", "ADMIN_URL"},
 		RedisURL: c.redisURL,
 		// A short-lived tool: no background refresh, no cached answers.
@@ -249,6 +250,9 @@ func (c *cli) openRedis() error {
 		return err
 	}
 	store, ok := cfg.Store.(*redisstore.Store)
+	if !ok && stateFile != "" {
+		return stateFileError(stateFile)
+	}
 	if !ok {
 		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL (or -server URL for a service's admin API)")
 	}

@@ -34,6 +34,8 @@
 //	                               unix:/path [none: off]
 //	HTTP_PROTECT_ADMIN_TOKEN       the admin API's bearer token, 16 characters
 //	                               or more; required on TCP
+//	HTTP_PROTECT_STATE_FILE        a file that keeps the memory store's bans and plan
+//	                               state across restarts [none]; not with REDIS_URL
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network (a listen address other machines can reach is logged as a
