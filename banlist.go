@@ -35,6 +35,12 @@ type Ban struct {
 	Created time.Time // by the store's clock
 	Expires time.Time // zero: permanent
 	Offense int       // the key's automatic bans within the offense window, this one included
+	// Malformed, when not empty, says that the store holds a record at
+	// Key that it cannot read, and what is wrong with it (quoting the
+	// record). Such a ban refuses nothing (see ErrMalformed): it is
+	// listed, inspected and lifted so that an operator can find and
+	// remove it, and every other field but Key and Range is zero.
+	Malformed string
 }
 
 // Permanent reports whether the ban never expires.
@@ -434,6 +440,9 @@ func compareKeys(a, b Key) int {
 
 // banLengthText is a ban's full length for the log: "1h0m0s", "permanent".
 func banLengthText(b Ban) string {
+	if b.Malformed != "" {
+		return "malformed"
+	}
 	if b.Permanent() {
 		return "permanent"
 	}

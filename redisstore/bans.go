@@ -67,7 +67,7 @@ func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int6
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}
 	now, bans, err = decodeRanges(v, func(field string, err error) {
-		s.log.Warn("protect: skipping a malformed range ban", "range", field, "error", err)
+		s.logDamage(rangesKey(ns), field, "protect: skipping a range ban whose field is not a range", "range", field, "error", err)
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
@@ -85,6 +85,11 @@ func (s *Store) loadRanges(ctx context.Context, ns *redisNamespace) error {
 	t := s.now()
 	held := make([]rangeset.Entry[protect.Ban], 0, len(bans))
 	for _, b := range bans {
+		if b.Malformed != "" { // refuses nothing: see protect.ErrMalformed
+			s.logDamage(rangesKey(ns.name), b.Key.String(), "protect: malformed range ban record, not enforced; lift it (protectctl lift) or repair it",
+				"key", rangesKey(ns.name), "range", b.Key.String(), "error", b.Malformed)
+			continue
+		}
 		h := rangeset.Entry[protect.Ban]{Prefix: b.Key.Prefix, Value: b}
 		if !b.Permanent() {
 			h.End = t + int64(time.Duration(b.Expires.UnixMilli()-now)*time.Millisecond)

@@ -299,7 +299,7 @@ func TestRedisBadInput(t *testing.T) {
 		t.Run(target.Name, func(t *testing.T) {
 			addr := target.Addr(t)
 			ns := testNamespace(t, addr)
-			for _, policy := range []protect.FailurePolicy{protect.FailOpen, protect.FailLocal, protect.FailClosed} {
+			for i, policy := range []protect.FailurePolicy{protect.FailOpen, protect.FailLocal, protect.FailClosed} {
 				in := newInstance(t, addr, ns, protect.Config{OnStoreError: policy}, Options{RangeRefresh: -1})
 				c := in.store.client
 				// Foreign values where protect keeps its counter and ban
@@ -308,7 +308,13 @@ func TestRedisBadInput(t *testing.T) {
 				c.HSet(t.Context(), ns+"{192.0.2.1}:c", "x", "y")
 				c.HSet(t.Context(), ns+"{192.0.2.2}:b", "x", "y")
 				c.Set(t.Context(), ns+"{192.0.2.3}:b", "not a ban record", 0)
-				for _, tt := range []struct{ a, wantErr string }{{"192.0.2.1", "WRONGTYPE"}, {"192.0.2.2", "WRONGTYPE"}, {"192.0.2.3", "malformed ban record"}} {
+				// The record that is no ban record is damage to one
+				// client's record, decided as if it were absent, under
+				// every policy (TestRedisDamagedBanRecord).
+				if d, err := in.p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.3")); err != nil || d.Status != protect.Allowed || d.Count != int64(i+1) || d.Err != nil {
+					t.Fatalf("%v: VerifyAddr(192.0.2.3) = %v (count %d, Err %v), %v; want Allowed, count %d (one per instance), no error", policy, d.Status, d.Count, d.Err, err, i+1)
+				}
+				for _, tt := range []struct{ a, wantErr string }{{"192.0.2.1", "WRONGTYPE"}, {"192.0.2.2", "WRONGTYPE"}} {
 					a, wantErr := tt.a, tt.wantErr
 					d, err := in.p.VerifyAddr(t.Context(), netip.MustParseAddr(a))
 					if err != nil || d.Err == nil || !strings.Contains(d.Err.Error(), wantErr) {
