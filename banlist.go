@@ -365,6 +365,12 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 // noteLift counts and logs one lifted ban.
 func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
 	p.stats.stripe(0).lifted.Add(1)
+	if b.Malformed != "" {
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: malformed ban record lifted",
+			slog.String("key", b.Key.String()), slog.String("malformed", b.Malformed),
+			slog.String("by", by), slog.String("namespace", p.cfg.Namespace))
+		return
+	}
 	p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
 		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
 		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),
@@ -440,9 +446,6 @@ func compareKeys(a, b Key) int {
 
 // banLengthText is a ban's full length for the log: "1h0m0s", "permanent".
 func banLengthText(b Ban) string {
-	if b.Malformed != "" {
-		return "malformed"
-	}
 	if b.Permanent() {
 		return "permanent"
 	}

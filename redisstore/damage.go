@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"context"
 	"crypto/sha1"
+	"math"
 	"encoding/hex"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +21,10 @@ import (
 // record from a ban by themselves. The first request that meets one
 // reads it, fails to decode it, and asks again with the record's SHA-1,
 // which the script then ignores (damaged in lua/prelude.lua): two round
-// trips, once. The store remembers the SHA-1, so every later request of
+// trips, once, and a third that adds the key to the ban index (index.go)
+// if it is not there, so that protectctl bans lists the damaged record
+// for an operator to lift: a record written by hand is in no index, and a
+// listing never scans. The store remembers the SHA-1, so every later request of
 // that key is one round trip again, and still atomic: if anyone replaces
 // the record meanwhile, by a ban or a lift, the script sees another
 // record, and answers it.
@@ -108,4 +113,15 @@ func unbanned(k protect.Key, v []any) protect.Ban {
 		left, _ = toInt(v[1])
 	}
 	return readBan(k, false, rec, left)
+}
+
+// indexDamage adds k, whose ban record in ns is damaged, to its ban index
+// when it is not there (a record written by hand), scored as a permanent
+// ban: listings show it until it is lifted. A failure is only logged: the
+// request is decided all the same.
+func (s *Store) indexDamage(ctx context.Context, ns *redisNamespace, k protect.Key) {
+	err := s.client.ZAddNX(ctx, s.indexKey(ns.name, k), redis.Z{Score: math.Inf(1), Member: k.String()}).Err()
+	if err != nil {
+		s.log.Warn("protect: cannot add a damaged ban record to the ban index; protectctl bans may not list it", "key", k.String(), "error", err)
+	}
 }

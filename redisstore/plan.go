@@ -161,6 +161,9 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 		case errors.As(err, &bad):
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 			dmg = s.rememberDamage(sp.bns, k, bk, bad.rec, bad.err)
+			if try == 0 {
+				s.indexDamage(ctx, sp.bns, k)
+			}
 			if try == 2 {
 				return protect.PlanResult{Decider: -1}, dmg.err
 			}

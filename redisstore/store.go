@@ -327,6 +327,9 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 			// garbage in a loop) is left uncounted after a few.
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 			dmg = s.rememberDamage(sp.bns, k, bk, tr.bad.rec, tr.bad.err)
+			if try == 0 {
+				s.indexDamage(ctx, sp.bns, k)
+			}
 			if try == 2 {
 				return protect.Result{}, dmg.err
 			}

@@ -261,6 +261,10 @@ func (c *cli) writeBans(bans []protect.Ban, asJSON bool) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tSOURCE\tREASON\tBY\tCREATED\tEXPIRES\tLEFT\tOFFENSE")
 	for _, r := range recs {
+		if r.Malformed != "" {
+			fmt.Fprintf(tw, "%s\tmalformed\t%s\t-\t-\t-\t-\t-\n", cell(r.Key), cell(r.Malformed))
+			continue
+		}
 		expires, left := "never", "permanent"
 		if !r.Permanent {
 			expires = r.Expires.Format(time.RFC3339)
@@ -534,6 +538,9 @@ func kindOf(l admin.LimitRecord) string {
 func describe(r *admin.BanRecord) string {
 	if r == nil {
 		return "none"
+	}
+	if r.Malformed != "" {
+		return "malformed record, not enforced (protectctl lift deletes it): " + cell(r.Malformed)
 	}
 	left := "permanent"
 	if !r.Permanent {
