@@ -3,8 +3,8 @@ package redisstore
 import (
 	"context"
 	"crypto/sha1"
-	"math"
 	"encoding/hex"
+	"math"
 
 	"github.com/redis/go-redis/v9"
 
