@@ -177,7 +177,7 @@ func (c *cli) fail(err error) int {
 	}
 	fmt.Fprintln(c.stderr, "protectctl:", err)
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
+	if errors.As(err, &ue) || errors.Is(err, protect.ErrReasonTooLong) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
 		return exitUsage
 	}
 	return exitFailure
@@ -379,7 +379,7 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 	var length time.Duration
 	fs.Var(durationFlag{&length}, "for", "ban length, e.g. 90m, 2d12h (default the services' BanDuration)")
 	permanent := fs.Bool("permanent", false, "a ban that never expires")
-	reason := fs.String("reason", "", "why, recorded with the ban")
+	reason := fs.String("reason", "", fmt.Sprintf("why, recorded with the ban (at most %d bytes)", protect.MaxReasonLen))
 	by := fs.String("by", defaultBy(), "who bans, recorded with the ban")
 	asJSON := fs.Bool("json", false, "write the bans added as JSON")
 	force := fs.Bool("force", false, "ban a CIDR wider than a /8 of IPv4 or a /16 of IPv6")
@@ -389,6 +389,9 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		if *permanent && length != 0 {
 			return usagef("-for and -permanent exclude each other")
+		}
+		if len(*reason) > protect.MaxReasonLen {
+			return usagef("-reason: %d bytes; a reason holds at most %d", len(*reason), protect.MaxReasonLen)
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
