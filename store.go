@@ -150,7 +150,11 @@ type Space interface {
 
 	// Publish writes the space's Limits under its Namespace, replacing
 	// what was published there, so that Store.Published tells tools and
-	// other instances the numbers this namespace is counted against.
+	// other instances the numbers this namespace is counted against. A
+	// store that can lose what it holds (Redis: a restart, an eviction)
+	// writes them again by itself while it runs, and lets them expire
+	// once no running store does, so that a namespace whose services are
+	// gone does not show their numbers for ever.
 	Publish(ctx context.Context) error
 }
 

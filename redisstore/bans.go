@@ -110,7 +110,9 @@ func (s *Store) reloadRanges(ctx context.Context, ns *redisNamespace) {
 }
 
 // Refresh re-reads the range bans of every namespace in use now, rather
-// than at the next RangeRefresh tick.
+// than at the next RangeRefresh tick, and writes again the limits this
+// store's spaces published when republishEvery has passed since it last
+// did (published.go).
 func (s *Store) Refresh(ctx context.Context) error {
 	s.nsMu.Lock()
 	var inUse []*redisNamespace
@@ -125,6 +127,9 @@ func (s *Store) Refresh(ctx context.Context) error {
 		if err := s.loadRanges(ctx, ns); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := s.republish(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -148,9 +153,9 @@ func (s *Store) refreshEvery(interval time.Duration) {
 		if (err != nil) != failing {
 			failing = err != nil
 			if failing {
-				s.log.Error("protect: cannot refresh range bans; keeping the last copy", "error", err)
+				s.log.Error("protect: cannot refresh range bans and published limits; keeping the last copy", "error", err)
 			} else {
-				s.log.Info("protect: range bans refreshed again")
+				s.log.Info("protect: range bans and published limits refreshed again")
 			}
 		}
 	}

@@ -89,6 +89,10 @@ type Store struct {
 	// damageLogged: the damaged range records logged (logDamage).
 	damageLogged map[string]struct{}
 
+	pubMu       sync.Mutex        // guards published and republished
+	published   map[string]string // namespace → the limits its spaces published here, encoded
+	republished int64             // ticks: when published was last written again
+
 	stop      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -520,18 +524,6 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 		}
 	}
 	return st, nil
-}
-
-// limitsKey is where a namespace's limits are published.
-func limitsKey(ns string) string { return ns + "limits" }
-
-// Publish implements Space: one SET of <namespace>limits, which never
-// expires (a tool may read it long after the service last started).
-func (sp *redisSpace) Publish(ctx context.Context) error {
-	if err := sp.s.client.Set(ctx, limitsKey(sp.ns), encodeLimits(sp.lim), 0).Err(); err != nil {
-		return fmt.Errorf("protect: redis publish limits of %q: %w", sp.ns, err)
-	}
-	return nil
 }
 
 // Published implements Store.
