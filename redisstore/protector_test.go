@@ -1,27 +1,22 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/logtest"
+	"github.com/httpprotect/protect/internal/redistest"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // Three instances, each with its own client, share one Redis: 300
@@ -337,38 +332,8 @@ func TestRedisBadInput(t *testing.T) {
 // under CI.
 func startRedisServer(t *testing.T) (addr string, pause, resume func()) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		realRedisAddr(t) // fails under CI, skips elsewhere
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for i := 0; c.Ping(context.Background()).Err() != nil; i++ {
-		if i == 100 {
-			t.Fatalf("redis-server on %s did not start", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return addr,
-		func() { cmd.Process.Signal(syscall.SIGSTOP) },
-		func() { cmd.Process.Signal(syscall.SIGCONT) }
+	srv := redistest.Start(t)
+	return srv.Addr, srv.Pause, srv.Resume
 }
 
 // Redis stopped mid-run: no request waits much past StoreTimeout, the

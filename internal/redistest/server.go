@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func (s *Server) start(args []string) {
 
 func (s *Server) stop() {
 	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGCONT) // a paused server dies all the same
 		s.cmd.Process.Kill()
 		s.cmd.Wait()
 		s.cmd = nil
@@ -77,6 +79,13 @@ func (s *Server) Restart() {
 	s.stop()
 	s.start(nil)
 }
+
+// Pause stops the server's process (SIGSTOP): it holds its connections
+// and answers nothing, as a hung server does, until Resume.
+func (s *Server) Pause() { s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again.
+func (s *Server) Resume() { s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Do runs one command on the server, failing the test on an error.
 func (s *Server) Do(args ...any) any {
