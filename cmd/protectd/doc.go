@@ -8,6 +8,10 @@
 // -check reads the settings and the plans file, prints the settings in
 // force, and exits.
 //
+// At start and in -check, protectd logs a warning for a Redis whose
+// eviction policy can evict bans or that keeps nothing across a restart
+// (docs/redis.md has the settings to use).
+//
 // # Settings
 //
 // protectd reads the HTTP_PROTECT_* environment of package envconfig, just

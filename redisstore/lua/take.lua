@@ -24,18 +24,17 @@ if rec then
   end
   ignored = true
 end
-local function reply(count)
+if ARGV[1] == '0' then
+  local count = tonumber(redis.call('GET', counter) or '0')
   if ignored then return {count} end
   return count
-end
-if ARGV[1] == '0' then
-  return reply(tonumber(redis.call('GET', counter) or '0'))
 end
 local lim = limits(ARGV[2])
 local count = redis.call('INCRBY', counter, ARGV[1]) -- as text: no float on the way
 redis.call('PEXPIRE', counter, lim.ttl)
 if lim.limit < 0 or count <= lim.limit then
-  return reply(count)
+  if ignored then return {count} end
+  return count
 end
 local len
 len, rec = escalate(counter, bans, KEYS[3], now_ms(), lim)
