@@ -429,7 +429,7 @@ func (g *guard) writePending() {
 // sooner than b.
 func outlasts(have *Ban, b Ban) bool {
 	switch {
-	case have == nil:
+	case have == nil || have.Malformed != "": // a damaged record holds nothing: ours replaces it
 		return false
 	case have.Permanent():
 		return true
