@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/httpprotect/protect"
@@ -18,7 +19,7 @@ func TestMalformed(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	store := redisstore.New(rc, redisstore.Options{Logger: quiet(), RangeRefresh: -1})
 	t.Cleanup(func() { store.Close(); rc.Close() })
-	p := newProtector(t, protect.Config{Store: store, Namespace: "bad:", BanNamespace: "bad:"})
+	p := newProtector(t, protect.Config{Store: store, Namespace: "bad:", BanNamespace: "bad:", StoreTimeout: 10 * time.Second})
 	m.Set("bad:{192.0.2.7}:b", "garbage")
 	for range 3 {
 		if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.7")); d.Status != protect.Allowed {

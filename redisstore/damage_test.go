@@ -47,7 +47,9 @@ func TestRedisDamagedBanRecord(t *testing.T) {
 				t.Run(shape.name, func(t *testing.T) {
 					ns := testNamespace(t, addr)
 					logs := &logtest.Recorder{}
-					in := newInstance(t, addr, ns, protect.Config{OnStoreError: protect.FailClosed, Logger: slog.New(logs)}, Options{})
+					// A StoreTimeout no load reaches, and no refresher sharing the
+					// client: the test counts round trips and failures.
+					in := newInstance(t, addr, ns, protect.Config{OnStoreError: protect.FailClosed, StoreTimeout: 10 * time.Second, Logger: slog.New(logs)}, Options{RangeRefresh: -1})
 					c := in.store.client
 					ctx := t.Context()
 					bad := ns + "{198.18.7.21}:b"
@@ -116,7 +118,7 @@ func TestRedisDamagedBanAdministered(t *testing.T) {
 			for _, shape := range damagedShapes {
 				t.Run(shape.name, func(t *testing.T) {
 					ns := testNamespace(t, addr)
-					in := newInstance(t, addr, ns, protect.Config{}, Options{RangeRefresh: -1})
+					in := newInstance(t, addr, ns, protect.Config{StoreTimeout: 10 * time.Second}, Options{RangeRefresh: -1})
 					c := in.store.client
 					ctx := t.Context()
 					bad := ns + "{198.18.7.21}:b"

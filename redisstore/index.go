@@ -291,7 +291,6 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []protect.Key, perPage 
 			}
 			s.forgetDamage(sp.bns, page[i])
 			lifted = append(lifted, unbanned(page[i], v)) // a damaged one is lifted too
-
 		}
 	}
 	return lifted, nil
