@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,5 +49,24 @@ func TestRedisCheckSetupRefused(t *testing.T) {
 	ws, err := in.store.CheckSetup(t.Context())
 	if err == nil || len(ws) != 0 || !strings.Contains(err.Error(), "cannot check") || !strings.Contains(err.Error(), srv.Addr) {
 		t.Fatalf("CheckSetup = %v, %v; want no warnings and an error saying it cannot check %s", ws, err, srv.Addr)
+	}
+}
+
+// On a Redis Cluster every master is checked, and each warning names its
+// node (CI's cluster keeps nothing across a restart: a warning each).
+func TestRedisCheckSetupCluster(t *testing.T) {
+	addrs := redistest.ClusterAddrs(t)
+	s := New(redistest.Dial("cluster:"+strings.Join(addrs, ",")), Options{RangeRefresh: -1, Logger: discardLogger()})
+	t.Cleanup(func() { s.Close(); s.client.Close() })
+	ws, err := s.CheckSetup(t.Context())
+	if err != nil || len(ws) == 0 {
+		t.Fatalf("CheckSetup = %v, %v; want a warning for each master", ws, err)
+	}
+	servers := map[string]bool{}
+	for _, w := range ws {
+		if !slices.Contains(addrs, w.Server) || servers[w.Server] {
+			t.Fatalf("CheckSetup = %v; want one warning naming each master, one of %v", ws, addrs)
+		}
+		servers[w.Server] = true
 	}
 }
