@@ -35,6 +35,12 @@ type Ban struct {
 	Created time.Time // by the store's clock
 	Expires time.Time // zero: permanent
 	Offense int       // the key's automatic bans within the offense window, this one included
+	// Malformed, when not empty, says that the store holds a record at
+	// Key that it cannot read, and what is wrong with it (quoting the
+	// record). Such a ban refuses nothing (see ErrMalformed): it is
+	// listed, inspected and lifted so that an operator can find and
+	// remove it, and every other field but Key and Range is zero.
+	Malformed string
 }
 
 // Permanent reports whether the ban never expires.
@@ -97,6 +103,7 @@ type BanOptions struct {
 	// one: automatic bans always expire.
 	Permanent bool
 	// Reason is recorded with the ban and logged; "manual" when empty.
+	// Ban refuses one longer than MaxReasonLen bytes (ErrReasonTooLong).
 	Reason string
 	// By names who added the ban, for the audit trail.
 	By string
@@ -104,6 +111,18 @@ type BanOptions struct {
 	// Ban refuses otherwise (ErrWideTarget).
 	Force bool
 }
+
+// MaxReasonLen is the longest reason a ban records, in bytes: room for a
+// sentence and a ticket link, not for a document. Protector.Ban refuses a
+// longer one (ErrReasonTooLong), and so do protectctl and the admin API
+// through it; CheckBan, which every store's AddBan calls, cuts whatever
+// else reaches a store to it, so that no list of bans holds a reason that
+// a table, a log line or a Redis record must carry at any length.
+const MaxReasonLen = 1024
+
+// ErrReasonTooLong is wrapped by the error of Ban for a reason longer
+// than MaxReasonLen.
+var ErrReasonTooLong = errors.New("protect: ban reason too long")
 
 // ErrBadTarget is wrapped by the errors of Target and of the ban methods
 // when a target is neither an address, a CIDR nor a consumer key.
@@ -251,8 +270,11 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 		length = time.Millisecond
 	}
 	reason := opt.Reason
-	if reason == "" {
+	switch {
+	case reason == "":
 		reason = "manual"
+	case len(reason) > MaxReasonLen:
+		return Ban{}, fmt.Errorf("%w: ban %s: a reason of %d bytes; at most %d", ErrReasonTooLong, target, len(reason), MaxReasonLen)
 	}
 	b := Ban{Key: t.key, Range: t.isRange, Reason: reason, Source: SourceManual, By: opt.By}
 	b, err = p.space.AddBan(ctx, b, length)
@@ -359,6 +381,12 @@ func (p *Protector) liftKeys(ctx context.Context, keys []Key, by string) ([]Ban,
 // noteLift counts and logs one lifted ban.
 func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
 	p.stats.stripe(0).lifted.Add(1)
+	if b.Malformed != "" {
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: malformed ban record lifted",
+			slog.String("key", b.Key.String()), slog.String("malformed", b.Malformed),
+			slog.String("by", by), slog.String("namespace", p.cfg.Namespace))
+		return
+	}
 	p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: ban lifted",
 		slog.String("key", b.Key.String()), slog.String("reason", b.Reason),
 		slog.String("length", banLengthText(b)), slog.String("source", string(b.Source)),

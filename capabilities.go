@@ -87,3 +87,37 @@ type CircuitStore interface {
 	Store
 	Circuit() *Circuit
 }
+
+// A SetupChecker is a Store that can tell what in the setup of the server
+// behind it puts protect's state at risk: an eviction policy that may
+// delete bans, no persistence, so that a restart forgets them. protectd
+// calls it at start and in -check and logs each warning; a store that is
+// not one is not checked.
+//
+// CheckSetup returns one SetupWarning for each risk it finds, none when
+// it finds none, and an error when it cannot check (a managed server may
+// refuse the commands that read its settings): that says nothing about
+// the setup, and is for the log at info level, never a reason to stop.
+type SetupChecker interface {
+	Store
+	CheckSetup(ctx context.Context) ([]SetupWarning, error)
+}
+
+// A SetupWarning is one risk a SetupChecker found. The zero value is no
+// warning.
+type SetupWarning struct {
+	Setting string // the server setting at fault: "maxmemory-policy"
+	Value   string // its value: "allkeys-lru"
+	Server  string // the server that has it, for a store of several
+	Risk    string // what is lost, in words
+	Fix     string // how to put it right
+}
+
+// String says the warning in one line.
+func (w SetupWarning) String() string {
+	s := w.Setting + " " + w.Value
+	if w.Server != "" {
+		s += " on " + w.Server
+	}
+	return s + ": " + w.Risk + "; " + w.Fix
+}

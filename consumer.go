@@ -180,13 +180,19 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 //
 // The cache is a fixed array of 4-way sets, read without a lock: a set is
 // picked by a seeded hash of the identifier, and a miss replaces one way
-// of it. So it is bounded (keyCacheSets × 4 identifiers, allocated on the
-// first one), and an attacker with many identifiers costs hashing, never
-// memory.
+// of it. A way holds the key (a fixed 33 bytes) and two more seeded
+// 64-bit hashes of the identifier, never the identifier itself: a
+// gateway may send identifiers of any length, up to its header cap, and
+// the cache must cost the same for each. So it is bounded in bytes
+// (keyCacheSets × 4 small entries, allocated on the first one), and an
+// attacker with many identifiers costs hashing, never memory. A hit needs
+// the 128 bits of both hashes to match, under seeds no client knows: two
+// identifiers that agree on them by chance, or by a client's design, are
+// out of reach.
 type consumerKeys struct {
-	once sync.Once
-	seed maphash.Seed
-	sets []keyCacheSet
+	once  sync.Once
+	seeds [3]maphash.Seed // the set; the two halves of the check
+	sets  []keyCacheSet
 }
 
 const keyCacheSets = 1 << 14
@@ -196,23 +202,27 @@ type keyCacheSet struct {
 	next atomic.Uint32 // the way the next miss replaces
 }
 
-type cachedKey struct{ id, name string }
+type cachedKey struct {
+	check [2]uint64 // the identifier's hashes under seeds[1] and seeds[2]
+	name  string    // its key
+}
 
 func (c *consumerKeys) key(id string) Key {
 	if verbatimKey(id) {
 		return Key{Name: id}
 	}
 	c.once.Do(func() {
-		c.seed = maphash.MakeSeed()
+		c.seeds = [3]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed(), maphash.MakeSeed()}
 		c.sets = make([]keyCacheSet, keyCacheSets)
 	})
-	set := &c.sets[maphash.String(c.seed, id)&(keyCacheSets-1)]
+	set := &c.sets[maphash.String(c.seeds[0], id)&(keyCacheSets-1)]
+	check := [2]uint64{maphash.String(c.seeds[1], id), maphash.String(c.seeds[2], id)}
 	for i := range set.ways {
-		if e := set.ways[i].Load(); e != nil && e.id == id {
+		if e := set.ways[i].Load(); e != nil && e.check == check {
 			return Key{Name: e.name}
 		}
 	}
 	k := ConsumerKey(id)
-	set.ways[set.next.Add(1)%4].Store(&cachedKey{id: id, name: k.Name})
+	set.ways[set.next.Add(1)%4].Store(&cachedKey{check: check, name: k.Name})
 	return k
 }

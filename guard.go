@@ -2,6 +2,7 @@ package protect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -44,6 +45,7 @@ type guard struct {
 	localMem     *MemoryStore // the store behind local
 	pending      pendingBans  // bans the local store wrote, for the store
 	publishing   atomic.Int32 // publishPending, publishRunning, publishDone
+	damage       damageLog    // the damaged records logged (malformed.go)
 
 	bgMu   sync.Mutex // guards closed against bg.Add
 	closed bool       // close was called: nothing more starts in the background
@@ -259,6 +261,12 @@ func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Cont
 		res, err = call(sctx)
 		cancel()
 	}
+	if err != nil && errors.Is(err, ErrMalformed) {
+		// One damaged record: res decides as if it were absent, and the
+		// store answered, which is all the breaker asks (malformed.go).
+		g.malformed(ctx, k, err)
+		err = nil
+	}
 	p.stats.storeCall(ctx, time.Since(start), err)
 	if err == nil {
 		if g.brk.success() {
@@ -421,7 +429,7 @@ func (g *guard) writePending() {
 // sooner than b.
 func outlasts(have *Ban, b Ban) bool {
 	switch {
-	case have == nil:
+	case have == nil || have.Malformed != "": // a damaged record holds nothing: ours replaces it
 		return false
 	case have.Permanent():
 		return true

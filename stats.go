@@ -98,6 +98,11 @@ type Stats struct {
 	// under FailOpen, refused as Unavailable under FailClosed, decided by
 	// the local store under FailLocal.
 	StoreFailures uint64
+	// Malformed counts the requests that met a record the store holds
+	// but cannot read (ErrMalformed), each decided as if the record were
+	// absent: damage to one client's record, not a store failure, so
+	// they are not StoreErrors and never open the circuit.
+	Malformed uint64
 
 	// PendingBans is the number of bans the FailLocal store wrote while
 	// the store was down that are not yet written to the store, at the
@@ -187,6 +192,7 @@ type statCounters struct {
 	circuitOpens  atomic.Uint64
 	circuitReject atomic.Uint64
 	storeFailures atomic.Uint64
+	malformed     atomic.Uint64
 }
 
 func newStats() stats {
@@ -278,6 +284,7 @@ func (s *stats) snapshot() Stats {
 		out.CircuitOpens += c.circuitOpens.Load()
 		out.CircuitRejected += c.circuitReject.Load()
 		out.StoreFailures += c.storeFailures.Load()
+		out.Malformed += c.malformed.Load()
 	}
 	return out
 }

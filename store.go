@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A Store keeps stream counters, bans and offense histories. Protect ships
@@ -149,7 +150,11 @@ type Space interface {
 
 	// Publish writes the space's Limits under its Namespace, replacing
 	// what was published there, so that Store.Published tells tools and
-	// other instances the numbers this namespace is counted against.
+	// other instances the numbers this namespace is counted against. A
+	// store that can lose what it holds (Redis: a restart, an eviction)
+	// writes them again by itself while it runs, and lets them expire
+	// once no running store does, so that a namespace whose services are
+	// gone does not show their numbers for ever.
 	Publish(ctx context.Context) error
 }
 
@@ -192,7 +197,7 @@ func (lim *Limits) Check() error {
 // CheckBan returns b as a store keeps it, or an error for a ban no store
 // can hold; a store's AddBan calls it first. Who added it (By) loses any
 // '|', so that every store keeps the same text whatever separates its
-// record's fields.
+// record's fields; Reason and By are cut to MaxReasonLen bytes.
 func CheckBan(b Ban) (Ban, error) {
 	switch {
 	case b.Key.IsZero() || (b.Range && !b.Key.Prefix.IsValid()):
@@ -201,7 +206,19 @@ func CheckBan(b Ban) (Ban, error) {
 		return Ban{}, fmt.Errorf("protect: ban %s: source %q: want %q or %q", b.Key, b.Source, SourceAuto, SourceManual)
 	}
 	b.By = strings.ReplaceAll(b.By, "|", "/")
+	b.Reason, b.By = cutText(b.Reason, MaxReasonLen), cutText(b.By, MaxReasonLen)
 	return b, nil
+}
+
+// cutText cuts s to at most n bytes, at the start of a UTF-8 character.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // ErrEmptyKey is the error of a store asked about the zero Key.

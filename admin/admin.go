@@ -42,10 +42,18 @@ type BanRecord struct {
 	// BanNamespace is the ban list that holds the ban (Config.BanNamespace);
 	// "" when the record was made by Record, which does not know it.
 	BanNamespace string `json:"ban_namespace"`
+	// Malformed, when not empty, says that the store holds a record here
+	// that it cannot read, and what is wrong with it: it refuses nothing,
+	// every other field but Key and Range is empty, and lifting it
+	// deletes it (protect.ErrMalformed).
+	Malformed string `json:"malformed"`
 }
 
 // Record converts a ban, with the time it has left at now.
 func Record(b protect.Ban, now time.Time) BanRecord {
+	if b.Malformed != "" {
+		return BanRecord{Key: b.Key.String(), Range: b.Range, Malformed: b.Malformed}
+	}
 	r := BanRecord{
 		Key: b.Key.String(), Range: b.Range, Reason: b.Reason, Source: string(b.Source), By: b.By,
 		Created: b.Created.UTC(), Permanent: b.Permanent(), Offense: b.Offense,

@@ -48,6 +48,7 @@ type descs struct {
 	decisions, dryRun, penalties, bans, lifted, rangeBans                *prometheus.Desc
 	storeCalls, storeErrors, storeTimeouts, storeCanceled, storeDuration *prometheus.Desc
 	storeFailures, circuitOpen, circuitOpens, circuitRejected            *prometheus.Desc
+	storeMalformed                                                       *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -80,6 +81,8 @@ func newDescs() descs {
 			"Time a store call took, answered or not."),
 		storeFailures: desc("protect_store_failures_total",
 			"Requests decided by the failure policy (open, closed, local) because the store failed or the circuit was open.", "policy"),
+		storeMalformed: desc("protect_store_malformed_total",
+			"Requests that met a record the store holds but cannot read, each decided as if the record were absent (not a store failure)."),
 		circuitOpen: desc("protect_circuit_open",
 			"1 while the circuit breaker keeps requests from the failing store, else 0."),
 		circuitOpens: desc("protect_circuit_opens_total",
@@ -96,6 +99,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		d.decisions, d.dryRun, d.penalties, d.bans, d.lifted, d.rangeBans,
 		d.storeCalls, d.storeErrors, d.storeTimeouts, d.storeCanceled, d.storeDuration,
 		d.storeFailures, d.circuitOpen, d.circuitOpens, d.circuitRejected,
+		d.storeMalformed,
 	} {
 		ch <- d
 	}
@@ -155,6 +159,7 @@ func (n *nsStats) add(s *protect.Stats) {
 	t.CircuitOpens += s.CircuitOpens
 	t.CircuitRejected += s.CircuitRejected
 	n.failures[s.OnStoreError] += s.StoreFailures
+	t.Malformed += s.Malformed
 	t.RangeBans = max(t.RangeBans, s.RangeBans)
 }
 
@@ -214,4 +219,5 @@ func (d *descs) collect(ch chan<- prometheus.Metric, s *nsStats) {
 	send(d.circuitOpen, prometheus.GaugeValue, open)
 	counter(d.circuitOpens, s.CircuitOpens)
 	counter(d.circuitRejected, s.CircuitRejected)
+	counter(d.storeMalformed, s.Malformed)
 }

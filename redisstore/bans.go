@@ -69,7 +69,7 @@ func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int6
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}
 	now, bans, err = decodeRanges(v, func(field string, err error) {
-		s.log.Warn("protect: skipping a malformed range ban", "range", field, "error", err)
+		s.logDamage(rangesKey(ns), field, "protect: skipping a range ban whose field is not a range", "range", field, "error", err)
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
@@ -87,6 +87,11 @@ func (s *Store) loadRanges(ctx context.Context, ns *redisNamespace) error {
 	t := s.now()
 	held := make([]rangeset.Entry[protect.Ban], 0, len(bans))
 	for _, b := range bans {
+		if b.Malformed != "" { // refuses nothing: see protect.ErrMalformed
+			s.logDamage(rangesKey(ns.name), b.Key.String(), "protect: malformed range ban record, not enforced; lift it (protectctl lift) or repair it",
+				"key", rangesKey(ns.name), "range", b.Key.String(), "error", b.Malformed)
+			continue
+		}
 		h := rangeset.Entry[protect.Ban]{Prefix: b.Key.Prefix, Value: b}
 		if !b.Permanent() {
 			h.End = t + int64(time.Duration(b.Expires.UnixMilli()-now)*time.Millisecond)
@@ -107,7 +112,9 @@ func (s *Store) reloadRanges(ctx context.Context, ns *redisNamespace) {
 }
 
 // Refresh re-reads the range bans of every namespace in use now, rather
-// than at the next RangeRefresh tick.
+// than at the next RangeRefresh tick, and writes again the limits this
+// store's spaces published when republishEvery has passed since it last
+// did (published.go).
 func (s *Store) Refresh(ctx context.Context) error {
 	s.nsMu.Lock()
 	var inUse []*redisNamespace
@@ -122,6 +129,9 @@ func (s *Store) Refresh(ctx context.Context) error {
 		if err := s.loadRanges(ctx, ns); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := s.republish(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -145,9 +155,9 @@ func (s *Store) refreshEvery(interval time.Duration) {
 		if (err != nil) != failing {
 			failing = err != nil
 			if failing {
-				s.log.Error("protect: cannot refresh range bans; keeping the last copy", "error", err)
+				s.log.Error("protect: cannot refresh range bans and published limits; keeping the last copy", "error", err)
 			} else {
-				s.log.Info("protect: range bans refreshed again")
+				s.log.Info("protect: range bans and published limits refreshed again")
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -22,56 +23,151 @@ import (
 // the records (ban_record in lua/prelude.lua) and decodeBan is the one
 // place that reads them.
 
-// decodeBan reads a ban record.
+// maxRecordMillis is the last millisecond of the year 9999: a ban
+// record's times are at most this, so that every one is a time.Time that
+// formats, and a number Lua's doubles hold exactly.
+const maxRecordMillis = 253402300799999
+
+// decodeBan reads a ban record. It is strict: six fields; created, expires
+// and offense in decimal digits; expires 0 (permanent) or no earlier than
+// created; a source of auto or manual. Anything else is a record this
+// store did not write, and an error says which field is wrong.
 func decodeBan(k protect.Key, isRange bool, rec string) (protect.Ban, error) {
 	f := strings.SplitN(rec, "|", 6)
 	if len(f) != 6 {
-		return protect.Ban{}, fmt.Errorf("malformed ban record %q", rec)
+		return protect.Ban{}, fmt.Errorf("%d fields of the 6 of created|expires|offense|source|by|reason", len(f))
 	}
-	created, err1 := strconv.ParseInt(f[0], 10, 64)
-	expires, err2 := strconv.ParseInt(f[1], 10, 64)
-	offense, err3 := strconv.Atoi(f[2])
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return protect.Ban{}, fmt.Errorf("malformed ban record %q: %w", rec, err)
+	var n [3]int64
+	for i, name := range [...]string{"created", "expires", "offense"} {
+		v, err := recordNumber(f[i])
+		if err != nil {
+			return protect.Ban{}, fmt.Errorf("%s %q: %w", name, f[i], err)
+		}
+		n[i] = v
 	}
-	b := protect.Ban{Key: k, Range: isRange, Created: time.UnixMilli(created).UTC(), Offense: offense,
-		Source: protect.Source(f[3]), By: f[4], Reason: f[5]}
+	created, expires, offense := n[0], n[1], n[2]
+	switch {
+	case expires != 0 && expires < created:
+		return protect.Ban{}, fmt.Errorf("expires %d before created %d", expires, created)
+	case offense > math.MaxInt32:
+		return protect.Ban{}, fmt.Errorf("offense %d: too large", offense)
+	}
+	src := protect.Source(f[3])
+	if src != protect.SourceAuto && src != protect.SourceManual {
+		return protect.Ban{}, fmt.Errorf("source %q: want %q or %q", f[3], protect.SourceAuto, protect.SourceManual)
+	}
+	b := protect.Ban{Key: k, Range: isRange, Created: time.UnixMilli(created).UTC(), Offense: int(offense),
+		Source: src, By: f[4], Reason: f[5]}
 	if expires != 0 {
 		b.Expires = time.UnixMilli(expires).UTC()
 	}
 	return b, nil
 }
 
+// recordNumber reads one of a record's times or its offense: decimal
+// digits, at most maxRecordMillis.
+func recordNumber(s string) (int64, error) {
+	if s == "" {
+		return 0, errors.New("empty")
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, errors.New("not a decimal number")
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v > maxRecordMillis {
+		return 0, errors.New("out of range")
+	}
+	return v, nil
+}
+
+// errNeverEnds is the damage of a temporary ban whose key has no expiry:
+// the record says it ends, Redis would keep it for ever.
+func errNeverEnds(b protect.Ban) error {
+	return fmt.Errorf("a ban that ends at %s on a key that never expires", b.Expires.Format(time.RFC3339))
+}
+
+// readBan reads the ban record rec of key k, whose Redis key has pttl
+// milliseconds left (-1: no expiry; anything else when not known): a ban,
+// or a Ban whose Malformed says what is wrong with rec.
+func readBan(k protect.Key, isRange bool, rec string, pttl int64) protect.Ban {
+	b, err := decodeBan(k, isRange, rec)
+	if err == nil && pttl == -1 && !b.Permanent() {
+		err = errNeverEnds(b)
+	}
+	if err != nil {
+		return malformedBan(k, isRange, rec, err)
+	}
+	return b
+}
+
+// malformedBan is the Ban that reports the unreadable record rec.
+func malformedBan(k protect.Key, isRange bool, rec string, err error) protect.Ban {
+	return protect.Ban{Key: k, Range: isRange, Malformed: err.Error() + ": " + protect.QuoteMalformed(rec)}
+}
+
+// takeReply is a take script's reply, decoded.
+type takeReply struct {
+	res protect.Result
+	// ignored: the script found a damaged ban record, the one it was told
+	// to ignore, and decided as if it were absent.
+	ignored bool
+	// bad, when not nil, is a ban record the script found and Go cannot
+	// read: res is zero, and the take is to be asked again, ignoring it.
+	bad *badRecord
+}
+
+// badRecord is a ban record that does not decode.
+type badRecord struct {
+	rec string
+	err error
+}
+
+func (b *badRecord) Error() string { return b.err.Error() }
+
 // decodeTake reads the take script's reply: the count when not banned,
-// else {count, ms left, new, record}.
-func decodeTake(v any, k protect.Key) (protect.Result, error) {
+// {count} when not banned because the damaged record it was told to
+// ignore is there, else {count, ms left (-1: the key never expires), new,
+// record}.
+func decodeTake(v any, k protect.Key) (takeReply, error) {
 	if n, ok := v.(int64); ok {
-		return protect.Result{Count: n}, nil
+		return takeReply{res: protect.Result{Count: n}}, nil
 	}
 	a, ok := v.([]any)
+	if ok && len(a) == 1 {
+		n, err := toInt(a[0])
+		return takeReply{res: protect.Result{Count: n}, ignored: true}, err
+	}
 	if !ok || len(a) != 4 {
-		return protect.Result{}, fmt.Errorf("unexpected reply %v", v)
+		return takeReply{}, fmt.Errorf("unexpected reply %v", v)
 	}
 	count, err1 := toInt(a[0])
 	left, err2 := toInt(a[1])
 	isNew, err3 := toInt(a[2])
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return protect.Result{}, err
+		return takeReply{}, err
 	}
-	b, err := decodeBan(k, false, str(a[3]))
+	rec := str(a[3])
+	b, err := decodeBan(k, false, rec)
+	if err == nil && left < 0 && !b.Permanent() {
+		err = errNeverEnds(b)
+	}
 	if err != nil {
-		return protect.Result{}, err
+		return takeReply{bad: &badRecord{rec: rec, err: err}}, nil
 	}
 	r := protect.Result{Count: count, Banned: true, NewBan: isNew == 1, Ban: &b}
 	if !b.Permanent() {
 		r.BanLeft = time.Duration(left) * time.Millisecond
 	}
-	return r, nil
+	return takeReply{res: r}, nil
 }
 
 // decodeRanges reads the ranges script's reply: Redis' time, and the
-// range bans it lists. A record that does not decode is skipped and
-// reported through skip, so that one bad field cannot hide every ban.
+// range bans it lists. A record that does not decode is a Ban whose
+// Malformed says why, so that one bad record can neither hide the others
+// nor itself; a field that is not a range names nothing a listing could
+// show or lift, and is reported through skip.
 func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans []protect.Ban, err error) {
 	if len(v) == 0 || len(v)%2 != 1 {
 		return 0, nil, fmt.Errorf("unexpected reply of %d values", len(v))
@@ -82,14 +178,11 @@ func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans 
 	for i := 1; i+1 < len(v); i += 2 {
 		field := str(v[i])
 		p, err := netip.ParsePrefix(field)
-		if err == nil {
-			var b protect.Ban
-			if b, err = decodeBan(protect.Key{Prefix: p}, true, str(v[i+1])); err == nil {
-				bans = append(bans, b)
-				continue
-			}
+		if err != nil {
+			skip(field, err)
+			continue
 		}
-		skip(field, err)
+		bans = append(bans, readBan(protect.Key{Prefix: p}, true, str(v[i+1]), 0))
 	}
 	return now, bans, nil
 }
@@ -154,31 +247,36 @@ func str(v any) string {
 
 // decodePlan reads the plan script's reply into r: a ban, as the take
 // script reports one, or Redis' time in µs, the stream's count, and each
-// limit's outcome (fits, a, b) in the plan's order.
-func decodePlan(v any, k protect.Key, p *protect.Plan, n int, cost int64, r *protect.PlanResult) error {
+// limit's outcome (fits, a, b) in the plan's order; the first value is 2
+// rather than 1 when the script ignored the damaged ban record it was
+// told to. A ban record Go cannot read is a *badRecord error.
+func decodePlan(v any, k protect.Key, p *protect.Plan, n int, cost int64, r *protect.PlanResult) (ignored bool, err error) {
 	a, ok := v.([]any)
 	if !ok || len(a) == 0 {
-		return fmt.Errorf("unexpected reply %v", v)
+		return false, fmt.Errorf("unexpected reply %v", v)
 	}
 	kind, err := toInt(a[0])
 	if err != nil {
-		return err
+		return false, err
 	}
 	if kind == 0 {
-		res, err := decodeTake(a[1:], k)
+		tr, err := decodeTake(a[1:], k)
 		if err != nil {
-			return err
+			return false, err
 		}
-		r.Result, r.Decider = res, -1
-		return nil
+		if tr.bad != nil {
+			return false, tr.bad
+		}
+		r.Result, r.Decider = tr.res, -1
+		return false, nil
 	}
 	if len(a) != 3+3*n {
-		return fmt.Errorf("unexpected reply of %d values for %d limits", len(a), n)
+		return false, fmt.Errorf("unexpected reply of %d values for %d limits", len(a), n)
 	}
 	now, err1 := toInt(a[1])
 	count, err2 := toInt(a[2])
 	if err := errors.Join(err1, err2); err != nil {
-		return err
+		return false, err
 	}
 	var out [protect.MaxPlanLimits]protect.LimitOutcome
 	for i := range n {
@@ -186,13 +284,13 @@ func decodePlan(v any, k protect.Key, p *protect.Plan, n int, cost int64, r *pro
 		x, err2 := toInt(a[4+3*i])
 		y, err3 := toInt(a[5+3*i])
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return err
+			return false, err
 		}
 		out[i] = protect.LimitOutcome{Fits: fits == 1, A: x, B: y}
 	}
 	r.Count = count
 	r.Fill(p, now, cost, &out)
-	return nil
+	return kind == 2, nil
 }
 
 // publishedRecord is Limits as the Redis store keeps them at

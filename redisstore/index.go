@@ -236,11 +236,12 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 	gets, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, bk := range banKeys {
 			p.Get(ctx, bk)
+			p.PTTL(ctx, bk) // a temporary record on a key that never expires is damage
 		}
 		return nil
 	})
-	for i, cmd := range gets {
-		rec, err := cmd.(*redis.StringCmd).Result()
+	for i := range banKeys {
+		rec, err := gets[2*i].(*redis.StringCmd).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
 			continue // lifted, or expired: the next listing prunes it
@@ -250,11 +251,8 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 		case err != nil:
 			return nil, fmt.Errorf("protect: redis list bans: %w", err)
 		}
-		b, err := decodeBan(keys[i], false, rec)
-		if err != nil {
-			s.log.Warn("protect: skipping a ban record", "key", banKeys[i], "error", err)
-			continue
-		}
+		// A damaged record is listed as one, for an operator to lift.
+		b := readBan(keys[i], false, rec, pttlOf(gets[2*i+1]))
 		if f.Match(b) {
 			keep(b)
 		}
@@ -284,19 +282,15 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []protect.Key, perPage 
 			return lifted, err
 		}
 		for i, cmd := range cmds {
-			rec, err := cmd.(*redis.Cmd).Text()
+			v, err := cmd.(*redis.Cmd).Slice()
 			switch {
 			case errors.Is(err, redis.Nil):
 				continue // not banned any more
 			case err != nil:
 				return lifted, fmt.Errorf("protect: redis lift %s: %w", page[i], err)
 			}
-			b, err := decodeBan(page[i], false, rec)
-			if err != nil {
-				s.log.Warn("protect: lifted a malformed ban record", "key", page[i].String(), "error", err)
-				continue
-			}
-			lifted = append(lifted, b)
+			s.forgetDamage(sp.bns, page[i])
+			lifted = append(lifted, unbanned(page[i], v)) // a damaged one is lifted too
 		}
 	}
 	return lifted, nil

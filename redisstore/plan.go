@@ -7,6 +7,7 @@ import (
 	"github.com/httpprotect/protect/internal/gcra"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -143,21 +144,48 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 		limits = sp.args[1][1].(string) // the take script's limits: the same stream
 	}
 	pa := s.planArgs(plan)
-	v, err := planScript.Run(ctx, s.once(), sp.scriptKeys(k), pa.args(cost, limits)...).Result()
-	if err != nil {
-		return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+	args := pa.args(cost, limits)
+	dmg := s.damaged(sp.bns, k)
+	if dmg != nil {
+		args = append(slices.Clone(args), dmg.sha) // see damage.go; args are shared
 	}
-	var res protect.PlanResult
-	if err := decodePlan(v, k, plan, len(pa.limits), cost, &res); err != nil {
-		return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+	for try := 0; ; try++ {
+		v, err := planScript.Run(ctx, s.once(), sp.scriptKeys(k), args...).Result()
+		if err != nil {
+			return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+		}
+		var res protect.PlanResult
+		ignored, err := decodePlan(v, k, plan, len(pa.limits), cost, &res)
+		var bad *badRecord
+		switch {
+		case errors.As(err, &bad):
+			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
+			dmg = s.rememberDamage(sp.bns, k, bk, bad.rec, bad.err)
+			if try == 0 {
+				s.indexDamage(ctx, sp.bns, k)
+			}
+			if try == 2 {
+				return protect.PlanResult{Decider: -1}, dmg.err
+			}
+			args = append(slices.Clone(pa.args(cost, limits)), dmg.sha)
+			continue
+		case err != nil:
+			return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+		}
+		if !stream {
+			res.Count = 0
+		}
+		switch {
+		case ignored:
+			return res, dmg.err
+		case dmg != nil:
+			s.forgetDamage(sp.bns, k)
+		}
+		if res.Banned {
+			s.remember(sp.bns, k, res.Result, t)
+		}
+		return res, nil
 	}
-	if !stream {
-		res.Count = 0
-	}
-	if res.Banned {
-		s.remember(sp.bns, k, res.Result, t)
-	}
-	return res, nil
 }
 
 // planUsage reads the plan states of k: its keys are found with one SCAN

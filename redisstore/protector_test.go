@@ -1,27 +1,22 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/logtest"
+	"github.com/httpprotect/protect/internal/redistest"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 )
 
 // Three instances, each with its own client, share one Redis: 300
@@ -299,7 +294,7 @@ func TestRedisBadInput(t *testing.T) {
 		t.Run(target.Name, func(t *testing.T) {
 			addr := target.Addr(t)
 			ns := testNamespace(t, addr)
-			for _, policy := range []protect.FailurePolicy{protect.FailOpen, protect.FailLocal, protect.FailClosed} {
+			for i, policy := range []protect.FailurePolicy{protect.FailOpen, protect.FailLocal, protect.FailClosed} {
 				in := newInstance(t, addr, ns, protect.Config{OnStoreError: policy}, Options{RangeRefresh: -1})
 				c := in.store.client
 				// Foreign values where protect keeps its counter and ban
@@ -308,7 +303,13 @@ func TestRedisBadInput(t *testing.T) {
 				c.HSet(t.Context(), ns+"{192.0.2.1}:c", "x", "y")
 				c.HSet(t.Context(), ns+"{192.0.2.2}:b", "x", "y")
 				c.Set(t.Context(), ns+"{192.0.2.3}:b", "not a ban record", 0)
-				for _, tt := range []struct{ a, wantErr string }{{"192.0.2.1", "WRONGTYPE"}, {"192.0.2.2", "WRONGTYPE"}, {"192.0.2.3", "malformed ban record"}} {
+				// The record that is no ban record is damage to one
+				// client's record, decided as if it were absent, under
+				// every policy (TestRedisDamagedBanRecord).
+				if d, err := in.p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.3")); err != nil || d.Status != protect.Allowed || d.Count != int64(i+1) || d.Err != nil {
+					t.Fatalf("%v: VerifyAddr(192.0.2.3) = %v (count %d, Err %v), %v; want Allowed, count %d (one per instance), no error", policy, d.Status, d.Count, d.Err, err, i+1)
+				}
+				for _, tt := range []struct{ a, wantErr string }{{"192.0.2.1", "WRONGTYPE"}, {"192.0.2.2", "WRONGTYPE"}} {
 					a, wantErr := tt.a, tt.wantErr
 					d, err := in.p.VerifyAddr(t.Context(), netip.MustParseAddr(a))
 					if err != nil || d.Err == nil || !strings.Contains(d.Err.Error(), wantErr) {
@@ -331,38 +332,8 @@ func TestRedisBadInput(t *testing.T) {
 // under CI.
 func startRedisServer(t *testing.T) (addr string, pause, resume func()) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		realRedisAddr(t) // fails under CI, skips elsewhere
-		t.Skip("redis-server not installed")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for i := 0; c.Ping(context.Background()).Err() != nil; i++ {
-		if i == 100 {
-			t.Fatalf("redis-server on %s did not start", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return addr,
-		func() { cmd.Process.Signal(syscall.SIGSTOP) },
-		func() { cmd.Process.Signal(syscall.SIGCONT) }
+	srv := redistest.Start(t)
+	return srv.Addr, srv.Pause, srv.Resume
 }
 
 // Redis stopped mid-run: no request waits much past StoreTimeout, the

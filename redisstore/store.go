@@ -83,6 +83,16 @@ type Store struct {
 	cacheMu sync.Mutex // guards cache
 	cache   map[cacheKey]cachedBan
 	cached  atomic.Int64 // len(cache), read without the lock
+	// damage: the damaged key ban records seen (damage.go), guarded by
+	// cacheMu; damagedN is its length, read without the lock.
+	damage   map[cacheKey]*damage
+	damagedN atomic.Int64
+	// damageLogged: the damaged range records logged (logDamage).
+	damageLogged map[string]struct{}
+
+	pubMu       sync.Mutex        // guards published and republished
+	published   map[string]string // namespace → the limits its spaces published here, encoded
+	republished int64             // ticks: when published was last written again
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -306,18 +316,45 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		return r, nil
 	}
 	keys := sp.scriptKeys(k)
-	v, err := takeScript.Run(ctx, s.once(), keys, sp.takeArgs(n)...).Result()
-	if err != nil {
-		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+	args := sp.takeArgs(n)
+	dmg := s.damaged(sp.bns, k)
+	if dmg != nil {
+		args = append(slices.Clone(args), dmg.sha)
 	}
-	r, err := decodeTake(v, k)
-	if err != nil {
-		return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+	for try := 0; ; try++ {
+		v, err := takeScript.Run(ctx, s.once(), keys, args...).Result()
+		if err != nil {
+			return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+		}
+		tr, err := decodeTake(v, k)
+		if err != nil {
+			return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+		}
+		switch {
+		case tr.bad != nil:
+			// A damaged record this store did not know: ask again,
+			// ignoring it. One that changes on every try (someone writing
+			// garbage in a loop) is left uncounted after a few.
+			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
+			dmg = s.rememberDamage(sp.bns, k, bk, tr.bad.rec, tr.bad.err)
+			if try == 0 {
+				s.indexDamage(ctx, sp.bns, k)
+			}
+			if try == 2 {
+				return protect.Result{}, dmg.err
+			}
+			args = append(slices.Clone(sp.takeArgs(n)), dmg.sha)
+			continue
+		case tr.ignored:
+			return tr.res, dmg.err
+		case dmg != nil:
+			s.forgetDamage(sp.bns, k) // lifted or replaced
+		}
+		if tr.res.Banned {
+			s.remember(sp.bns, k, tr.res, t)
+		}
+		return tr.res, nil
 	}
-	if r.Banned {
-		s.remember(sp.bns, k, r, t)
-	}
-	return r, nil
 }
 
 // AddBan implements Space.
@@ -389,21 +426,17 @@ func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, boo
 		}
 	}
 	_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
-	unban := func() (string, error) {
-		return unbanScript.Run(ctx, s.client, []string{bk, s.indexKey(sp.bns.name, k)}, k.String()).Text()
-	}
-	rec, err := unban()
+	v, err := unbanScript.Run(ctx, s.client, []string{bk, s.indexKey(sp.bns.name, k)}, k.String()).Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return lifted, found, nil
 	case err != nil:
 		return protect.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
 	}
-	b, err := decodeBan(k, false, rec)
-	if err != nil {
-		return protect.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
-	}
-	return b, true, nil
+	s.forgetDamage(sp.bns, k)
+	// A damaged record is lifted too, and reported so: it was there, and
+	// is gone.
+	return unbanned(k, v), true, nil
 }
 
 // Bans implements Space, under ctx's deadline alone. Range bans are one
@@ -467,7 +500,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 	if err != nil {
 		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: unexpected reply", k)
 	}
 	var n [3]int64
@@ -484,10 +517,8 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 		st.CountTTL = time.Duration(n[1]) * time.Millisecond
 	}
 	if rec := str(v[3]); rec != "" {
-		ban, err := decodeBan(k, false, rec)
-		if err != nil {
-			return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
-		}
+		pttl, _ := toInt(v[4])
+		ban := readBan(k, false, rec, pttl) // a damaged record is shown as such
 		st.Ban = &ban
 	} else if k.Prefix.IsValid() {
 		_, bans, err := s.rangeCall(ctx, sp.bns.name, "get", k.String())
@@ -499,18 +530,6 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 		}
 	}
 	return st, nil
-}
-
-// limitsKey is where a namespace's limits are published.
-func limitsKey(ns string) string { return ns + "limits" }
-
-// Publish implements Space: one SET of <namespace>limits, which never
-// expires (a tool may read it long after the service last started).
-func (sp *redisSpace) Publish(ctx context.Context) error {
-	if err := sp.s.client.Set(ctx, limitsKey(sp.ns), encodeLimits(sp.lim), 0).Err(); err != nil {
-		return fmt.Errorf("protect: redis publish limits of %q: %w", sp.ns, err)
-	}
-	return nil
 }
 
 // Published implements Store.

@@ -17,36 +17,62 @@ import (
 // every bidirectional control, the line and paragraph separators, and
 // each byte of invalid UTF-8 is written as a Go escape (\n, \x1b,
 // \u202e, \xff); a backslash is doubled, so that an escape in a cell
-// always means the byte was there. -json writes the exact text.
+// always means the byte was there. A cell longer than maxCell characters
+// (escapes counted as they print) is cut, never inside an escape, and
+// ends in "…": one long reason must not pad every row of a table to its
+// width. -json writes the exact text.
 func cell(s string) string {
-	if printable(s) {
+	if len(s) <= maxCell && printable(s) {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
+	// Each piece is one character of s as it prints; more than maxCell of
+	// them say the cell is cut, so no more are made.
+	var pieces []string
+	width := 0
+	for i := 0; i < len(s) && width <= maxCell; {
 		r, n := utf8.DecodeRuneInString(s[i:])
+		var piece string
 		switch {
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
+			piece = fmt.Sprintf(`\x%02x`, s[i])
 		case r == '\\':
-			b.WriteString(`\\`)
+			piece = `\\`
 		case r == '\n':
-			b.WriteString(`\n`)
+			piece = `\n`
 		case r == '\r':
-			b.WriteString(`\r`)
+			piece = `\r`
 		case r == '\t':
-			b.WriteString(`\t`)
+			piece = `\t`
 		case r < 0x80 && hostile(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
+			piece = fmt.Sprintf(`\x%02x`, r)
 		case hostile(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			piece = fmt.Sprintf(`\u%04x`, r)
 		default:
-			b.WriteString(s[i : i+n])
+			piece = s[i : i+n]
 		}
+		pieces = append(pieces, piece)
+		width += utf8.RuneCountInString(piece)
 		i += n
 	}
+	if width <= maxCell {
+		return strings.Join(pieces, "")
+	}
+	var b strings.Builder
+	width = 0
+	for _, piece := range pieces {
+		w := utf8.RuneCountInString(piece)
+		if width+w > maxCell-1 {
+			break
+		}
+		b.WriteString(piece)
+		width += w
+	}
+	b.WriteString("…")
 	return b.String()
 }
+
+// maxCell is the most characters a table cell shows.
+const maxCell = 80
 
 // printable reports whether cell may print s as it is: the common case,
 // with no allocation.

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/httpprotect/protect"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestCell(t *testing.T) {
@@ -26,6 +29,11 @@ func TestCell(t *testing.T) {
 		{"truncated \xe6\x9d", `truncated \xe6\x9d`},
 		{`C:\ban`, `C:\\ban`},
 		{"real \ufffd stays", "real \ufffd stays"},
+		{strings.Repeat("a", maxCell), strings.Repeat("a", maxCell)},
+		{strings.Repeat("a", maxCell+1), strings.Repeat("a", maxCell-1) + "…"},
+		{strings.Repeat("東", maxCell+1), strings.Repeat("東", maxCell-1) + "…"},
+		{strings.Repeat("a", maxCell-2) + "\n", strings.Repeat("a", maxCell-2) + `\n`},
+		{strings.Repeat("a", maxCell-2) + "\nb", strings.Repeat("a", maxCell-2) + "…"}, // never half an escape
 	}
 	for _, tt := range tests {
 		if got := cell(tt.in); got != tt.want {
@@ -50,8 +58,11 @@ func FuzzCell(f *testing.F) {
 				t.Fatalf("cell(%q) = %q, holding %U; want no rune a terminal acts on", s, got, r)
 			}
 		}
-		if printable(s) && got != s {
+		if printable(s) && utf8.RuneCountInString(s) <= maxCell && got != s {
 			t.Fatalf("cell(%q) = %q, want the printable text unchanged", s, got)
+		}
+		if n := utf8.RuneCountInString(got); n > maxCell {
+			t.Fatalf("cell(%q) = %d characters, want at most %d", s, n, maxCell)
 		}
 	})
 }
@@ -111,6 +122,46 @@ func TestHostileReasons(t *testing.T) {
 			ctlJSON(t, s, &recs, "bans")
 			if len(recs) != 1 || recs[0].Reason != reason || recs[0].By != strings.ToValidUTF8(by, "\ufffd") {
 				t.Fatalf("protectctl bans -json = %q, want one ban with the exact reason %q and author %q", recs, reason, strings.ToValidUTF8(by, "\ufffd"))
+			}
+		})
+	}
+}
+
+// A long reason is cut in the table, which keeps its width, and kept
+// whole by -json; a reason longer than protect.MaxReasonLen is refused
+// where it enters, naming the cap.
+func TestLongReasons(t *testing.T) {
+	for name, mk := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			s := mk(t)
+			sv := newService(t, s, protect.Config{})
+			long := strings.Repeat("r", protect.MaxReasonLen)
+			if _, err := sv.p.Ban(t.Context(), "203.0.113.7", protect.BanOptions{Reason: long}); err != nil {
+				t.Fatal(err)
+			}
+			// One written past protectctl, at the length the issue met.
+			s.c.Set(t.Context(), s.ns+"{203.0.113.8}:b", "1|0|0|manual|ops|"+strings.Repeat("x", 10_000), 0)
+			s.c.ZAdd(t.Context(), s.ns+"bans", redis.Z{Score: math.Inf(1), Member: "203.0.113.8"})
+			code, out, errs := ctl(t, s, "bans")
+			if code != 0 {
+				t.Fatalf("protectctl bans = exit %d: %s", code, errs)
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+				if n := utf8.RuneCountInString(line); n > 250 {
+					t.Fatalf("protectctl bans: a row of %d characters, want the reason cut:\n%s", n, line)
+				}
+			}
+			var recs []struct{ Key, Reason string }
+			ctlJSON(t, s, &recs, "bans")
+			if len(recs) != 2 || len(recs[0].Reason)+len(recs[1].Reason) != protect.MaxReasonLen+10_000 {
+				t.Fatalf("protectctl bans -json: %d bans, reasons not whole", len(recs))
+			}
+			code, _, errs = ctl(t, s, "ban", "-reason", long+"r", "203.0.113.9")
+			if code != 2 || !strings.Contains(errs, "at most 1024") {
+				t.Fatalf("protectctl ban -reason <1025 bytes> = exit %d: %s; want exit 2 naming the cap", code, errs)
+			}
+			if _, err := sv.p.Ban(t.Context(), "203.0.113.9", protect.BanOptions{Reason: long + "r"}); !errors.Is(err, protect.ErrReasonTooLong) {
+				t.Fatalf("Ban with a reason of 1025 bytes = %v, want ErrReasonTooLong", err)
 			}
 		})
 	}

@@ -74,13 +74,16 @@
 //		List the active bans, soonest expiry first: key, source, reason,
 //		who, created, expires, time left, offense. -within keeps the bans
 //		inside a CIDR, -source the automatic or the manual ones, -limit
-//		the first N.
+//		the first N. A record the store holds but cannot read is listed
+//		with source "malformed" and what is wrong with it: it refuses
+//		nothing, and lift deletes it.
 //
 //	ban [-for DURATION] [-permanent] [-reason TEXT] [-by WHO] [-force] [-json] TARGET...
 //		Ban each TARGET. -for takes days (2d12h), from 1s to 36500d; the
 //		default length is the services' BanDuration. A ban is permanent
 //		only with -permanent, which excludes -for. A CIDR wider than a /8
-//		of IPv4 or a /16 of IPv6 is banned only with -force.
+//		of IPv4 or a /16 of IPv6 is banned only with -force. A reason
+//		holds at most 1024 bytes.
 //
 //	lift [-all] [-force] [-by WHO] [-json] TARGET...
 //		Lift the bans on each TARGET. A CIDR lifts every ban inside it,
@@ -135,8 +138,8 @@
 // characters (C0, DEL, C1), bidirectional controls, line separators and
 // invalid UTF-8 are shown as Go escapes (\n, \x1b, \u202e, \xff), and a
 // backslash as \\. A hostile reason cannot forge a row, recolour the
-// terminal or reorder text. -json carries the text as stored, invalid
-// UTF-8 as U+FFFD.
+// terminal or reorder text. A cell longer than 80 characters is cut, ending
+// in "…". -json carries the text as stored, invalid UTF-8 as U+FFFD.
 //
 // # Exit status
 //

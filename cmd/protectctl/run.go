@@ -187,7 +187,7 @@ func (c *cli) fail(err error) int {
 	}
 	fmt.Fprintln(c.stderr, "protectctl:", err)
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, admin.ErrBadRequest) || errors.Is(err, admin.ErrUnknownNamespace) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
+	if errors.As(err, &ue) || errors.Is(err, protect.ErrReasonTooLong) || errors.Is(err, admin.ErrBadRequest) || errors.Is(err, admin.ErrUnknownNamespace) || errors.Is(err, protect.ErrBadTarget) || errors.Is(err, protect.ErrWideTarget) || errors.Is(err, admin.ErrNoTarget) || errors.Is(err, protect.ErrConfig) {
 		return exitUsage
 	}
 	return exitFailure
@@ -398,6 +398,10 @@ func (c *cli) writeBans(recs []admin.BanRecord, asJSON bool) error {
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range recs {
+		if r.Malformed != "" {
+			fmt.Fprintf(tw, "%s\tmalformed\t%s\t-\t-\t-\t-\t-\n", cell(r.Key), cell(r.Malformed))
+			continue
+		}
 		expires, left := "never", "permanent"
 		if !r.Permanent {
 			expires = r.Expires.Format(time.RFC3339)
@@ -502,7 +506,7 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 	var length time.Duration
 	fs.Var(durationFlag{&length}, "for", "ban length, e.g. 90m, 2d12h (default the services' BanDuration)")
 	permanent := fs.Bool("permanent", false, "a ban that never expires")
-	reason := fs.String("reason", "", "why, recorded with the ban")
+	reason := fs.String("reason", "", fmt.Sprintf("why, recorded with the ban (at most %d bytes)", protect.MaxReasonLen))
 	by := fs.String("by", defaultBy(), "who bans, recorded with the ban")
 	asJSON := fs.Bool("json", false, "write the bans added as JSON")
 	force := fs.Bool("force", false, "ban a CIDR wider than a /8 of IPv4 or a /16 of IPv6")
@@ -512,6 +516,9 @@ func banCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		}
 		if *permanent && length != 0 {
 			return usagef("-for and -permanent exclude each other")
+		}
+		if len(*reason) > protect.MaxReasonLen {
+			return usagef("-reason: %d bytes; a reason holds at most %d", len(*reason), protect.MaxReasonLen)
 		}
 		ctx, cancel := c.ctx()
 		defer cancel()
@@ -658,6 +665,9 @@ func kindOf(l admin.LimitRecord) string {
 func describe(r *admin.BanRecord) string {
 	if r == nil {
 		return "none"
+	}
+	if r.Malformed != "" {
+		return "malformed record, not enforced (protectctl lift deletes it): " + cell(r.Malformed)
 	}
 	left := "permanent"
 	if !r.Permanent {

@@ -239,7 +239,7 @@ func TestHandlerStatuses(t *testing.T) {
 		return fmt.Sprint(sortStrings(keys))
 	}
 	for path, want := range map[string]string{
-		"/v1/bans":                         "[ban_namespace by created expires key offense permanent range reason seconds_left source]",
+		"/v1/bans":                         "[ban_namespace by created expires key malformed offense permanent range reason seconds_left source]",
 		"/v1/check?addr=203.0.113.7":       "[addr refused safe safe_networks sources]",
 		"/v1/protectors":                   "[ban_namespace dry_run limits name namespace published]",
 		"/v1/inspect?target=203.0.113.7":   "[ban ban_limit ban_namespace count count_seconds_left key limit limits limits_published namespace offenses protectors range_bans safe target]",

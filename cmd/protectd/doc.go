@@ -13,6 +13,10 @@
 // bad setting, saying to use redis+cluster:// (see redisstore.Dial), at
 // start as in -check.
 //
+// At start and in -check, protectd logs a warning for a Redis whose
+// eviction policy can evict bans or that keeps nothing across a restart
+// (docs/redis.md has the settings to use).
+//
 // # Settings
 //
 // protectd reads the HTTP_PROTECT_* environment of package envconfig, just

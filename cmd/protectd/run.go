@@ -78,6 +78,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 			"addr", s.listen, "why", why)
 	}
 	reached, storeErr := reachStore(ctx, s.cfg.Store)
+	checkSetup(ctx, s.cfg.Store, log)
 	if *check {
 		c := v.p.Config()
 		fmt.Fprintf(stdout, "listen %s, %s store, %d plans, max_requests %d, ttl %v, ban_limit %d, trusted_proxies %q\n",

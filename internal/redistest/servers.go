@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,12 +24,16 @@ type Server struct {
 	Addr string // 127.0.0.1:port
 	Port int
 	Dir  string // its working directory, with its log in Dir/log
+	t    testing.TB
+	argv []string // redis-server's command line
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-// Kill sends the server SIGKILL and waits for it to end.
+// Kill sends the server SIGKILL and waits for it to end. A paused server
+// is let run first, so that it can die.
 func (s *Server) Kill() {
+	s.cmd.Process.Signal(syscall.SIGCONT)
 	s.cmd.Process.Kill()
 	<-s.done
 }
@@ -100,13 +105,22 @@ func StartServer(t testing.TB, bus bool, args ...string) *Server {
 	argv = append(argv, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", filepath.Join(dir, "log"), "--repl-diskless-sync-delay", "0")
 	argv = append(argv, args...)
-	cmd := exec.Command(bin, argv...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("redis-server %q: %v", argv, err)
-	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.done) }()
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, t: t, argv: append([]string{bin}, argv...)}
+	s.launch()
 	t.Cleanup(s.Kill)
+	return s
+}
+
+// launch starts the server's process and waits until it answers PING.
+func (s *Server) launch() {
+	s.t.Helper()
+	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("redis-server %q: %v", s.argv, err)
+	}
+	done := make(chan struct{})
+	s.done = done
+	go func() { s.cmd.Wait(); close(done) }()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -115,15 +129,15 @@ func StartServer(t testing.TB, bus bool, args ...string) *Server {
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return s
+			return
 		}
 		select {
-		case <-s.done:
-			t.Fatalf("redis-server %q exited: %v; log:\n%s", argv, err, s.Log())
+		case <-done:
+			s.t.Fatalf("redis-server %q exited: %v; log:\n%s", s.argv, err, s.Log())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server %q does not answer: %v; log:\n%s", argv, err, s.Log())
+			s.t.Fatalf("redis-server %q does not answer: %v; log:\n%s", s.argv, err, s.Log())
 		}
 	}
 }

@@ -17,6 +17,9 @@
 --   the depth's remainder (1/limit µs), and the increment of this cost
 --   (µs, remainder; 'n', 'n' when the cost can never fit) for a rate;
 --   'q', name, limit, 'h', 'd' or 'm', '0', '0', '0' for a quota.
+-- ARGV[last], when the count of ARGV after the second is not a multiple of
+--   seven: the SHA-1 of a damaged ban record to decide as if it were
+--   absent (see damaged in prelude.lua); the reply then starts with 2.
 -- Returns, when banned, {0, count, ms left (0: permanent), new (0 or 1),
 -- ban record}; else {1, now µs, stream count, then for each limit: fits
 -- (0 or 1), a, b}, where a, b are a rate's TAT (µs) and remainder or a
@@ -31,7 +34,9 @@ local base = KEYS[1]
 local bans = KEYS[2] or KEYS[1]
 local cost = tonumber(ARGV[1])
 local stream = ARGV[2]
-local n = (#ARGV - 2) / 7
+local n = math.floor((#ARGV - 2) / 7)
+local ignore = nil
+if (#ARGV - 2) % 7 == 1 then ignore = ARGV[#ARGV] end
 local now = now_us()
 
 -- The keys to read: the ban, each limit's state, the stream's counter.
@@ -83,8 +88,12 @@ end
 if stream ~= '' then keys[n + 2] = base .. ':c' end
 local vals = redis.call('MGET', unpack(keys))
 
+local kind = 1
 if vals[1] then
-  return {0, 0, ban_left(keys[1]), 0, vals[1]}
+  if not damaged(vals[1], ignore) then
+    return {0, 0, ban_left(keys[1]), 0, vals[1]}
+  end
+  kind = 2
 end
 
 local count = 0
@@ -104,7 +113,7 @@ end
 
 local c = cost
 if c < 1 then c = 1 end
-local out = {1, now, count}
+local out = {kind, now, count}
 local nx = {}
 local all = true
 for i = 1, n do

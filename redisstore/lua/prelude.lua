@@ -37,11 +37,20 @@ local function ban_expires(rec)
   return tonumber(string.match(rec, '^%d+|(%d+)|'))
 end
 
--- ban_left: 0 says permanent, as the replies do.
+-- ban_left: the ms left of a ban's key, -1 when the key never expires
+-- (which a permanent record says, and a temporary one must not: codec.go
+-- reports that as damage).
 local function ban_left(key)
   local left = redis.call('PTTL', key)
-  if left < 0 then left = 0 end
+  if left < -1 then left = 0 end
   return left
+end
+
+-- damaged reports whether rec is the damaged ban record the caller asked
+-- to ignore, by its SHA-1: Go, not Lua, decides what is readable, and the
+-- request is then decided as if the record were absent (codec.go).
+local function damaged(rec, sha)
+  return sha ~= nil and sha ~= '' and redis.sha1hex(rec) == sha
 end
 
 -- put_ban writes a key ban for len ms (0: permanent) and its entry in the

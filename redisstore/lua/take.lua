@@ -9,21 +9,31 @@
 --   <bns>{<slot tag>}:bans (absent: <bns>bans, one per ban namespace).
 -- ARGV[1] n to count (0: decide only, write nothing).
 -- ARGV[2] the limits (see limits in prelude.lua).
--- Returns the count, an integer, when not banned; else
--- {count, ms left (0: permanent), new (0 or 1), ban record}.
+-- ARGV[3] optional: the SHA-1 of a damaged ban record to decide as if it
+--   were absent (see damaged in prelude.lua).
+-- Returns the count, an integer, when not banned ({count} when not banned
+-- because ARGV[3] named the ban record there); else {count, ms left (-1:
+-- the key never expires), new (0 or 1), ban record}.
 local bans = KEYS[2] or KEYS[1]
 local counter, banKey = KEYS[1] .. ':c', bans .. ':b'
 local rec = redis.call('GET', banKey)
+local ignored = false
 if rec then
-  return {0, ban_left(banKey), 0, rec}
+  if not damaged(rec, ARGV[3]) then
+    return {0, ban_left(banKey), 0, rec}
+  end
+  ignored = true
 end
 if ARGV[1] == '0' then
-  return tonumber(redis.call('GET', counter) or '0')
+  local count = tonumber(redis.call('GET', counter) or '0')
+  if ignored then return {count} end
+  return count
 end
 local lim = limits(ARGV[2])
 local count = redis.call('INCRBY', counter, ARGV[1]) -- as text: no float on the way
 redis.call('PEXPIRE', counter, lim.ttl)
 if lim.limit < 0 or count <= lim.limit then
+  if ignored then return {count} end
   return count
 end
 local len

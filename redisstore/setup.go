@@ -1,0 +1,86 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	protect "github.com/httpprotect/protect"
+	"github.com/redis/go-redis/v9"
+)
+
+// What protect keeps in Redis and how Redis may lose it. Bans, offense
+// histories, the ban index and published limits are state: nothing else
+// holds them, and a key Redis drops is a ban lifted with no log line.
+// Two settings decide whether Redis drops them:
+//
+//   - maxmemory-policy: with maxmemory reached, allkeys-* evicts any key
+//     (permanent bans and the index too), volatile-* any key with a TTL
+//     (every temporary ban and offense history, the published limits).
+//     Only noeviction keeps them: writes then fail, the failure policy
+//     answers, and nothing is lifted.
+//   - persistence: with neither AOF nor RDB snapshots, a restart of
+//     Redis starts empty.
+//
+// Counters are not state in that sense (they are forgotten after TTL
+// anyway); their cost in memory is what maxmemory must allow for. The
+// advice is a Redis of protect's own (docs/redis.md): noeviction and AOF.
+
+// fixAdvice is what every warning advises.
+const fixAdvice = "give protect a Redis of its own with maxmemory-policy noeviction and AOF (appendonly yes), sized as docs/redis.md says"
+
+// CheckSetup implements protect.SetupChecker: it reads maxmemory,
+// maxmemory-policy, appendonly and save on every node that holds keys
+// (CONFIG GET), and warns of a policy that can evict bans and of a node
+// without persistence. On a server that refuses CONFIG (a managed Redis
+// may) it returns an error saying it could not check.
+func (s *Store) CheckSetup(ctx context.Context) ([]protect.SetupWarning, error) {
+	var mu sync.Mutex
+	warnings := []protect.SetupWarning{}
+	err := s.eachNode(ctx, func(ctx context.Context, c redis.Cmdable) error {
+		conf, err := c.ConfigGet(ctx, "*").Result()
+		if err != nil {
+			return err
+		}
+		server := ""
+		if n, ok := c.(*redis.Client); ok && s.isCluster() {
+			server = n.Options().Addr
+		}
+		ws := setupWarnings(conf, server)
+		mu.Lock()
+		warnings = append(warnings, ws...)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("protect: cannot check the eviction policy and persistence of redis at %s (CONFIG GET refused: %w); check them by hand (docs/redis.md)", s.Addr(), err)
+	}
+	return warnings, nil
+}
+
+// setupWarnings reads one node's settings.
+func setupWarnings(conf map[string]string, server string) []protect.SetupWarning {
+	var out []protect.SetupWarning
+	policy := conf["maxmemory-policy"]
+	limitNote := ""
+	if conf["maxmemory"] == "0" {
+		limitNote = " (maxmemory is 0 now, no limit: nothing is evicted until one is set, as managed servers do)"
+	}
+	switch {
+	case strings.HasPrefix(policy, "allkeys-"):
+		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
+			Risk: "when Redis reaches maxmemory it evicts any key: bans, permanent ones too, the ban index, offense histories and published limits, so banned clients are served again with nothing in the log" + limitNote,
+			Fix:  fixAdvice})
+	case strings.HasPrefix(policy, "volatile-"):
+		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
+			Risk: "when Redis reaches maxmemory it evicts keys with a TTL: every temporary ban, offense history and counter, and the published limits (every automatic ban has a TTL), so banned clients are served again with nothing in the log" + limitNote,
+			Fix:  fixAdvice})
+	}
+	if conf["appendonly"] != "yes" && strings.TrimSpace(conf["save"]) == "" {
+		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "appendonly no, save \"\"", Server: server,
+			Risk: "Redis keeps nothing across a restart: every ban, offense history and published limit is gone when it restarts",
+			Fix:  "turn on AOF (appendonly yes, appendfsync everysec); " + fixAdvice})
+	}
+	return out
+}
