@@ -139,8 +139,8 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 
 	var (
 		acked, skipped, afterBound, lost int
-		last503, firstRedis        time.Duration = -1, -1
-		seen                                     = make(map[int64]bool)
+		last503, firstRedis              time.Duration = -1, -1
+		seen                                           = make(map[int64]bool)
 	)
 	for _, a := range answers {
 		if a.skipped {
