@@ -11,7 +11,7 @@ import (
 
 // numStatuses is the number of Status values; Stats.Decisions has one
 // counter each.
-const numStatuses = int(Exhausted) + 1
+const numStatuses = int(Blocked) + 1
 
 // numLatencyBuckets is the number of bounded buckets of the store latency
 // histogram (Stats.StoreLatency).
