@@ -112,6 +112,10 @@ type Stats struct {
 	// counted: on Redis that would be a scan of the store per scrape;
 	// protectctl bans lists them.
 	RangeBans int
+
+	// BlockLists is the state of each of Config.BlockLists at the call,
+	// in Config order; nil when there are none.
+	BlockLists []BlockListStats
 }
 
 // A LatencyHistogram counts durations in the fixed buckets bounded by
@@ -148,6 +152,7 @@ func (p *Protector) Stats() Stats {
 	if r, ok := p.raw.(RangeBanCounter); ok {
 		s.RangeBans = r.RangeBans()
 	}
+	s.BlockLists = p.lists.stats()
 	return s
 }
 
