@@ -1,0 +1,58 @@
+package protect
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+)
+
+// staticSource is a BlockSource of one set.
+type staticSource struct{ s *BlockSet }
+
+func (s staticSource) BlockSet() *BlockSet { return s.s }
+
+// BenchmarkVerifyAddrBlockLists measures the hot path of an unlisted
+// address (10k keys, memory store) with no list and with 250k addresses
+// and 100k ranges listed: what a list costs the requests it does not
+// refuse.
+func BenchmarkVerifyAddrBlockLists(b *testing.B) {
+	ctx := context.Background()
+	addrs := benchAddrs(10_000) // inside 11.0.0.0/16
+	entries, _ := benchEntries(250_000, 100_000)
+	probe := netip.MustParsePrefix("11.0.0.0/16")
+	kept := entries[:0]
+	for _, e := range entries {
+		if !e.Prefix.Overlaps(probe) {
+			kept = append(kept, e)
+		}
+	}
+	set := NewBlockSet(kept)
+	for _, bc := range []struct {
+		name  string
+		lists []BlockList
+	}{
+		{"lists=0", nil},
+		{"entries=350k", []BlockList{{Name: "big", Source: staticSource{set}}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, err := New(Config{MaxRequests: 1 << 62, BanLimit: -1, Logger: discardLogger(), BlockLists: bc.lists})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { p.Close() })
+			for _, a := range addrs {
+				p.VerifyAddr(ctx, a)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if d, _ := p.VerifyAddr(ctx, addrs[i]); d.Status != Allowed {
+					b.Fatalf("VerifyAddr(%s) = %v, want allowed", addrs[i], d.Status)
+				}
+				if i++; i == len(addrs) {
+					i = 0
+				}
+			}
+		})
+	}
+}
