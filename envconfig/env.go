@@ -123,6 +123,8 @@ var envVars = [...]envVar{
 	{"IPV6_ESCALATION", envLevels(func(c *settings) *[]int { return &c.IPv6Escalation })},
 	{"IPV4_ESCALATION", envLevels(func(c *settings) *[]int { return &c.IPv4Escalation })},
 	{"SAFE_NETWORKS", envList(func(c *settings) *[]string { return &c.SafeNetworks })},
+	{"BLOCKLIST_DIR", envString(func(c *settings) *string { return &c.blockListDir })}, // before BLOCKLISTS, which reads it
+	{"BLOCKLISTS", envBlockLists},
 	{"NAMESPACE", envString(func(c *settings) *string { return &c.Namespace })},
 	{"BAN_NAMESPACE", envString(func(c *settings) *string { return &c.BanNamespace })},
 	{"NAME", envString(func(c *settings) *string { return &c.Name })},
@@ -328,7 +330,8 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 // store to dial once every variable has parsed.
 type settings struct {
 	protect.Config
-	redisURL string
+	redisURL     string
+	blockListDir string // where URL lists keep their last good copy (blocklists.go)
 }
 
 func configErr(format string, args ...any) error {
