@@ -22,6 +22,15 @@
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
 //	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
 //
+// Block lists (docs/blocklists.md): HTTP_PROTECT_BLOCKLISTS names lists of
+// files and URLs, refused with 403 and code blocked before anything is
+// counted; and protectd bounces for a CrowdSec Local API with names of its
+// own:
+//
+//	HTTP_PROTECT_CROWDSEC_URL       the LAPI, such as http://127.0.0.1:8080 [none]
+//	HTTP_PROTECT_CROWDSEC_KEY       a bouncer key, from cscli bouncers add NAME
+//	HTTP_PROTECT_CROWDSEC_INTERVAL  how often it asks for new decisions [10s, at least 1s]
+//
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
 // without it every request is counted as the proxy's.

@@ -58,6 +58,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	defer startBouncer(ctx, &s, log, !*check)()
 	v, err := newVerifier(s, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/envconfig"
 )
 
@@ -19,6 +20,16 @@ const (
 	defaultListen = "127.0.0.1:8089"
 )
 
+// protectd's CrowdSec settings (crowdsec.go).
+const (
+	ownCrowdsecURL      = "CROWDSEC_URL"
+	ownCrowdsecKey      = "CROWDSEC_KEY"
+	ownCrowdsecInterval = "CROWDSEC_INTERVAL"
+	envCrowdsecURL      = envconfig.Prefix + ownCrowdsecURL
+	envCrowdsecKey      = envconfig.Prefix + ownCrowdsecKey
+	envCrowdsecInterval = envconfig.Prefix + ownCrowdsecInterval
+)
+
 // settings is everything protectd is configured with.
 type settings struct {
 	cfg    protect.Config
@@ -26,6 +37,9 @@ type settings struct {
 	// plans by name, as X-Protect-Plan names them; empty without
 	// HTTP_PROTECT_PLANS.
 	plans map[string]*protect.Plan
+	// crowdsec configures the bouncer that feeds CrowdSec's decisions to
+	// the block lists (crowdsec.go); nil without HTTP_PROTECT_CROWDSEC_URL.
+	crowdsec *crowdsec.Options
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -33,7 +47,7 @@ type settings struct {
 // HTTP_PROTECT_ name that is neither protect's nor protectd's is an
 // error. Every error quotes the setting and its value.
 func loadSettings(env []string) (settings, error) {
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval)
 	if err != nil {
 		return settings{}, err
 	}
@@ -54,6 +68,9 @@ func loadSettings(env []string) (settings, error) {
 		if s.plans, err = envconfig.LoadPlans(v); err != nil {
 			return settings{}, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err)
 		}
+	}
+	if s.crowdsec, err = crowdsecOptions(env); err != nil {
+		return settings{}, err
 	}
 	return s, nil
 }
