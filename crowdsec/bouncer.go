@@ -268,16 +268,26 @@ func (b *Bouncer) poll(ctx context.Context) error {
 	if len(body) > maxBody {
 		return fmt.Errorf("crowdsec: %s: an answer longer than %d bytes", b.String(), maxBody)
 	}
-	var ans *streamAnswer
-	if err := json.Unmarshal(body, &ans); err != nil {
-		return fmt.Errorf("crowdsec: %s: not a decisions stream: %w", b.String(), err)
-	}
-	if ans == nil { // a null body: nothing changed
-		ans = &streamAnswer{}
+	ans, err := decodeStream(body)
+	if err != nil {
+		return fmt.Errorf("crowdsec: %s: %w", b.String(), err)
 	}
 	b.apply(ans, b.opts.Clock())
 	b.started = true
 	return nil
+}
+
+// decodeStream reads one answer of the stream; a null body, or null
+// arrays, are nothing new.
+func decodeStream(body []byte) (*streamAnswer, error) {
+	var ans *streamAnswer
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return nil, fmt.Errorf("not a decisions stream: %w", err)
+	}
+	if ans == nil {
+		ans = &streamAnswer{}
+	}
+	return ans, nil
 }
 
 // apply applies one answer at now: deletions first, then new decisions,

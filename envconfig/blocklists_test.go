@@ -42,3 +42,21 @@ func TestBlockListsFromEnvErrors(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBlockListEntry checks that any entry either parses into a list
+// New would take the source of, or is an error: never a list with no
+// name, or with both a path and a URL.
+func FuzzBlockListEntry(f *testing.F) {
+	for _, s := range []string{"spamhaus:/etc/drop.txt", "drop=netset:https://x/y.netset", "ipsum:3:/a/b.txt", "https://x", "a=b:c", "/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, e string) {
+		l, err := parseBlockListEntry(e)
+		if err != nil {
+			return
+		}
+		if l.Name == "" || (l.Path == "") == (l.URL == "") || l.MinCount < 0 {
+			t.Fatalf("parseBlockListEntry(%q) = %+v, want a name and one source", e, l)
+		}
+	})
+}
