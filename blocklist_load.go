@@ -120,12 +120,12 @@ func (s *listSource) checkFile() error {
 		}
 		return nil
 	}
-	s.mod, s.size, s.seen = fi.ModTime(), fi.Size(), true
 	f, err := os.Open(s.cfg.Path)
 	if err != nil {
-		return s.failed(err)
+		return s.failed(err) // tried again at the next check: a file being replaced, a permission put right
 	}
 	defer f.Close()
+	s.mod, s.size, s.seen = fi.ModTime(), fi.Size(), true
 	_, err = s.load(f)
 	return err
 }
@@ -202,8 +202,10 @@ func (s *listSource) loadCache() {
 	if ok, _ := s.load(bytes.NewReader(body)); ok && meta.URL == s.cfg.URL {
 		s.etag, s.lastMod = meta.ETag, meta.LastModified
 	}
-	// The copy is as old as it is: the first fetch confirms it.
+	// The copy is as old as it is, and no check has been made: the
+	// first fetch confirms it.
 	s.checked.Store(0)
+	s.up.Store(false)
 }
 
 // saveCache writes the copy, then its validators, each by a rename, so

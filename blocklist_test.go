@@ -213,8 +213,13 @@ func TestBlockListReload(t *testing.T) {
 // starts the next protector while the server is down.
 func TestBlockListURL(t *testing.T) {
 	var gets, conditional atomic.Int32
+	var broken atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gets.Add(1)
+		if broken.Load() {
+			http.Error(w, "down for maintenance", http.StatusInternalServerError)
+			return
+		}
 		if r.Header.Get("User-Agent") == "" || !strings.HasPrefix(r.Header.Get("User-Agent"), "protect-blocklist/") {
 			t.Errorf("User-Agent = %q", r.Header.Get("User-Agent"))
 		}
@@ -245,6 +250,16 @@ func TestBlockListURL(t *testing.T) {
 	}
 	if gets.Load() != 2 || conditional.Load() != 1 {
 		t.Errorf("%d GETs, %d conditional; want 2, 1", gets.Load(), conditional.Load())
+	}
+	broken.Store(true)
+	if err := p.ReloadBlockLists(t.Context()); err == nil || !strings.Contains(err.Error(), "500 Internal Server Error") {
+		t.Errorf("ReloadBlockLists with the server failing = %v, want its 500", err)
+	}
+	if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("203.0.113.5")); d.Status != protect.Blocked {
+		t.Errorf("VerifyAddr(203.0.113.5) with the server failing = %v, want blocked by the last good set", d.Status)
+	}
+	if st := p.Stats().BlockLists[0]; st.Up || st.Errors != 1 || st.Entries != 1 {
+		t.Errorf("Stats().BlockLists[0] = %+v, want down, 1 error, 1 entry", st)
 	}
 	p.Close()
 	srv.Close()

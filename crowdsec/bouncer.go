@@ -101,6 +101,7 @@ type Bouncer struct {
 	started   bool      // the startup poll was answered
 	nextEnd   time.Time // the earliest end of a decision in the set; zero when none
 	logged    int       // the state last logged: 0 none, 1 up, -1 down
+	changed   bool      // decisions came or went since the set was made
 }
 
 // decision is one decision in force.
@@ -212,7 +213,9 @@ func (b *Bouncer) Poll(ctx context.Context) error {
 	}
 	b.up.Store(true)
 	b.checked.Store(now.UnixNano())
-	b.rebuild(now)
+	if b.changed || b.set.Load() == nil || !b.nextEnd.IsZero() && !now.Before(b.nextEnd) {
+		b.rebuild(now)
+	}
 	if b.logged != 1 {
 		b.logged = 1
 		b.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "protect/crowdsec: LAPI up",
@@ -294,7 +297,10 @@ func decodeStream(body []byte) (*streamAnswer, error) {
 // as the LAPI lists a decision replaced within one interval in both.
 func (b *Bouncer) apply(ans *streamAnswer, now time.Time) {
 	for _, d := range ans.Deleted {
-		delete(b.decisions, d.ID)
+		if _, ok := b.decisions[d.ID]; ok {
+			delete(b.decisions, d.ID)
+			b.changed = true
+		}
 	}
 	for _, d := range ans.New {
 		if !b.types[strings.ToLower(d.Type)] {
@@ -309,6 +315,7 @@ func (b *Bouncer) apply(ans *streamAnswer, now time.Time) {
 			continue
 		}
 		b.decisions[d.ID] = decision{prefix: p, scenario: d.Scenario, end: now.Add(left)}
+		b.changed = true
 	}
 }
 
@@ -348,4 +355,5 @@ func (b *Bouncer) rebuild(now time.Time) {
 		entries = append(entries, protect.BlockEntry{Prefix: d.prefix, Note: d.scenario, Expires: d.end})
 	}
 	b.set.Store(protect.NewBlockSet(entries))
+	b.changed = false
 }
