@@ -125,10 +125,17 @@ func TestBlockListsRefuseBeforeTheStore(t *testing.T) {
 	if got := p.BlockListMatches(netip.MustParseAddr("203.0.113.9")); got != nil {
 		t.Errorf("BlockListMatches(203.0.113.9) = %+v, want nil", got)
 	}
-	// Lists are not bans: the store's ban list holds none of them.
+	// Lists are not bans: the store's ban list holds none of them, and
+	// a lift lifts nothing.
 	bans, err := p.Bans(t.Context(), protect.BanFilter{})
 	if err != nil || len(bans) != 0 {
 		t.Errorf("Bans() = %v, %v; want none", bans, err)
+	}
+	if lifted, err := p.Lift(t.Context(), "192.0.2.7", "test"); err != nil || len(lifted) != 0 {
+		t.Errorf("Lift(192.0.2.7) = %v, %v; want nothing lifted", lifted, err)
+	}
+	if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.7")); d.Status != protect.Blocked {
+		t.Errorf("VerifyAddr(192.0.2.7) after a lift = %v, want blocked", d.Status)
 	}
 }
 
