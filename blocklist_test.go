@@ -303,3 +303,28 @@ func TestBlockListConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// The poller reads a rewritten file by itself within a Refresh or two,
+// with no call of ReloadBlockLists.
+func TestBlockListPollsItsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "list.txt")
+	writeList(t, path, "192.0.2.7\n")
+	p, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler),
+		BlockLists: []protect.BlockList{{Name: "list", Path: path, Refresh: time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	writeList(t, path, "192.0.2.8\n")
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.8"))
+		if d.Status == protect.Blocked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VerifyAddr(192.0.2.8) = %v 3s after the rewrite with Refresh 1s, want blocked", d.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -83,6 +83,15 @@ func TestCrowdsecEndToEnd(t *testing.T) {
 	l.Cscli(t, "decisions", "add", "--range", "198.51.100.0/24", "--duration", "1h")
 	eventually(t, d, "192.0.2.88", 403, "cscli decisions add --ip")
 	eventually(t, d, "198.51.100.200", 403, "cscli decisions add --range")
+	found := false
+	for _, l := range d.log.lines(t, "refused") {
+		if l["decision"] == "blocked" && l["list"] == "crowdsec" && l["entry"] == "198.51.100.0/24" && l["code"] == "blocked" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no refused line names the list crowdsec and the entry 198.51.100.0/24; log:\n%s", d.log)
+	}
 
 	l.Cscli(t, "decisions", "delete", "--ip", "192.0.2.88")
 	eventually(t, d, "192.0.2.88", 200, "cscli decisions delete --ip")

@@ -116,6 +116,9 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.Policy != "" {
 		attrs = append(attrs, slog.String("policy", d.Policy))
 	}
+	if d.Status == protect.Blocked && d.Ban != nil { // which list, and which of its entries
+		attrs = append(attrs, slog.String("list", d.Ban.By), slog.Any("entry", d.Ban.Key))
+	}
 	if d.Err != nil {
 		attrs = append(attrs, slog.String("err", d.Err.Error()))
 	}
