@@ -241,7 +241,12 @@ func (bl *blockLists) close() {
 // whether a list holds a, and then decides d.
 func (p *Protector) listed(d *Decision, a netip.Addr) bool {
 	for _, l := range p.lists.lists {
-		s := l.src.BlockSet()
+		var s *BlockSet
+		if l.own != nil { // a file or a URL: the set without an interface call
+			s = l.own.set.Load()
+		} else {
+			s = l.src.BlockSet()
+		}
 		if i, ok := s.find(a); ok {
 			p.blocked(d, a, l, s.entry(i))
 			return true

@@ -3,6 +3,9 @@ package protect
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -27,12 +30,22 @@ func BenchmarkVerifyAddrBlockLists(b *testing.B) {
 		}
 	}
 	set := NewBlockSet(kept)
+	var file strings.Builder
+	for _, e := range kept {
+		file.WriteString(e.Prefix.String())
+		file.WriteByte('\n')
+	}
+	path := filepath.Join(b.TempDir(), "big.txt")
+	if err := os.WriteFile(path, []byte(file.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	for _, bc := range []struct {
 		name  string
 		lists []BlockList
 	}{
 		{"lists=0", nil},
-		{"entries=350k", []BlockList{{Name: "big", Source: staticSource{set}}}},
+		{"entries=350k/file", []BlockList{{Name: "big", Path: path}}},
+		{"entries=350k/source", []BlockList{{Name: "big", Source: staticSource{set}}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p, err := New(Config{MaxRequests: 1 << 62, BanLimit: -1, Logger: discardLogger(), BlockLists: bc.lists})
