@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,5 +129,29 @@ func TestCrowdsecSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("loadSettings(%q) = %v, want an error with %q and no key", tt.env, err, tt.want)
 		}
+	}
+}
+
+// SIGHUP reads a rewritten list file at once, long before its Refresh.
+func TestHangupReloadsBlockLists(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "mine.txt")
+	if err := os.WriteFile(list, []byte("203.0.113.0/24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_BLOCKLISTS="+list)
+	if got, _ := verifyAs(t, d, "192.0.2.99"); got != 200 {
+		t.Fatalf("/verify for 192.0.2.99 = %d, want 200", got)
+	}
+	if err := os.WriteFile(list, []byte("192.0.2.99\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Now().Add(time.Minute)
+	os.Chtimes(list, mt, mt)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, d, "192.0.2.99", 403, "SIGHUP after a rewrite")
+	if n := len(d.log.lines(t, "SIGHUP: block lists checked")); n != 1 {
+		t.Errorf("%d lines say the lists were checked, want 1", n)
 	}
 }

@@ -31,6 +31,8 @@
 //	HTTP_PROTECT_CROWDSEC_KEY       a bouncer key, from cscli bouncers add NAME
 //	HTTP_PROTECT_CROWDSEC_INTERVAL  how often it asks for new decisions [10s, at least 1s]
 //
+// SIGHUP checks every list file and URL at once, beside their Refresh.
+//
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
 // without it every request is counted as the proxy's.

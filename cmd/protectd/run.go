@@ -80,6 +80,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 			s.listen, store, len(s.plans), c.MaxRequests, c.TTL, c.BanLimit, c.TrustedProxies)
 		return exitOK
 	}
+	defer reloadOnHangup(ctx, v.p, log)()
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)
