@@ -98,10 +98,11 @@ type Bouncer struct {
 
 	mu        sync.Mutex // one poll at a time; guards what follows
 	decisions map[int64]decision
-	started   bool      // the startup poll was answered
-	nextEnd   time.Time // the earliest end of a decision in the set; zero when none
-	logged    int       // the state last logged: 0 none, 1 up, -1 down
-	changed   bool      // decisions came or went since the set was made
+	started   bool              // the startup poll was answered
+	nextEnd   time.Time         // the earliest end of a decision in the set; zero when none
+	logged    int               // the state last logged: 0 none, 1 up, -1 down
+	changed   bool              // decisions came or went since the set was made
+	scenarios map[string]string // one copy of each scenario's name: thousands of decisions share a few
 }
 
 // decision is one decision in force.
@@ -314,7 +315,15 @@ func (b *Bouncer) apply(ans *streamAnswer, now time.Time) {
 		if err != nil || left <= 0 {
 			continue
 		}
-		b.decisions[d.ID] = decision{prefix: p, scenario: d.Scenario, end: now.Add(left)}
+		sc, ok := b.scenarios[d.Scenario]
+		if !ok {
+			if b.scenarios == nil || len(b.scenarios) > 4096 {
+				b.scenarios = map[string]string{} // a bound on names that are not shared
+			}
+			sc = d.Scenario
+			b.scenarios[sc] = sc
+		}
+		b.decisions[d.ID] = decision{prefix: p, scenario: sc, end: now.Add(left)}
 		b.changed = true
 	}
 }
