@@ -328,3 +328,26 @@ func TestBlockListPollsItsFile(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A dry run decides Blocked, logs it, and serves the client.
+func TestBlockListDryRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "list.txt")
+	writeList(t, path, "192.0.2.7\n")
+	rec := &logtest.Recorder{}
+	p, err := protect.New(protect.Config{Logger: slog.New(rec), DryRun: true, Namespace: "dry:",
+		BlockLists: []protect.BlockList{{Name: "list", Path: path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.7"))
+	if d.Status != protect.Blocked || d.Refused() || d.StatusCode() != 200 {
+		t.Errorf("VerifyAddr(192.0.2.7) in a dry run = %v, refused %v, %d; want blocked, served, 200", d.Status, d.Refused(), d.StatusCode())
+	}
+	if n := rec.Count("protect: dry run: would refuse"); n != 1 {
+		t.Errorf("%d would-refuse lines, want 1", n)
+	}
+	if st := p.Stats(); st.DryRunRefusals != 1 || st.Decisions[protect.Blocked] != 1 {
+		t.Errorf("Stats() = %d dry-run refusals, %d blocked; want 1, 1", st.DryRunRefusals, st.Decisions[protect.Blocked])
+	}
+}
