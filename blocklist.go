@@ -86,7 +86,8 @@ type BlockSourceStatuser interface {
 	BlockSourceStatus() BlockSourceStatus
 }
 
-// BlockSourceStatus is the health of a block list's source.
+// BlockSourceStatus is the health of a block list's source. The zero
+// value is a source that is down and has never been checked.
 type BlockSourceStatus struct {
 	// Up reports whether the last check of the source succeeded.
 	Up bool
@@ -98,7 +99,8 @@ type BlockSourceStatus struct {
 	Checked time.Time
 }
 
-// ListMatch is one block list's entry that holds an address.
+// ListMatch is one block list's entry that holds an address. The zero
+// ListMatch matches nothing.
 type ListMatch struct {
 	List    string       // the list's Name
 	Source  string       // its Path or URL; for a live source, what it says it is (fmt.Stringer) or its Name
@@ -107,7 +109,8 @@ type ListMatch struct {
 	Expires time.Time    // when the entry leaves the list, if the list says; else zero
 }
 
-// BlockListStats is one list's state, in Stats.BlockLists.
+// BlockListStats is one list's state, in Stats.BlockLists. The zero value
+// is an unnamed, empty list that is down.
 type BlockListStats struct {
 	Name    string
 	Entries int    // in the set in force

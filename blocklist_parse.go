@@ -62,7 +62,7 @@ func ParseFormat(s string) (Format, error) {
 const maxListLine = 4096
 
 // A LineError is a line of a block list that was rejected. The other
-// lines are loaded without it.
+// lines are loaded without it. The zero LineError names no line.
 type LineError struct {
 	Line int    // from 1
 	Text string // the line, cut to 80 bytes

@@ -10,7 +10,8 @@ import (
 )
 
 // A BlockEntry is one entry of a block list: a network, and what the
-// list says of it.
+// list says of it. The zero BlockEntry lists nothing: NewBlockSet skips
+// it.
 type BlockEntry struct {
 	// Prefix is the listed network; a single address is a /32 or /128.
 	// NewBlockSet masks and unmaps it.

@@ -83,9 +83,10 @@ type Options struct {
 	Clock func() time.Time
 }
 
-// A Bouncer keeps the decisions of one LAPI. It implements
-// protect.BlockSource and protect.BlockSourceStatuser. Make one with New;
-// it polls only while Run runs (or when Poll is called).
+// A Bouncer keeps the decisions of one LAPI. The zero Bouncer is not
+// usable: make one with New. It implements
+// protect.BlockSource and protect.BlockSourceStatuser; it polls only
+// while Run runs (or when Poll is called).
 type Bouncer struct {
 	opts   Options
 	stream *url.URL
