@@ -164,6 +164,7 @@ prometheus:
 func (l *LAPI) run() error {
 	cmd := exec.Command(filepath.Join(l.dir, "usr/bin/crowdsec"), "-c", l.conf, "-no-cs", "-no-capi")
 	cmd.Dir = filepath.Dir(l.conf)
+	cmd.SysProcAttr = procAttr()
 	cmd.Stdout, cmd.Stderr = &syncWriter{l: l}, &syncWriter{l: l}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("crowdsectest: %w", err)
