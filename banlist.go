@@ -30,7 +30,7 @@ type Ban struct {
 	Key     Key       // the banned key, or the banned range when Range is set
 	Range   bool      // checked against every client address, not one counting key
 	Reason  string    // why, in words
-	Source  Source    // auto or manual
+	Source  Source    // auto or manual; SourceList in a Blocked decision
 	By      string    // who added a manual ban
 	Created time.Time // by the store's clock
 	Expires time.Time // zero: permanent

@@ -125,6 +125,11 @@ type Config struct {
 	// SafeNetworks are never counted nor banned, and never touch the store
 	// [none]: CIDRs or bare addresses.
 	SafeNetworks []string
+	// BlockLists are refused as Blocked (403, code blocked) after
+	// SafeNetworks and before the store is touched [none]: lists you
+	// feed in from files or URLs (Spamhaus DROP, FireHOL, IPsum, your
+	// own), or live sources (package crowdsec). See BlockList.
+	BlockLists []BlockList
 
 	// Namespace prefixes the counters and plan states the protector
 	// writes ["protect:"], so that several protectors can share one store.

@@ -32,12 +32,19 @@ const (
 	// window ends; refused with 429 and code quota_exceeded, so that a
 	// client can tell "come back next month" from "slow down".
 	Exhausted
+	// Blocked: the client's address is on one of Config.BlockLists (a
+	// list you feed in, or a live source such as CrowdSec's decisions):
+	// refused with 403 and code blocked, with no Retry-After, since a
+	// list says nothing of when an entry leaves it. Decided before the
+	// store is touched; it is not a ban, and nothing lifts it but the
+	// list itself.
+	Blocked
 )
 
-var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable", "exhausted"}
+var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable", "exhausted", "blocked"}
 
 // String returns the status in lower case: "allowed", "safe", "limited",
-// "banned", "unknown", "unavailable", "exhausted".
+// "banned", "unknown", "unavailable", "exhausted", "blocked".
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
 		return statusNames[s]
@@ -46,8 +53,9 @@ func (s Status) String() string {
 }
 
 // Code returns the machine-readable problem code sent in a refusal body:
-// "rate_limited", "quota_exceeded", "banned", "unknown_client" or
-// "unavailable"; "" for a status that is never refused.
+// "rate_limited", "quota_exceeded", "banned", "blocked",
+// "unknown_client" or "unavailable"; "" for a status that is never
+// refused.
 func (s Status) Code() string {
 	switch s {
 	case Limited:
@@ -56,6 +64,8 @@ func (s Status) Code() string {
 		return "quota_exceeded"
 	case Banned:
 		return "banned"
+	case Blocked:
+		return "blocked"
 	case Unknown:
 		return "unknown_client"
 	case Unavailable:
@@ -98,7 +108,11 @@ type Decision struct {
 	// when not Banned.
 	BanExpires time.Time
 	// Ban is the ban that refused the request when Banned, else nil. It
-	// may be shared with other decisions: treat it as read-only.
+	// may be shared with other decisions: treat it as read-only. When
+	// Blocked, it describes the list entry that refused the request, and
+	// is no ban record: Source is SourceList, By the list's name, Key the
+	// entry (Range set) and Reason the list's note on it, if any (a
+	// Spamhaus SBL reference, a CrowdSec scenario).
 	Ban *Ban
 	// Window is the TTL: the pause that makes the stream start again;
 	// under a plan, the deciding limit's Period (a quota's nominal one).
@@ -167,7 +181,7 @@ func (d Decision) Refused() bool {
 		return false
 	}
 	switch d.Status {
-	case Limited, Banned, Unknown, Unavailable, Exhausted:
+	case Limited, Banned, Unknown, Unavailable, Exhausted, Blocked:
 		return true
 	}
 	return false
@@ -175,6 +189,7 @@ func (d Decision) Refused() bool {
 
 // StatusCode returns the HTTP status to answer with: 200 when not refused,
 // otherwise 429 (Limited, Exhausted), Config.BanStatus (Banned, 403 by default),
+// 403 (Blocked),
 // Config.UnknownStatus (Unknown, 429 by default) or 503 (Unavailable).
 func (d Decision) StatusCode() int {
 	if !d.Refused() {
@@ -184,7 +199,7 @@ func (d Decision) StatusCode() int {
 		return d.code
 	}
 	switch d.Status {
-	case Banned:
+	case Banned, Blocked:
 		return http.StatusForbidden
 	case Unavailable:
 		return http.StatusServiceUnavailable
@@ -306,6 +321,8 @@ func (d Decision) problem(code int) []byte {
 		if d.RetryAfter > 0 {
 			detail = "This client is banned until retry_after seconds have passed."
 		}
+	case Blocked:
+		detail = "This client's address is on a block list."
 	case Unknown:
 		detail = "The client address could not be determined."
 	case Unavailable:

@@ -12,6 +12,10 @@
 //     forwarding header, say). Refused with 429, never counted: input a
 //     client can craft must never let it escape the limiter.
 //  2. Safe networks: never counted, never banned, the store untouched.
+//     Then Config.BlockLists: an address on a list you feed in (Spamhaus
+//     DROP, FireHOL, IPsum, CrowdSec's decisions through package
+//     crowdsec) is Blocked, refused with 403 and code blocked, the store
+//     untouched. Lists are not bans: see BlockList.
 //  3. Block list: the client's key, or a range containing its address, is
 //     banned. Refused with 403 and Retry-After.
 //  4. Ban threshold: this request takes the stream past BanLimit. A ban is

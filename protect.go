@@ -31,6 +31,8 @@ type Protector struct {
 
 	esc *escalation // prefix escalation (escalate.go); nil when off
 
+	lists *blockLists // Config.BlockLists (blocklist.go); nil when none
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -92,6 +94,10 @@ func New(cfg Config) (*Protector, error) {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if p.lists, err = newBlockLists(c.BlockLists, c.Clock, c.Logger); err != nil {
+		p.Close()
+		return nil, err
+	}
 	if p.guard == nil && !p.cfg.DryRun {
 		p.publish() // in process: at once, it costs nothing
 	}
@@ -115,6 +121,7 @@ func (p *Protector) Close() error {
 		if p.guard != nil {
 			p.guard.close()
 		}
+		p.lists.close()
 		p.closeErr = p.closeOwned()
 	})
 	return p.closeErr
@@ -185,12 +192,14 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 }
 
 // screened runs steps 1 and 2 for the client address a, which resolving
-// it (or normalising it) gave with err: it reports whether they decided
-// d. A safe address passes even when the walk behind it failed: it ended
-// on one of our own proxies, or on the peer itself, and that is safe (a
-// health check from the load balancer's subnet; see resolve).
+// it (or normalising it) gave with err, and then Config.BlockLists: it
+// reports whether they decided d. A safe address passes even when the
+// walk behind it failed: it ended on one of our own proxies, or on the
+// peer itself, and that is safe (a health check from the load
+// balancer's subnet; see resolve). A listed address is Blocked before the
+// store is asked anything, so a listed flood costs the store nothing.
 func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
-	if err == nil && p.safe.set == nil { // the common case, inlined
+	if err == nil && p.safe.set == nil && p.lists == nil { // the common case, inlined
 		return false
 	}
 	return p.screen(d, a, err)
@@ -202,6 +211,7 @@ func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
 		d.Status, d.Addr = Safe, a
 	case err != nil:
 		*d = p.unknown(err)
+	case p.lists != nil && p.listed(d, a):
 	default:
 		return false
 	}

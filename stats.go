@@ -11,7 +11,7 @@ import (
 
 // numStatuses is the number of Status values; Stats.Decisions has one
 // counter each.
-const numStatuses = int(Exhausted) + 1
+const numStatuses = int(Blocked) + 1
 
 // numLatencyBuckets is the number of bounded buckets of the store latency
 // histogram (Stats.StoreLatency).
@@ -117,6 +117,10 @@ type Stats struct {
 	// counted: on Redis that would be a scan of the store per scrape;
 	// protectctl bans lists them.
 	RangeBans int
+
+	// BlockLists is the state of each of Config.BlockLists at the call,
+	// in Config order; nil when there are none.
+	BlockLists []BlockListStats
 }
 
 // A LatencyHistogram counts durations in the fixed buckets bounded by
@@ -153,6 +157,7 @@ func (p *Protector) Stats() Stats {
 	if r, ok := p.raw.(RangeBanCounter); ok {
 		s.RangeBans = r.RangeBans()
 	}
+	s.BlockLists = p.lists.stats()
 	return s
 }
 

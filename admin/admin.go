@@ -293,7 +293,8 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 const (
 	StepUnknown = "unknown" // the client address cannot be determined
 	StepSafe    = "safe"    // in SafeNetworks
-	StepBanned  = "banned"  // on the block list
+	StepBanned  = "banned"  // a ban holds it
+	StepBlocked = "blocked" // on a block list (Config.BlockLists, CrowdSec)
 	StepLimited = "limited" // nothing left: the next request would be limited
 	StepAllowed = "allowed"
 	// StepExhausted: a quota of the client's plan is used up (Config.Plan,
@@ -304,7 +305,7 @@ const (
 var steps = map[protect.Status]string{
 	protect.Unknown: StepUnknown, protect.Safe: StepSafe, protect.Banned: StepBanned,
 	protect.Limited: StepLimited, protect.Allowed: StepAllowed,
-	protect.Exhausted: StepExhausted,
+	protect.Exhausted: StepExhausted, protect.Blocked: StepBlocked,
 }
 
 // Explanation says who the client of a request is and which step of the

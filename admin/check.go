@@ -65,8 +65,24 @@ func banSource(kind string, r *BanRecord) CheckSource {
 		Permanent: r.Permanent, Expires: r.Expires, SecondsLeft: r.SecondsLeft, Ban: r}
 }
 
+// listSource is the CheckSource of a block list entry: permanent unless
+// the list says when the entry leaves it (a CrowdSec decision's end).
+func listSource(m protect.ListMatch, now time.Time) CheckSource {
+	src := CheckSource{Kind: SourceBlockList, List: m.List, Entry: m.Entry.String(), Reason: m.Note, Permanent: m.Expires.IsZero()}
+	if m.Entry.IsSingleIP() {
+		src.Entry = m.Entry.Addr().String()
+	}
+	if !src.Permanent {
+		exp := m.Expires.UTC()
+		left := int64(max(0, (m.Expires.Sub(now)+time.Second-1)/time.Second))
+		src.Expires, src.SecondsLeft = &exp, &left
+	}
+	return src
+}
+
 // Check reports every source of a's protector that would refuse addr:
-// the ban on its key, the range bans containing it; and whether
+// the ban on its key, the range bans containing it, the block list
+// entries that hold it (Protector.BlockListMatches); and whether
 // SafeNetworks pass it first. It changes nothing.
 func (a *Admin) Check(ctx context.Context, addr netip.Addr) (CheckReport, error) {
 	addr = addr.Unmap().WithZone("")
@@ -84,6 +100,10 @@ func (a *Admin) Check(ctx context.Context, addr netip.Addr) (CheckReport, error)
 	// Block lists (CrowdSec's decisions among them) are asked here, after
 	// the bans, as step 3 of the pipeline asks them: each list whose set
 	// holds addr is one more CheckSource of kind SourceBlockList.
+	now := a.p.Config().Clock()
+	for _, m := range a.p.BlockListMatches(addr) {
+		rep.Sources = append(rep.Sources, listSource(m, now))
+	}
 	rep.Refused = !rep.Safe && len(rep.Sources) > 0
 	return rep, nil
 }

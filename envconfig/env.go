@@ -189,6 +189,8 @@ var envVars = [...]envVar{
 	{"IPV6_ESCALATION", "IPv6Escalation", envLevels(func(c *settings) *[]int { return &c.IPv6Escalation })},
 	{"IPV4_ESCALATION", "IPv4Escalation", envLevels(func(c *settings) *[]int { return &c.IPv4Escalation })},
 	{"SAFE_NETWORKS", "SafeNetworks", envNetList(func(c *settings) *[]string { return &c.SafeNetworks })},
+	{"BLOCKLIST_DIR", "", envString(func(c *settings) *string { return &c.blockListDir })}, // before BLOCKLISTS, which reads it
+	{"BLOCKLISTS", "BlockLists", envBlockLists},
 	{"NAMESPACE", "Namespace", envString(func(c *settings) *string { return &c.Namespace })},
 	{"BAN_NAMESPACE", "BanNamespace", envString(func(c *settings) *string { return &c.BanNamespace })},
 	{"NAME", "Name", envString(func(c *settings) *string { return &c.Name })},
@@ -430,8 +432,9 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 // store to dial once every variable has parsed.
 type settings struct {
 	protect.Config
-	redisURL  string
-	stateFile string
+	redisURL     string
+	stateFile    string
+	blockListDir string // where URL lists keep their last good copy (blocklists.go)
 }
 
 func configErr(format string, args ...any) error {

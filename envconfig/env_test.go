@@ -31,6 +31,8 @@ func TestFromEnvReadsEveryName(t *testing.T) {
 		"HTTP_PROTECT_IPV6_ESCALATION=48",
 		"HTTP_PROTECT_IPV4_ESCALATION=16",
 		"HTTP_PROTECT_SAFE_NETWORKS=192.0.2.0/24",
+		"HTTP_PROTECT_BLOCKLIST_DIR=/var/lib/protect",
+		"HTTP_PROTECT_BLOCKLISTS=spamhaus:https://www.spamhaus.org/drop/drop.txt",
 		"HTTP_PROTECT_NAMESPACE=api:",
 		"HTTP_PROTECT_BAN_NAMESPACE=bans:",
 		"HTTP_PROTECT_NAME=api",
@@ -53,6 +55,7 @@ func TestFromEnvReadsEveryName(t *testing.T) {
 		EscalationThreshold: 4, IPv6Escalation: []int{48}, IPv4Escalation: []int{16},
 		Namespace: "api:", BanNamespace: "bans:", Name: "api", OnStoreError: protect.FailClosed, StoreTimeout: 50 * time.Millisecond, DryRun: true,
 		BanStatus: 429, UnknownStatus: 400,
+		BlockLists: []protect.BlockList{{Name: "drop", URL: "https://www.spamhaus.org/drop/drop.txt", Format: protect.FormatSpamhaus, Cache: "/var/lib/protect/drop.cache"}},
 	}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || len(c.SafeNetworks) != 1 || c.SafeNetworks[0] != "192.0.2.0/24" {
 		t.Fatalf("FromEnviron(env).TrustedProxies, SafeNetworks = %q, %q; want two proxies ending in 192.0.2.15, and 192.0.2.0/24", c.TrustedProxies, c.SafeNetworks)

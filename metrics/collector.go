@@ -49,6 +49,7 @@ type descs struct {
 	storeCalls, storeErrors, storeTimeouts, storeCanceled, storeDuration *prometheus.Desc
 	storeFailures, circuitOpen, circuitOpens, circuitRejected            *prometheus.Desc
 	storeMalformed                                                       *prometheus.Desc
+	listEntries, listErrors, listAge, listUp                             *prometheus.Desc
 }
 
 func newDescs() descs {
@@ -58,7 +59,7 @@ func newDescs() descs {
 	}
 	return descs{
 		decisions: desc("protect_decisions_total",
-			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted.", "status"),
+			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted, blocked.", "status"),
 		dryRun: desc("protect_dry_run_refusals_total",
 			"Decisions that would have refused and that DryRun let through."),
 		penalties: desc("protect_penalties_total",
@@ -89,6 +90,14 @@ func newDescs() descs {
 			"Times the circuit breaker opened."),
 		circuitRejected: desc("protect_circuit_rejected_total",
 			"Store calls the open circuit answered without calling the store."),
+		listEntries: desc("protect_blocklist_entries",
+			"Entries in the set in force of each block list.", "list"),
+		listErrors: desc("protect_blocklist_errors_total",
+			"Failed checks of each block list's source (a refused load, a failed fetch, a LAPI down); the last good set stays in force.", "list"),
+		listAge: desc("protect_blocklist_age_seconds",
+			"Seconds since each block list's source last confirmed the set in force; absent before it ever did. It grows while the list is stale.", "list"),
+		listUp: desc("protect_blocklist_up",
+			"1 when the last check of each block list's source succeeded, else 0.", "list"),
 	}
 }
 
@@ -100,6 +109,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		d.storeCalls, d.storeErrors, d.storeTimeouts, d.storeCanceled, d.storeDuration,
 		d.storeFailures, d.circuitOpen, d.circuitOpens, d.circuitRejected,
 		d.storeMalformed,
+		d.listEntries, d.listErrors, d.listAge, d.listUp,
 	} {
 		ch <- d
 	}
@@ -161,6 +171,21 @@ func (n *nsStats) add(s *protect.Stats) {
 	n.failures[s.OnStoreError] += s.StoreFailures
 	t.Malformed += s.Malformed
 	t.RangeBans = max(t.RangeBans, s.RangeBans)
+	// Protectors of one namespace that name a list alike read one source
+	// each (or share a live one): report the list once, as its most
+	// complete reader sees it.
+	for _, l := range s.BlockLists {
+		i := slices.IndexFunc(t.BlockLists, func(m protect.BlockListStats) bool { return m.Name == l.Name })
+		if i < 0 {
+			t.BlockLists = append(t.BlockLists, l)
+			continue
+		}
+		m := &t.BlockLists[i]
+		m.Entries, m.Errors, m.Up = max(m.Entries, l.Entries), max(m.Errors, l.Errors), m.Up && l.Up
+		if m.Age < 0 || l.Age >= 0 && l.Age < m.Age {
+			m.Age = l.Age
+		}
+	}
 }
 
 func (d *descs) collect(ch chan<- prometheus.Metric, s *nsStats) {
@@ -220,4 +245,17 @@ func (d *descs) collect(ch chan<- prometheus.Metric, s *nsStats) {
 	counter(d.circuitOpens, s.CircuitOpens)
 	counter(d.circuitRejected, s.CircuitRejected)
 	counter(d.storeMalformed, s.Malformed)
+
+	for _, l := range s.BlockLists {
+		send(d.listEntries, prometheus.GaugeValue, float64(l.Entries), l.Name)
+		counter(d.listErrors, l.Errors, l.Name)
+		if l.Age >= 0 {
+			send(d.listAge, prometheus.GaugeValue, l.Age.Seconds(), l.Name)
+		}
+		up := 0.0
+		if l.Up {
+			up = 1
+		}
+		send(d.listUp, prometheus.GaugeValue, up, l.Name)
+	}
 }

@@ -41,6 +41,17 @@
 //	HTTP_PROTECT_STATE_FILE        a file that keeps the memory store's bans and plan
 //	                               state across restarts [none]; not with REDIS_URL
 //
+// Block lists (docs/blocklists.md): HTTP_PROTECT_BLOCKLISTS names lists of
+// files and URLs, refused with 403 and code blocked before anything is
+// counted; and protectd bounces for a CrowdSec Local API with names of its
+// own:
+//
+//	HTTP_PROTECT_CROWDSEC_URL       the LAPI, such as http://127.0.0.1:8080 [none]
+//	HTTP_PROTECT_CROWDSEC_KEY       a bouncer key, from cscli bouncers add NAME
+//	HTTP_PROTECT_CROWDSEC_INTERVAL  how often it asks for new decisions [10s, at least 1s]
+//
+// SIGHUP checks every list file and URL at once, beside their Refresh.
+//
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network (a listen address other machines can reach is logged as a
 // warning). HTTP_PROTECT_TRUSTED_PROXIES is required: without it every

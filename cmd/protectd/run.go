@@ -58,6 +58,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	defer startBouncer(ctx, &s, log, !*check)()
 	v, err := newVerifier(s, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %v\n", err)
@@ -95,6 +96,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	} else {
 		log.Info("store", "store", reached)
 	}
+	defer reloadOnHangup(ctx, v.p, log)()
 	ln, err := listen(s.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)

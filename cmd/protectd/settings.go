@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/envconfig"
 )
 
@@ -23,6 +24,16 @@ const (
 	defaultListen = "127.0.0.1:8089"
 )
 
+// protectd's CrowdSec settings (crowdsec.go).
+const (
+	ownCrowdsecURL      = "CROWDSEC_URL"
+	ownCrowdsecKey      = "CROWDSEC_KEY"
+	ownCrowdsecInterval = "CROWDSEC_INTERVAL"
+	envCrowdsecURL      = envconfig.Prefix + ownCrowdsecURL
+	envCrowdsecKey      = envconfig.Prefix + ownCrowdsecKey
+	envCrowdsecInterval = envconfig.Prefix + ownCrowdsecInterval
+)
+
 // settings is everything protectd is configured with.
 type settings struct {
 	cfg    protect.Config
@@ -34,6 +45,9 @@ type settings struct {
 	grpcListen string
 	// admin is where the admin API listens (admin.go).
 	admin adminSettings
+	// crowdsec configures the bouncer that feeds CrowdSec's decisions to
+	// the block lists (crowdsec.go); nil without HTTP_PROTECT_CROWDSEC_URL.
+	crowdsec *crowdsec.Options
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -45,7 +59,7 @@ type settings struct {
 // that a first run with three mistakes needs one fix, not three runs.
 func loadSettings(env []string) (settings, error) {
 	var errs []error
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -82,6 +96,9 @@ func loadSettings(env []string) (settings, error) {
 		}
 	}
 	if s.admin, err = loadAdminSettings(env); err != nil {
+		errs = append(errs, err)
+	}
+	if s.crowdsec, err = crowdsecOptions(env); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

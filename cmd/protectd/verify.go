@@ -131,6 +131,9 @@ func refusalAttrs(d protect.Decision, code int) []slog.Attr {
 	if d.Policy != "" {
 		attrs = append(attrs, slog.String("policy", d.Policy))
 	}
+	if d.Status == protect.Blocked && d.Ban != nil { // which list, and which of its entries
+		attrs = append(attrs, slog.String("list", d.Ban.By), slog.Any("entry", d.Ban.Key))
+	}
 	if d.Err != nil {
 		attrs = append(attrs, slog.String("err", d.Err.Error()))
 	}

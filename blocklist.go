@@ -1,0 +1,331 @@
+package protect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A BlockList is a list of addresses and networks that the protector
+// refuses as Blocked (403, code blocked) before it counts anything or
+// touches the store: Spamhaus DROP, FireHOL level 1, IPsum, your own
+// list, or a live source such as CrowdSec's decisions (package crowdsec).
+// SafeNetworks still win over every list. A list is not a ban: nothing
+// of it is written to the store, listed as a ban, or lifted; it changes
+// when its source changes. Give exactly one of Path, URL and Source.
+// The zero BlockList is not valid: it has no Name and no source.
+//
+//	protect.BlockList{Name: "spamhaus-drop", Path: "/etc/protect/drop.txt", Format: protect.FormatSpamhaus}
+//	protect.BlockList{Name: "firehol1", URL: "https://iplists.firehol.org/files/firehol_level1.netset",
+//		Format: protect.FormatNetset, Refresh: time.Hour, Cache: "/var/lib/protect/firehol1.cache"}
+//
+// Each load is parsed off the request path and swapped in whole, so a
+// request sees the old set or the new one, never half of each. A bad line
+// is skipped and logged with its number; a load whose bad lines outnumber
+// its good ones, or that cannot be read at all, is refused as a whole and
+// the last good set stays in force (a truncated download or an HTML error
+// page must not empty a list). Stats.BlockLists reports each list's
+// entries, failures and the age of the set in force.
+type BlockList struct {
+	// Name names the list in decisions (Decision.Ban.By), in
+	// BlockListMatches, in logs and in metrics (label list). Required,
+	// unique among a protector's lists, at most 64 printable bytes.
+	Name string
+	// Path is a file to read the list from. It is read by New (a file
+	// that cannot be read fails New), then checked every Refresh and
+	// read again when its modification time or size changed.
+	Path string
+	// URL is an http or https address to fetch the list from, at New's
+	// return and then every Refresh, with a conditional GET
+	// (If-None-Match, If-Modified-Since): an unchanged list costs its
+	// server a 304. A URL that cannot be fetched at start leaves the list
+	// empty (or as Cache last kept it) until it can.
+	URL string
+	// Source is a live source of entries, kept by code of yours or by
+	// package crowdsec. It is asked for its set on every request that
+	// reaches this step; Format, MinCount, Refresh and Cache do not apply.
+	Source BlockSource
+	// Format is the format of Path's or URL's content [FormatPlain].
+	Format Format
+	// MinCount is, for FormatIPsum, how many lists must name an address
+	// for it to be blocked [1: every address of the file]. IPsum's author
+	// suggests 3 or more to keep false positives rare.
+	MinCount int
+	// Refresh is how often the source is checked [10s for a Path: a stat
+	// of the file; 1h for a URL, as Spamhaus and FireHOL ask]. At least
+	// one second.
+	Refresh time.Duration
+	// Cache is, for a URL, a file where the last good copy is kept
+	// (beside it, Cache+".meta" holds its validators) [none]. New loads
+	// it before anything is fetched, so a restart while the list's server
+	// is unreachable still starts with the list.
+	Cache string
+}
+
+// A BlockSource is a live source of block list entries: a CrowdSec
+// bouncer (package crowdsec), or code of yours. BlockSet is called on
+// every request that reaches the block list step, from any goroutine,
+// so it must be cheap and safe for concurrent use: an atomic load of a
+// set the source replaces whole when it changes.
+type BlockSource interface {
+	// BlockSet returns the entries in force now; nil is none.
+	BlockSet() *BlockSet
+}
+
+// A BlockSourceStatuser is a BlockSource that reports its health, for
+// Stats.BlockLists and metrics. A source that does not implement it is
+// reported up, with no age.
+type BlockSourceStatuser interface {
+	BlockSourceStatus() BlockSourceStatus
+}
+
+// BlockSourceStatus is the health of a block list's source. The zero
+// value is a source that is down and has never been checked.
+type BlockSourceStatus struct {
+	// Up reports whether the last check of the source succeeded.
+	Up bool
+	// Errors counts the checks that failed: loads refused, fetches or
+	// polls that failed.
+	Errors uint64
+	// Checked is when the source last confirmed the set in force: a load,
+	// an unchanged file, a 304, a poll answered. Zero before any.
+	Checked time.Time
+}
+
+// ListMatch is one block list's entry that holds an address. The zero
+// ListMatch matches nothing.
+type ListMatch struct {
+	List    string       // the list's Name
+	Source  string       // its Path or URL; for a live source, what it says it is (fmt.Stringer) or its Name
+	Entry   netip.Prefix // the entry, as the list gave it (the widest of the list that holds the address)
+	Note    string       // what the list says of the entry: an SBL reference, a CrowdSec scenario
+	Expires time.Time    // when the entry leaves the list, if the list says; else zero
+}
+
+// BlockListStats is one list's state, in Stats.BlockLists. The zero value
+// is an unnamed, empty list that is down.
+type BlockListStats struct {
+	Name    string
+	Entries int    // in the set in force
+	Errors  uint64 // failed checks of the source since New
+	Up      bool   // the last check succeeded
+	// Age is how long ago the source last confirmed the set in force
+	// (see BlockSourceStatus.Checked); -1 before it ever did. A list whose
+	// age grows past a few Refresh intervals is stale: its source cannot
+	// be read, and the set in force is the last good one.
+	Age time.Duration
+}
+
+// SourceList marks the Ban that describes a block list entry in a
+// Blocked decision: it is not a ban record, and no store holds it.
+const SourceList Source = "list"
+
+// Block list defaults.
+const (
+	DefaultFileRefresh = 10 * time.Second
+	DefaultURLRefresh  = time.Hour
+)
+
+// blockLists are a protector's lists, in Config order: the first list
+// that holds an address decides.
+type blockLists struct {
+	lists  []*activeList
+	clock  func() time.Time
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type activeList struct {
+	name, source string
+	src          BlockSource
+	own          *listSource // nil for a live source
+}
+
+// newBlockLists checks the lists, loads the files and caches, and starts
+// the pollers. nil when there are none.
+func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*blockLists, error) {
+	if len(cfg) == 0 {
+		return nil, nil
+	}
+	bl := &blockLists{clock: clock}
+	seen := map[string]bool{}
+	for i, c := range cfg {
+		if err := checkBlockList(&c); err != nil {
+			return nil, configErr("BlockLists[%d] %q: %w", i, c.Name, err)
+		}
+		if seen[c.Name] {
+			return nil, configErr("BlockLists[%d] %q: the name is given twice", i, c.Name)
+		}
+		seen[c.Name] = true
+		a := &activeList{name: c.Name}
+		switch {
+		case c.Source != nil:
+			a.src, a.source = c.Source, c.Name
+			if s, ok := c.Source.(fmt.Stringer); ok {
+				a.source = s.String()
+			}
+		default:
+			a.own = newListSource(c, clock, log)
+			a.src, a.source = a.own, c.Path+c.URL
+			if err := a.own.start(); err != nil {
+				return nil, configErr("BlockLists[%d] %q: %w", i, c.Name, err)
+			}
+		}
+		bl.lists = append(bl.lists, a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bl.cancel = cancel
+	for _, a := range bl.lists {
+		if a.own == nil {
+			continue
+		}
+		bl.wg.Add(1)
+		go func() {
+			defer bl.wg.Done()
+			a.own.poll(ctx)
+		}()
+	}
+	return bl, nil
+}
+
+func checkBlockList(c *BlockList) error {
+	if c.Name == "" || len(c.Name) > 64 || strings.IndexFunc(c.Name, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return errors.New("Name: want 1 to 64 printable bytes, no spaces")
+	}
+	n := 0
+	for _, set := range []bool{c.Path != "", c.URL != "", c.Source != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("give exactly one of Path, URL and Source")
+	}
+	if c.URL != "" && !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
+		return fmt.Errorf("URL %q: want http:// or https://", c.URL)
+	}
+	if c.Format > FormatIPsum {
+		return fmt.Errorf("Format %d: want FormatPlain, FormatNetset, FormatSpamhaus or FormatIPsum", c.Format)
+	}
+	if c.MinCount < 0 {
+		return fmt.Errorf("MinCount %d: must not be negative", c.MinCount)
+	}
+	if c.Refresh != 0 && c.Refresh < time.Second {
+		return fmt.Errorf("Refresh %v: want at least 1s", c.Refresh)
+	}
+	if c.Refresh == 0 {
+		c.Refresh = DefaultFileRefresh
+		if c.URL != "" {
+			c.Refresh = DefaultURLRefresh
+		}
+	}
+	if c.Cache != "" && c.URL == "" {
+		return errors.New("Cache: only a URL list keeps a copy")
+	}
+	return nil
+}
+
+// close stops the pollers.
+func (bl *blockLists) close() {
+	if bl != nil {
+		bl.cancel()
+		bl.wg.Wait()
+	}
+}
+
+// listed runs the block list step for the unmapped address a: it reports
+// whether a list holds a, and then decides d.
+func (p *Protector) listed(d *Decision, a netip.Addr) bool {
+	for _, l := range p.lists.lists {
+		var s *BlockSet
+		if l.own != nil { // a file or a URL: the set without an interface call
+			s = l.own.set.Load()
+		} else {
+			s = l.src.BlockSet()
+		}
+		if i, ok := s.find(a); ok {
+			p.blocked(d, a, l, s.entry(i))
+			return true
+		}
+	}
+	return false
+}
+
+// blocked writes into d the refusal of a by the entry e of list l, out of
+// the hot path.
+//
+//go:noinline
+func (p *Protector) blocked(d *Decision, a netip.Addr, l *activeList, e BlockEntry) {
+	d.Status, d.Addr, d.Key, d.code, d.DryRun = Blocked, a, p.agg.key(a), http.StatusForbidden, p.cfg.DryRun
+	d.Ban = &Ban{Key: Key{Prefix: e.Prefix}, Range: true, Reason: e.Note, Source: SourceList, By: l.name, Expires: e.Expires}
+	d.BanExpires = e.Expires
+	p.logDryRun(d)
+}
+
+// BlockListMatches returns, for each of Config.BlockLists that holds
+// addr (unmapped first), the entry that does, in Config order; nil when
+// none does or addr is not valid. It reads the sets in force, as
+// requests do, and says nothing of SafeNetworks, which pass an address
+// before any list is asked (IsSafe tells). protectctl check and the
+// admin API's check show these beside the bans.
+func (p *Protector) BlockListMatches(addr netip.Addr) []ListMatch {
+	a, ok := normalize(addr)
+	if !ok || p.lists == nil {
+		return nil
+	}
+	var out []ListMatch
+	for _, l := range p.lists.lists {
+		if e, ok := l.src.BlockSet().Match(a); ok {
+			out = append(out, ListMatch{List: l.name, Source: l.source, Entry: e.Prefix, Note: e.Note, Expires: e.Expires})
+		}
+	}
+	return out
+}
+
+// ReloadBlockLists checks every list read from a Path or a URL now, as
+// its Refresh would: a changed file is read again, a URL fetched with a
+// conditional GET. It returns the failures, joined; each failing list
+// keeps its last good set. Live sources are not asked: they keep
+// themselves. A program may call it on SIGHUP.
+func (p *Protector) ReloadBlockLists(ctx context.Context) error {
+	if p.lists == nil {
+		return nil
+	}
+	var errs []error
+	for _, l := range p.lists.lists {
+		if l.own != nil {
+			if err := l.own.check(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stats reports each list's state at now.
+func (bl *blockLists) stats() []BlockListStats {
+	if bl == nil {
+		return nil
+	}
+	now := bl.clock()
+	out := make([]BlockListStats, 0, len(bl.lists))
+	for _, l := range bl.lists {
+		st := BlockSourceStatus{Up: true}
+		if s, ok := l.src.(BlockSourceStatuser); ok {
+			st = s.BlockSourceStatus()
+		}
+		age := time.Duration(-1)
+		if !st.Checked.IsZero() {
+			age = max(now.Sub(st.Checked), 0)
+		}
+		out = append(out, BlockListStats{Name: l.name, Entries: l.src.BlockSet().Len(), Errors: st.Errors, Up: st.Up, Age: age})
+	}
+	return slices.Clip(out)
+}

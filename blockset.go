@@ -1,0 +1,298 @@
+package protect
+
+import (
+	"cmp"
+	"encoding/binary"
+	"math/bits"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// A BlockEntry is one entry of a block list: a network, and what the
+// list says of it. The zero BlockEntry lists nothing: NewBlockSet skips
+// it.
+type BlockEntry struct {
+	// Prefix is the listed network; a single address is a /32 or /128.
+	// NewBlockSet masks and unmaps it.
+	Prefix netip.Prefix
+	// Note is what the list says of the entry, if anything: a Spamhaus
+	// SBL reference, a CrowdSec scenario. Empty when it says nothing.
+	Note string
+	// Expires is when the entry leaves the list, when the list says so (a
+	// CrowdSec decision's end); zero when it does not.
+	Expires time.Time
+}
+
+// A BlockSet is an immutable set of block list entries, made once by
+// NewBlockSet and then read by any number of goroutines without a lock.
+// A nil *BlockSet is empty.
+//
+// Entries are kept as sorted, disjoint spans of integers: IPv4 as two
+// 32-bit ends (8 bytes an entry), IPv6 as two 128-bit ends, with a table
+// of where each /16 of IPv4 starts once the set is large, so that a
+// lookup is a few compares whatever the size (measured in
+// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). An
+// entry inside a wider one of the same set is dropped when the set is
+// made: the wider one answers for it.
+type BlockSet struct {
+	v4    []span4
+	v4idx []uint32 // v4idx[h] is the first i with v4[i].lo>>16 >= h; nil while v4 is small
+	v6    []span6
+	notes []string // parallel to v4 then v6; nil when no entry has a note
+	ends  []int64  // Expires as Unix nanoseconds, parallel as notes; nil when no entry has one
+}
+
+type span4 struct{ lo, hi uint32 }
+
+type span6 struct{ lo, hi u128 }
+
+type u128 struct{ hi, lo uint64 }
+
+func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
+
+// v4IndexMin is the size from which a set indexes its IPv4 spans by /16:
+// the table costs 256 KiB, which a small set would not repay.
+const v4IndexMin = 4096
+
+// NewBlockSet makes a set of entries. Invalid prefixes are skipped; every
+// other one is masked and unmapped first (::ffff:192.0.2.0/120 is
+// 192.0.2.0/24). Of two equal entries the first is kept, with the later
+// of their ends (zero, no end, being the latest); an entry inside a wider
+// one is dropped. entries is not kept.
+func NewBlockSet(entries []BlockEntry) *BlockSet {
+	type item struct {
+		e      *BlockEntry
+		v6     bool
+		lo, hi u128
+		order  int
+	}
+	items := make([]item, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if !e.Prefix.IsValid() {
+			continue
+		}
+		p := unmapPrefix(e.Prefix.Masked())
+		if p.Addr().Zone() != "" {
+			p = netip.PrefixFrom(p.Addr().WithZone(""), p.Bits())
+		}
+		lo, hi := prefixRange(p)
+		items = append(items, item{e: e, v6: p.Addr().Is6(), lo: lo, hi: hi, order: i})
+	}
+	slices.SortFunc(items, func(a, b item) int {
+		switch {
+		case a.v6 != b.v6:
+			if a.v6 {
+				return 1
+			}
+			return -1
+		case a.lo != b.lo:
+			if a.lo.less(b.lo) {
+				return -1
+			}
+			return 1
+		case a.hi != b.hi: // the wider first
+			if b.hi.less(a.hi) {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+	s := &BlockSet{}
+	var notes []string
+	var ends []int64
+	hasNote, hasEnd := false, false
+	kept := items[:0]
+	for _, it := range items {
+		if n := len(kept); n > 0 && kept[n-1].v6 == it.v6 && !kept[n-1].hi.less(it.lo) {
+			// Inside the last kept entry (prefixes nest or are apart).
+			if last := &ends[n-1]; kept[n-1].lo == it.lo && kept[n-1].hi == it.hi && *last != 0 {
+				if it.e.Expires.IsZero() {
+					*last = 0
+				} else {
+					*last = max(*last, it.e.Expires.UnixNano())
+				}
+			}
+			continue
+		}
+		kept = append(kept, it)
+		notes = append(notes, it.e.Note)
+		var end int64
+		if !it.e.Expires.IsZero() {
+			end = it.e.Expires.UnixNano()
+		}
+		ends = append(ends, end)
+		hasNote = hasNote || it.e.Note != ""
+	}
+	for _, e := range ends {
+		hasEnd = hasEnd || e != 0
+	}
+	for _, it := range kept {
+		if it.v6 {
+			s.v6 = append(s.v6, span6{it.lo, it.hi})
+		} else {
+			s.v4 = append(s.v4, span4{uint32(it.lo.lo), uint32(it.hi.lo)})
+		}
+	}
+	s.v4 = slices.Clip(s.v4)
+	s.v6 = slices.Clip(s.v6)
+	if hasNote {
+		s.notes = slices.Clip(notes)
+	}
+	if hasEnd {
+		s.ends = slices.Clip(ends)
+	}
+	if len(s.v4) >= v4IndexMin {
+		s.v4idx = make([]uint32, 1<<16+1)
+		i := 0
+		for h := range 1 << 16 {
+			for i < len(s.v4) && s.v4[i].lo>>16 < uint32(h) {
+				i++
+			}
+			s.v4idx[h] = uint32(i)
+		}
+		s.v4idx[1<<16] = uint32(len(s.v4))
+	}
+	return s
+}
+
+// prefixRange returns the first and last address of p as integers; an
+// IPv4 prefix in the low 32 bits.
+func prefixRange(p netip.Prefix) (lo, hi u128) {
+	a := p.Addr()
+	if a.Is4() {
+		b := a.As4()
+		v := uint64(binary.BigEndian.Uint32(b[:]))
+		host := uint64(1)<<(32-p.Bits()) - 1
+		return u128{lo: v}, u128{lo: v | host}
+	}
+	b := a.As16()
+	lo = u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+	hi = lo
+	switch n := 128 - p.Bits(); {
+	case n >= 64:
+		hi.lo = ^uint64(0)
+		hi.hi |= 1<<(n-64) - 1
+		if n == 128 {
+			hi.hi = ^uint64(0)
+		}
+	default:
+		hi.lo |= 1<<n - 1
+	}
+	return lo, hi
+}
+
+// Len returns the number of entries in force: those NewBlockSet kept.
+func (s *BlockSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.v4) + len(s.v6)
+}
+
+// Contains reports whether a (unmapped first) is in the set.
+func (s *BlockSet) Contains(a netip.Addr) bool {
+	_, ok := s.find(a.Unmap())
+	return ok
+}
+
+// Match returns the entry that holds a (unmapped first), if any.
+func (s *BlockSet) Match(a netip.Addr) (BlockEntry, bool) {
+	i, ok := s.find(a.Unmap())
+	if !ok {
+		return BlockEntry{}, false
+	}
+	return s.entry(i), true
+}
+
+// find returns the index of the entry holding the unmapped address a.
+func (s *BlockSet) find(a netip.Addr) (int, bool) {
+	if s == nil {
+		return 0, false
+	}
+	if a.Is4() {
+		b := a.As4()
+		return s.find4(binary.BigEndian.Uint32(b[:]))
+	}
+	if !a.Is6() {
+		return 0, false
+	}
+	b := a.As16()
+	x := u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+	v := s.v6
+	// The first span whose lo is above x; the one before it may hold x.
+	i, j := 0, len(v)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if x.less(v[h].lo) {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	if i == 0 || v[i-1].hi.less(x) {
+		return 0, false
+	}
+	return len(s.v4) + i - 1, true
+}
+
+func (s *BlockSet) find4(x uint32) (int, bool) {
+	v := s.v4
+	i, j := 0, len(v)
+	if s.v4idx != nil {
+		i, j = int(s.v4idx[x>>16]), int(s.v4idx[x>>16+1])
+	}
+	// Within [i, j): the first span whose lo is above x. A span that
+	// starts in an earlier /16 and reaches into this one is at i-1.
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if x < v[h].lo {
+			j = h
+		} else {
+			i = h + 1
+		}
+	}
+	if i == 0 || v[i-1].hi < x {
+		return 0, false
+	}
+	return i - 1, true
+}
+
+// entry rebuilds the i-th entry.
+func (s *BlockSet) entry(i int) BlockEntry {
+	var e BlockEntry
+	if i < len(s.v4) {
+		sp := s.v4[i]
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], sp.lo)
+		e.Prefix = netip.PrefixFrom(netip.AddrFrom4(b), 32-bits.Len32(sp.hi-sp.lo))
+	} else {
+		sp := s.v6[i-len(s.v4)]
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:8], sp.lo.hi)
+		binary.BigEndian.PutUint64(b[8:], sp.lo.lo)
+		host := bits.Len64(sp.hi.lo - sp.lo.lo)
+		if d := sp.hi.hi - sp.lo.hi; d != 0 || sp.hi.lo-sp.lo.lo == ^uint64(0) {
+			host = 64 + bits.Len64(d)
+		}
+		e.Prefix = netip.PrefixFrom(netip.AddrFrom16(b), 128-host)
+	}
+	if s.notes != nil {
+		e.Note = s.notes[i]
+	}
+	if s.ends != nil && s.ends[i] != 0 {
+		e.Expires = time.Unix(0, s.ends[i])
+	}
+	return e
+}
+
+// entries returns every entry of the set, IPv4 first, in address order.
+func (s *BlockSet) entries() []BlockEntry {
+	out := make([]BlockEntry, s.Len())
+	for i := range out {
+		out[i] = s.entry(i)
+	}
+	return out
+}

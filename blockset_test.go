@@ -1,0 +1,151 @@
+package protect
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestBlockSetMatch(t *testing.T) {
+	end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s := NewBlockSet([]BlockEntry{
+		{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Note: "SBL1"},
+		{Prefix: netip.MustParsePrefix("198.51.100.7/32"), Note: "inside"},
+		{Prefix: netip.MustParsePrefix("::ffff:203.0.113.0/120")},
+		{Prefix: netip.MustParsePrefix("192.0.2.9/32"), Expires: end},
+		{Prefix: netip.MustParsePrefix("192.0.2.9/32")},
+		{Prefix: netip.MustParsePrefix("2001:db8::/32"), Note: "v6"},
+		{Prefix: netip.MustParsePrefix("2001:db8:1::/48")},
+		{Prefix: netip.MustParsePrefix("2001:db9::1/128")},
+		{Prefix: netip.MustParsePrefix("2002::/16")},
+		{Prefix: netip.MustParsePrefix("10.0.0.1/8")}, // host bits: masked
+		{},
+	})
+	if got, want := s.Len(), 7; got != want {
+		t.Errorf("Len() = %d, want %d", got, want)
+	}
+	tests := []struct {
+		addr, entry, note string
+		expires           time.Time
+	}{
+		{"198.51.100.7", "198.51.100.0/24", "SBL1", time.Time{}},
+		{"198.51.100.255", "198.51.100.0/24", "SBL1", time.Time{}},
+		{"::ffff:198.51.100.1", "198.51.100.0/24", "SBL1", time.Time{}},
+		{"198.51.101.0", "", "", time.Time{}},
+		{"198.51.99.255", "", "", time.Time{}},
+		{"203.0.113.200", "203.0.113.0/24", "", time.Time{}},
+		{"192.0.2.9", "192.0.2.9/32", "", time.Time{}}, // no end wins
+		{"192.0.2.8", "", "", time.Time{}},
+		{"10.255.255.255", "10.0.0.0/8", "", time.Time{}},
+		{"2001:db8:1::5", "2001:db8::/32", "v6", time.Time{}},
+		{"2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db8::/32", "v6", time.Time{}},
+		{"2001:db9::1", "2001:db9::1/128", "", time.Time{}},
+		{"2001:db9::2", "", "", time.Time{}},
+		{"2002:1::", "2002::/16", "", time.Time{}},
+		{"::1", "", "", time.Time{}},
+	}
+	for _, tt := range tests {
+		e, ok := s.Match(netip.MustParseAddr(tt.addr))
+		if got := e.Prefix.String(); ok != (tt.entry != "") || ok && (got != tt.entry || e.Note != tt.note || !e.Expires.Equal(tt.expires)) {
+			t.Errorf("Match(%s) = %v %q %v, %v; want %q %q %v", tt.addr, e.Prefix, e.Note, e.Expires, ok, tt.entry, tt.note, tt.expires)
+		}
+	}
+	var empty *BlockSet
+	if empty.Contains(netip.MustParseAddr("192.0.2.1")) || empty.Len() != 0 {
+		t.Errorf("nil BlockSet holds something")
+	}
+}
+
+// TestBlockSetIndexed checks the /16 table of a large set against a
+// plain walk of its entries.
+func TestBlockSetIndexed(t *testing.T) {
+	entries, _ := benchEntries(20000, 5000)
+	s := NewBlockSet(entries)
+	if s.v4idx == nil {
+		t.Fatalf("a set of %d entries has no index", s.Len())
+	}
+	all := s.entries()
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		a := netip.AddrFrom4([4]byte{byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256))})
+		want := false
+		for _, e := range all {
+			if e.Prefix.Contains(a) {
+				want = true
+				break
+			}
+		}
+		if got := s.Contains(a); got != want {
+			t.Fatalf("Contains(%s) = %v, want %v", a, got, want)
+		}
+	}
+	for _, e := range all[:2000] {
+		if got, ok := s.Match(e.Prefix.Addr()); !ok || got.Prefix != e.Prefix {
+			t.Fatalf("Match(%s) = %v, %v; want %v", e.Prefix.Addr(), got.Prefix, ok, e.Prefix)
+		}
+	}
+}
+
+// benchEntries makes n random IPv4 addresses and m random ranges (/16 to
+// /28, a tenth of them IPv6), and the addresses it listed.
+func benchEntries(n, m int) ([]BlockEntry, []netip.Addr) {
+	r := rand.New(rand.NewPCG(1, 2))
+	entries := make([]BlockEntry, 0, n+m)
+	listed := make([]netip.Addr, 0, n)
+	for range n {
+		a := netip.AddrFrom4([4]byte{byte(1 + r.UintN(222)), byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256))})
+		entries = append(entries, BlockEntry{Prefix: netip.PrefixFrom(a, 32)})
+		listed = append(listed, a)
+	}
+	for i := range m {
+		if i%10 == 0 {
+			var b [16]byte
+			b[0], b[1] = 0x20, 0x01
+			for j := 2; j < 8; j++ {
+				b[j] = byte(r.UintN(256))
+			}
+			entries = append(entries, BlockEntry{Prefix: netip.PrefixFrom(netip.AddrFrom16(b), 32+int(r.UintN(33))).Masked()})
+			continue
+		}
+		a := netip.AddrFrom4([4]byte{byte(1 + r.UintN(222)), byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256))})
+		entries = append(entries, BlockEntry{Prefix: netip.PrefixFrom(a, 16+int(r.UintN(13))).Masked()})
+	}
+	return entries, listed
+}
+
+// BenchmarkBlockSetLookup looks up addresses in a set of 250k addresses
+// and 100k ranges, half of them listed, and reports the set's heap per
+// entry.
+func BenchmarkBlockSetLookup(b *testing.B) {
+	entries, listed := benchEntries(250_000, 100_000)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	s := NewBlockSet(entries)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	perEntry := float64(m1.HeapAlloc-m0.HeapAlloc) / float64(len(entries))
+	r := rand.New(rand.NewPCG(5, 6))
+	probes := make([]netip.Addr, 4096)
+	for i := range probes {
+		if i%2 == 0 {
+			probes[i] = listed[r.IntN(len(listed))]
+		} else {
+			probes[i] = netip.AddrFrom4([4]byte{byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256))})
+		}
+	}
+	b.ResetTimer()
+	hits := 0
+	for i := 0; b.Loop(); i++ {
+		if s.Contains(probes[i&4095]) {
+			hits++
+		}
+	}
+	runtime.KeepAlive(entries)
+	b.ReportMetric(perEntry, "B/entry")
+	if hits == 0 {
+		b.Fatal("no probe was listed")
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/httpprotect/protect/crowdsec"
+)
+
+// crowdsecOptions reads HTTP_PROTECT_CROWDSEC_URL, _KEY and _INTERVAL;
+// nil when none is set. A URL without a key (or a key without a URL) is
+// an error that names both: the LAPI would refuse every poll, and
+// protectd would run without the decisions it was told to enforce.
+func crowdsecOptions(env []string) (*crowdsec.Options, error) {
+	var url, key, interval string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case envCrowdsecURL:
+			url = strings.TrimSpace(v)
+		case envCrowdsecKey:
+			key = strings.TrimSpace(v)
+		case envCrowdsecInterval:
+			interval = strings.TrimSpace(v)
+		}
+	}
+	if url == "" && key == "" {
+		if interval != "" {
+			return nil, fmt.Errorf("%s=%q: set %s and %s too", envCrowdsecInterval, interval, envCrowdsecURL, envCrowdsecKey)
+		}
+		return nil, nil
+	}
+	if url == "" || key == "" {
+		// Never quote the key.
+		return nil, fmt.Errorf("%s and %s: set both (the key is a bouncer's, from cscli bouncers add NAME), or neither", envCrowdsecURL, envCrowdsecKey)
+	}
+	opts := &crowdsec.Options{URL: url, Key: key}
+	if interval != "" {
+		d, err := time.ParseDuration(interval)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: want a duration such as 10s", envCrowdsecInterval, interval)
+		}
+		opts.Interval = d
+	}
+	if _, err := crowdsec.New(*opts); err != nil {
+		name, v := envCrowdsecURL, url
+		if strings.Contains(err.Error(), "Interval") {
+			name, v = envCrowdsecInterval, interval
+		}
+		return nil, fmt.Errorf("%s=%q: %w", name, v, err)
+	}
+	return opts, nil
+}
+
+// startBouncer makes the bouncer s.crowdsec asks for, logging to log,
+// adds its list to s.cfg.BlockLists, and when poll is set polls the LAPI
+// until ctx ends or the returned stop is called; stop waits for the
+// poller. Without s.crowdsec it does nothing.
+func startBouncer(ctx context.Context, s *settings, log *slog.Logger, poll bool) (stop func()) {
+	if s.crowdsec == nil {
+		return func() {}
+	}
+	opts := *s.crowdsec
+	opts.Logger = log
+	b, err := crowdsec.New(opts) // checked by crowdsecOptions
+	if err != nil {
+		log.Error("crowdsec", "err", err.Error())
+		return func() {}
+	}
+	s.cfg.BlockLists = append(s.cfg.BlockLists, b.BlockList())
+	if !poll {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.Run(ctx)
+	}()
+	return func() { cancel(); wg.Wait() }
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/httpprotect/protect/internal/crowdsectest"
+)
+
+// verifyAs asks the daemon about a client behind the loopback proxy and
+// returns the status and problem code.
+func verifyAs(t *testing.T, d *daemon, client string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+d.addr+"/verify", nil)
+	req.Header.Set("X-Forwarded-For", client)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Code string }
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, &body)
+	if resp.StatusCode == 403 && resp.Header.Get("Retry-After") != "" {
+		t.Errorf("a blocked answer has Retry-After %q, want none", resp.Header.Get("Retry-After"))
+	}
+	return resp.StatusCode, body.Code
+}
+
+// eventually asks until client gets want, for at most two poll
+// intervals (one poll, and the time cscli took to return).
+func eventually(t *testing.T, d *daemon, client string, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for {
+		got, code := verifyAs(t, d, client)
+		if got == want && (want != 403 || code == "blocked") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /verify for %s = %d %q after a poll, want %d", what, client, got, code, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func metric(t *testing.T, d *daemon, line string) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strings.Contains(string(b), line)
+}
+
+// protectd with HTTP_PROTECT_CROWDSEC_URL enforces a real LAPI's
+// decisions within a poll, lifts them within a poll of cscli decisions
+// delete, and keeps them while the LAPI is down; its file list blocks
+// beside them.
+func TestCrowdsecEndToEnd(t *testing.T) {
+	l := crowdsectest.Start(t)
+	list := filepath.Join(t.TempDir(), "mine.txt")
+	if err := os.WriteFile(list, []byte("203.0.113.0/24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
+		envCrowdsecURL+"="+l.URL, envCrowdsecKey+"="+l.Bouncer(t), envCrowdsecInterval+"=1s",
+		"HTTP_PROTECT_BLOCKLISTS="+list)
+	if got, code := verifyAs(t, d, "203.0.113.5"); got != 403 || code != "blocked" {
+		t.Errorf("/verify for 203.0.113.5 of the file list = %d %q, want 403 blocked", got, code)
+	}
+	eventually(t, d, "192.0.2.88", 200, "before any decision")
+
+	l.Cscli(t, "decisions", "add", "--ip", "192.0.2.88", "--duration", "1h")
+	l.Cscli(t, "decisions", "add", "--range", "198.51.100.0/24", "--duration", "1h")
+	eventually(t, d, "192.0.2.88", 403, "cscli decisions add --ip")
+	eventually(t, d, "198.51.100.200", 403, "cscli decisions add --range")
+	found := false
+	for _, l := range d.log.lines(t, "refused") {
+		if l["decision"] == "blocked" && l["list"] == "crowdsec" && l["entry"] == "198.51.100.0/24" && l["code"] == "blocked" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no refused line names the list crowdsec and the entry 198.51.100.0/24; log:\n%s", d.log)
+	}
+
+	l.Cscli(t, "decisions", "delete", "--ip", "192.0.2.88")
+	eventually(t, d, "192.0.2.88", 200, "cscli decisions delete --ip")
+
+	l.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for !metric(t, d, `protect_blocklist_up{list="crowdsec",namespace="protect:"} 0`) {
+		if time.Now().After(deadline) {
+			t.Fatal("protect_blocklist_up{list=\"crowdsec\"} is not 0 with the LAPI stopped")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got, code := verifyAs(t, d, "198.51.100.200"); got != 403 || code != "blocked" {
+		t.Errorf("/verify for 198.51.100.200 with the LAPI down = %d %q, want 403 blocked: the last set stays", got, code)
+	}
+	if n := len(d.log.lines(t, "protect/crowdsec: LAPI down; the last decisions stay in force")); n != 1 {
+		t.Errorf("the outage was logged %d times, want 1", n)
+	}
+}
+
+func TestCrowdsecSettings(t *testing.T) {
+	tests := []struct {
+		env  []string
+		want string
+	}{
+		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080"}, "HTTP_PROTECT_CROWDSEC_URL and HTTP_PROTECT_CROWDSEC_KEY: set both"},
+		{[]string{envCrowdsecKey + "=secret"}, "HTTP_PROTECT_CROWDSEC_URL and HTTP_PROTECT_CROWDSEC_KEY: set both"},
+		{[]string{envCrowdsecURL + "=127.0.0.1:8080", envCrowdsecKey + "=secret"}, `HTTP_PROTECT_CROWDSEC_URL="127.0.0.1:8080"`},
+		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=500ms"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="500ms": crowdsec: Interval 500ms: want at least 1s`},
+		{[]string{envCrowdsecInterval + "=5s"}, "set HTTP_PROTECT_CROWDSEC_URL and HTTP_PROTECT_CROWDSEC_KEY too"},
+	}
+	for _, tt := range tests {
+		_, err := loadSettings(append(tt.env, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("loadSettings(%q) = %v, want an error with %q and no key", tt.env, err, tt.want)
+		}
+	}
+}
+
+// SIGHUP reads a rewritten list file at once, long before its Refresh.
+func TestHangupReloadsBlockLists(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "mine.txt")
+	if err := os.WriteFile(list, []byte("203.0.113.0/24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_BLOCKLISTS="+list)
+	if got, _ := verifyAs(t, d, "192.0.2.99"); got != 200 {
+		t.Fatalf("/verify for 192.0.2.99 = %d, want 200", got)
+	}
+	if err := os.WriteFile(list, []byte("192.0.2.99\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Now().Add(time.Minute)
+	os.Chtimes(list, mt, mt)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, d, "192.0.2.99", 403, "SIGHUP after a rewrite")
+	if n := len(d.log.lines(t, "SIGHUP: block lists checked")); n != 1 {
+		t.Errorf("%d lines say the lists were checked, want 1", n)
+	}
+}

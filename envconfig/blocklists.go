@@ -1,0 +1,84 @@
+package envconfig
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	protect "github.com/httpprotect/protect"
+)
+
+// envBlockLists reads HTTP_PROTECT_BLOCKLISTS: a comma list of entries
+// [NAME=][FORMAT[:MINCOUNT]:]PATH-OR-URL, such as
+//
+//	spamhaus:/etc/protect/drop.txt,firehol=netset:https://iplists.firehol.org/files/firehol_level1.netset,ipsum:3:/var/lib/protect/ipsum.txt
+//
+// FORMAT is plain (the default), netset, spamhaus or ipsum; MINCOUNT is
+// IPsum's. NAME defaults to the file's name without its extension
+// ("drop"). A URL list keeps its last good copy in
+// HTTP_PROTECT_BLOCKLIST_DIR, as NAME.cache, when that is set.
+func envBlockLists(c *settings, v string) error {
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		l, err := parseBlockListEntry(e)
+		if err != nil {
+			return errEnvValue(fmt.Sprintf("entry %q: %v", e, err))
+		}
+		for _, o := range c.BlockLists {
+			if o.Name == l.Name {
+				return errEnvValue(fmt.Sprintf("entry %q: a second list named %q; name one of them with NAME=", e, l.Name))
+			}
+		}
+		if l.URL != "" && c.blockListDir != "" {
+			l.Cache = filepath.Join(c.blockListDir, l.Name+".cache")
+		}
+		c.BlockLists = append(c.BlockLists, l)
+	}
+	return nil
+}
+
+func parseBlockListEntry(e string) (protect.BlockList, error) {
+	var l protect.BlockList
+	if name, rest, ok := strings.Cut(e, "="); ok && !strings.ContainsAny(name, ":/") {
+		l.Name, e = name, rest
+	}
+	if head, rest, ok := strings.Cut(e, ":"); ok && head != "http" && head != "https" {
+		f, err := protect.ParseFormat(head)
+		if err != nil {
+			return l, fmt.Errorf("format %q: want plain, netset, spamhaus or ipsum", head)
+		}
+		l.Format, e = f, rest
+		if n, rest, ok := strings.Cut(e, ":"); ok && n != "http" && n != "https" {
+			m, err := strconv.Atoi(n)
+			if err != nil || m < 1 || f != protect.FormatIPsum {
+				return l, fmt.Errorf("%q after %s: only ipsum takes a minimum count (ipsum:3:PATH)", n, head)
+			}
+			l.MinCount, e = m, rest
+		}
+	}
+	if e == "" {
+		return l, fmt.Errorf("no path or URL")
+	}
+	base := e
+	if strings.HasPrefix(e, "http://") || strings.HasPrefix(e, "https://") {
+		l.URL = e
+		if i := strings.Index(e[len("https://"):], "/"); i >= 0 {
+			base = path.Base(strings.SplitN(e[len("https://")+i:], "?", 2)[0])
+		}
+	} else {
+		l.Path = e
+		base = filepath.Base(e)
+	}
+	if l.Name == "" {
+		l.Name = strings.TrimSuffix(base, path.Ext(base))
+	}
+	if l.Name == "" || l.Name == "/" || l.Name == "." {
+		return l, fmt.Errorf("no name to give it: write NAME=%s", e)
+	}
+	return l, nil
+}
