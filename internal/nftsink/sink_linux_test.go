@@ -186,7 +186,6 @@ func (r *rig) listSet(t *testing.T, name string) []nftElem {
 	return els
 }
 
-
 func TestKernelDropsBanned(t *testing.T) {
 	r := newRig(t)
 	client := r.ClientAddr.String()
