@@ -26,6 +26,8 @@ type settings struct {
 	// plans by name, as X-Protect-Plan names them; empty without
 	// HTTP_PROTECT_PLANS.
 	plans map[string]*protect.Plan
+	// sinks hand the bans on (sinks.go).
+	sinks sinkSettings
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -33,7 +35,7 @@ type settings struct {
 // HTTP_PROTECT_ name that is neither protect's nor protectd's is an
 // error. Every error quotes the setting and its value.
 func loadSettings(env []string) (settings, error) {
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, append([]string{ownListen, ownPlans}, sinkNames...)...)
 	if err != nil {
 		return settings{}, err
 	}
@@ -54,6 +56,9 @@ func loadSettings(env []string) (settings, error) {
 		if s.plans, err = envconfig.LoadPlans(v); err != nil {
 			return settings{}, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err)
 		}
+	}
+	if s.sinks, err = loadSinks(env); err != nil {
+		return settings{}, err
 	}
 	return s, nil
 }
