@@ -159,4 +159,3 @@ prometheus:
 	set, _ := pair.Exec(pair.Server, "nft", "list", "set", "ip", "crowdsec", "crowdsec-blacklists")
 	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", reaches(), set)
 }
-
