@@ -9,8 +9,9 @@
 // trusts addresses exactly as they do: lifting 2001:db8:1:2::99 lifts
 // 2001:db8:1:2::/64. Run it with the services' environment. Like them it
 // refuses an HTTP_PROTECT_* name it does not know, since a typo would apply
-// a default; the names protectd reads, HTTP_PROTECT_LISTEN and
-// HTTP_PROTECT_PLANS, are accepted.
+// a default; the names protectd reads (HTTP_PROTECT_LISTEN,
+// HTTP_PROTECT_PLANS, HTTP_PROTECT_NFT, HTTP_PROTECT_NFT_INTERVAL,
+// HTTP_PROTECT_LAPI_LISTEN, HTTP_PROTECT_LAPI_KEYS) are accepted.
 //
 // A service on the memory store keeps its bans inside its own process;
 // protectctl reaches only bans kept in Redis.
@@ -67,6 +68,16 @@
 //		lines is, and which step of the pipeline decides it now. It is
 //		Protector.Check: it counts and writes nothing.
 //
+//	nft sync [-sets 'FAMILY TABLE SET4 SET6'] [-create] [-json]
+//		Make the nftables sets hold the bans in force, once, as
+//		protectd's HTTP_PROTECT_NFT sink does continuously: for cron, or
+//		for a host whose protectd runs elsewhere. Only what differs is
+//		written, in one netlink transaction; an expired ban leaves the
+//		kernel by its element's timeout. -sets names the sets
+//		[$HTTP_PROTECT_NFT, or "inet protect ban4 ban6"]; a missing table
+//		or set is an error that names it, unless -create makes it (not
+//		the chain that drops: see docs/firewall.md). Needs CAP_NET_ADMIN.
+//
 //	version
 //		Print protectctl's version and the Go version it was built with.
 //
@@ -106,4 +117,5 @@
 //	protectctl inspect 203.0.113.7                    # key, counter, ban, offenses, safe or not
 //	protectctl inspect -plans plans.json consumer:acme
 //	protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'
+//	protectctl nft sync                               # the firewall's sets = the bans in force
 package main

@@ -33,7 +33,7 @@ const (
 // prints the manual (doc.go) instead.
 const mainUsage = `usage: protectctl [-redis URL] [-namespace NS] COMMAND [flags] [args]
 
-commands: bans, ban, lift, inspect, explain, version.
+commands: bans, ban, lift, inspect, explain, nft, version.
 "protectctl -h" prints the manual; "protectctl COMMAND -h" a command's flags.
 
 global flags:
@@ -72,6 +72,7 @@ var commands = map[string]command{
 	"inspect": {"inspect [-json] [-plans FILE [-plan NAME]] TARGET", "protectctl inspect -plans plans.json consumer:acme", inspectCmd, true},
 	"explain": {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
 	"version": {"version", "protectctl version", versionCmd, false},
+	"nft":     {"nft sync [-sets 'FAMILY TABLE SET4 SET6'] [-create] [-json]", "protectctl nft sync -sets 'inet protect ban4 ban6'", nftCmd, true},
 }
 
 // run is protectctl: main only calls it. Tests drive it in-process.
@@ -191,7 +192,7 @@ func (c *cli) open() error {
 	// refused.
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
 	cfg, err := envconfig.Read(os.Environ(), envconfig.Options{
-		Own:      []string{"LISTEN", "PLANS"},
+		Own:      []string{"LISTEN", "PLANS", "NFT", "NFT_INTERVAL", "LAPI_LISTEN", "LAPI_KEYS"},
 		RedisURL: c.redisURL,
 		// A short-lived tool: no background refresh, no cached answers.
 		Redis: redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger},
