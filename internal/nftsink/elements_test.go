@@ -1,7 +1,9 @@
 package nftsink
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -190,4 +192,33 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("ParseSpec(%q).String() = %q does not read back: %v", s, o.String(), err)
 		}
 	})
+}
+
+// BenchmarkPoll measures what one poll costs in the process when
+// nothing changed, on the memory store: listing the bans and cutting
+// them into elements (the kernel is not asked).
+func BenchmarkPoll(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("bans=%d", n), func(b *testing.B) {
+			p, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			ctx := context.Background()
+			for i := range n {
+				a := netip.AddrFrom4([4]byte{100, 64 + byte(i>>16), byte(i >> 8), byte(i)})
+				if _, err := p.Ban(ctx, a.String(), protect.BanOptions{For: time.Hour}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				bans, err := p.Bans(ctx, protect.BanFilter{})
+				if err != nil || len(bans) != n {
+					b.Fatalf("Bans = %d, %v", len(bans), err)
+				}
+				Elements(bans, time.Now())
+			}
+		})
+	}
 }

@@ -26,7 +26,8 @@ type RunOptions struct {
 const DefaultEvery = 500 * time.Millisecond
 
 // Run keeps s equal to src's bans until ctx ends, listing them every
-// opt.Every; its first Sync is a full refill. A failed listing or write
+// opt.Every (or, when a poll takes longer, as long again after it); its
+// first Sync is a full refill. A failed listing or write
 // is logged, once until it succeeds again, and retried at the next tick:
 // meanwhile the kernel keeps what it holds, and its timeouts keep it
 // right. Run returns when ctx ends, leaving the sets as they are.
@@ -39,11 +40,16 @@ func Run(ctx context.Context, s *Sink, src Lister, opt RunOptions) {
 	if log == nil {
 		log = slog.Default()
 	}
-	t := time.NewTicker(every)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	failing := false
 	for {
+		start := time.Now()
 		err := runOnce(ctx, s, src, log)
+		// A poll that takes longer than every (a list of a great many
+		// bans) is followed by a pause as long as itself: the sink never
+		// spends more than half of a core listing.
+		t.Reset(max(every, time.Since(start)))
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			log.Error("nftables sink", "sets", s.opts.String(), "err", err.Error())
