@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,7 +28,7 @@ type lapiRig struct {
 	h     http.Handler
 }
 
-func newLAPIRig(t *testing.T) *lapiRig {
+func newLAPIRig(t testing.TB) *lapiRig {
 	t.Helper()
 	clock := testclock.New()
 	p, err := protect.New(protect.Config{Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -38,7 +39,7 @@ func newLAPIRig(t *testing.T) *lapiRig {
 	return &lapiRig{p: p, clock: clock, h: newLAPI(p, []string{keyA, keyB}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 }
 
-func (r *lapiRig) ban(t *testing.T, target string, opt protect.BanOptions) protect.Ban {
+func (r *lapiRig) ban(t testing.TB, target string, opt protect.BanOptions) protect.Ban {
 	t.Helper()
 	b, err := r.p.Ban(context.Background(), target, opt)
 	if err != nil {
@@ -180,4 +181,61 @@ func TestLAPISettings(t *testing.T) {
 			t.Errorf("loadSettings(%q) = %q, want %q", tt.env, got, tt.want)
 		}
 	}
+}
+
+// TestLAPIServedByProtectd starts protectd with the Local API on and
+// asks it over TCP, as a bouncer does.
+func TestLAPIServedByProtectd(t *testing.T) {
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
+		envLAPIListen+"=127.0.0.1:0", envLAPIKeys+"="+keyA)
+	lines := d.log.lines(t, "crowdsec local api")
+	if len(lines) != 1 {
+		t.Fatalf("protectd logged %d %q lines, want 1; log:\n%s", len(lines), "crowdsec local api", d.log)
+	}
+	url := "http://" + lines[0]["addr"].(string) + "/v1/decisions/stream?startup=true"
+	for _, tt := range []struct {
+		key    string
+		status int
+		body   string
+	}{
+		{keyA, 200, `{"deleted":null,"new":null}`},
+		{keyB, 403, `{"message":"access forbidden"}`},
+	} {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("X-Api-Key", tt.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || string(body) != tt.body {
+			t.Errorf("GET %s (key %.9s) = %d %s, want %d %s", url, tt.key, resp.StatusCode, body, tt.status, tt.body)
+		}
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("protectd exit = %d, want 0; log:\n%s", code, d.log)
+	}
+}
+
+// FuzzLAPIQuery sends any query to both endpoints: the answer is JSON,
+// 200 or 400, never a panic.
+func FuzzLAPIQuery(f *testing.F) {
+	f.Add("startup=true&scopes=ip,range")
+	f.Add("ip=203.0.113.7")
+	f.Add("ip=%zz&scenarios_containing=,,")
+	r := newLAPIRig(f)
+	r.ban(f, "203.0.113.7", protect.BanOptions{For: time.Hour})
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, path := range []string{"/v1/decisions/stream?", "/v1/decisions?"} {
+			req := httptest.NewRequest("GET", "/", nil)
+			req.URL.Path, req.URL.RawQuery = strings.TrimSuffix(path, "?"), q
+			req.Header.Set("X-Api-Key", keyA)
+			w := httptest.NewRecorder()
+			r.h.ServeHTTP(w, req)
+			if (w.Code != 200 && w.Code != 400) || !json.Valid(w.Body.Bytes()) {
+				t.Fatalf("GET %s%s = %d %s, want 200 or 400 and JSON", path, q, w.Code, w.Body)
+			}
+		}
+	})
 }
