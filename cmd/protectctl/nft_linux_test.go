@@ -85,7 +85,7 @@ func TestNFTSync(t *testing.T) {
 		t.Errorf("first nft sync -create = %+v, want %+v", got, want)
 	}
 	out, err := pair.Exec(pair.Server, "nft", "list", "set", "inet", "protect", "ban4")
-	if err != nil || !strings.Contains(string(out), pair.ClientAddr.String()+" timeout 59m59s") {
+	if err != nil || !strings.Contains(string(out), pair.ClientAddr.String()+" timeout 59m") {
 		t.Errorf("set ban4 after nft sync = %s (%v), want %s with the time left of a 1h ban", out, err, pair.ClientAddr)
 	}
 	if got, want := sync(), (nftResult{Sets: "inet protect ban4 ban6", Kept: 1}); got != want {
