@@ -22,12 +22,14 @@ import (
 )
 
 // A Pair is two namespaces joined by a veth pair: the client's holds
-// ClientAddr, the server's ServerAddr, both in 10.213.0.0/24. Each
-// Pair's namespaces are its own, so pairs may share these addresses.
+// ClientAddr and ClientAddr6, the server's ServerAddr and ServerAddr6,
+// in 10.213.0.0/24 and fd00:213::/64. Each Pair's namespaces are its
+// own, so pairs may share these addresses.
 type Pair struct {
-	Client, Server         string // namespace names, for ip netns exec
-	ClientAddr, ServerAddr netip.Addr
-	t                      testing.TB
+	Client, Server           string // namespace names, for ip netns exec
+	ClientAddr, ServerAddr   netip.Addr
+	ClientAddr6, ServerAddr6 netip.Addr
+	t                        testing.TB
 }
 
 // New makes a Pair and removes it when the test ends. Where no namespace
@@ -55,6 +57,7 @@ func New(t testing.TB) *Pair {
 	p := &Pair{
 		Client: "ptc" + id, Server: "pts" + id,
 		ClientAddr: netip.MustParseAddr("10.213.0.1"), ServerAddr: netip.MustParseAddr("10.213.0.2"),
+		ClientAddr6: netip.MustParseAddr("fd00:213::1"), ServerAddr6: netip.MustParseAddr("fd00:213::2"),
 		t: t,
 	}
 	if out, err := exec.Command("ip", "netns", "add", p.Client).CombinedOutput(); err != nil {
@@ -67,8 +70,15 @@ func New(t testing.TB) *Pair {
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.Server).Run() })
 	steps := [][]string{
 		{"ip", "link", "add", "vc" + id, "netns", p.Client, "type", "veth", "peer", "name", "vs" + id, "netns", p.Server},
+		// No duplicate address detection on either end: an address
+		// stays tentative for a second with it, and the first IPv6
+		// connection waits for that.
+		{"ip", "netns", "exec", p.Client, "sh", "-c", "echo 0 > /proc/sys/net/ipv6/conf/vc" + id + "/accept_dad"},
+		{"ip", "netns", "exec", p.Server, "sh", "-c", "echo 0 > /proc/sys/net/ipv6/conf/vs" + id + "/accept_dad"},
 		{"ip", "-n", p.Client, "addr", "add", p.ClientAddr.String() + "/24", "dev", "vc" + id},
 		{"ip", "-n", p.Server, "addr", "add", p.ServerAddr.String() + "/24", "dev", "vs" + id},
+		{"ip", "-n", p.Client, "addr", "add", p.ClientAddr6.String() + "/64", "dev", "vc" + id, "nodad"},
+		{"ip", "-n", p.Server, "addr", "add", p.ServerAddr6.String() + "/64", "dev", "vs" + id, "nodad"},
 		{"ip", "-n", p.Client, "link", "set", "vc" + id, "up"},
 		{"ip", "-n", p.Server, "link", "set", "vs" + id, "up"},
 		{"ip", "-n", p.Client, "link", "set", "lo", "up"},

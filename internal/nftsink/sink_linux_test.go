@@ -29,7 +29,7 @@ type rig struct {
 	p    *protect.Protector
 	sink *Sink
 	fd   int
-	addr string // the TCP server
+	addr, addr6 string // the TCP server, on IPv4 and IPv6
 }
 
 func newRig(t *testing.T) *rig {
@@ -45,17 +45,21 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{Pair: pair, fd: pair.Fd(pair.Server)}
-	ln := pair.Listen(pair.Server, pair.ServerAddr.String()+":0")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	serve := func(addr string) string {
+		ln := pair.Listen(pair.Server, addr)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
 			}
-			c.Close()
-		}
-	}()
-	r.addr = ln.Addr().String()
+		}()
+		return ln.Addr().String()
+	}
+	r.addr = serve(pair.ServerAddr.String() + ":0")
+	r.addr6 = serve("[" + pair.ServerAddr6.String() + "]:0")
 	p, err := protect.New(protect.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -89,16 +93,22 @@ func (r *rig) sync(t *testing.T, s *Sink) Result {
 	return res
 }
 
-// reaches reports whether the client connects to the server.
+// reaches reports whether the client connects to the server over IPv4.
 func (r *rig) reaches(t *testing.T) bool {
 	t.Helper()
-	c, err := r.Dial(r.Client, r.addr, dialTimeout)
+	return r.reachesAt(t, r.addr)
+}
+
+// reachesAt reports whether the client connects to the server at addr.
+func (r *rig) reachesAt(t *testing.T, addr string) bool {
+	t.Helper()
+	c, err := r.Dial(r.Client, addr, dialTimeout)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return false
 		}
-		t.Fatalf("dial %s: %v (want a connection or a timeout)", r.addr, err)
+		t.Fatalf("dial %s: %v (want a connection or a timeout)", addr, err)
 	}
 	c.Close()
 	return true
@@ -210,6 +220,22 @@ func TestKernelDropsBanned(t *testing.T) {
 		r.sync(t, r.sink)
 		if got := r.reaches(t); got != st.reach {
 			t.Fatalf("%s: client reaches the server = %v, want %v (set ban4: %+v)", st.name, got, st.reach, r.listSet(t, "ban4"))
+		}
+	}
+	// IPv6: a ban on the client's address holds its counting prefix.
+	for _, st := range []struct {
+		name  string
+		do    func()
+		reach bool
+	}{
+		{"no IPv6 ban", func() {}, true},
+		{"another address of the client's /64 banned", func() { r.ban(t, "fd00:213::99", protect.BanOptions{For: time.Hour}) }, false},
+		{"lifted", func() { r.lift(t, "fd00:213::99") }, true},
+	} {
+		st.do()
+		r.sync(t, r.sink)
+		if got := r.reachesAt(t, r.addr6); got != st.reach {
+			t.Fatalf("%s: client reaches the server over IPv6 = %v, want %v (set ban6: %+v)", st.name, got, st.reach, r.listSet(t, "ban6"))
 		}
 	}
 }
