@@ -8,6 +8,7 @@ package netnstest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,9 +72,9 @@ func New(t testing.TB) *Pair {
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.Server).Run() })
 	steps := [][]string{
 		{"ip", "link", "add", "vc" + id, "netns", p.Client, "type", "veth", "peer", "name", "vs" + id, "netns", p.Server},
-		// No duplicate address detection on either end: an address
-		// stays tentative for a second with it, and the first IPv6
-		// connection waits for that.
+		// No duplicate address detection on either end: with it each
+		// link-local address is tentative for a second or more, and
+		// neighbour discovery waits for it.
 		{"ip", "netns", "exec", p.Client, "sh", "-c", "echo 0 > /proc/sys/net/ipv6/conf/vc" + id + "/accept_dad"},
 		{"ip", "netns", "exec", p.Server, "sh", "-c", "echo 0 > /proc/sys/net/ipv6/conf/vs" + id + "/accept_dad"},
 		{"ip", "-n", p.Client, "addr", "add", p.ClientAddr.String() + "/24", "dev", "vc" + id},
@@ -87,6 +89,23 @@ func New(t testing.TB) *Pair {
 	for _, s := range steps {
 		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	// Each end answers once neighbour discovery is done: a connection
+	// to a closed port is then refused, not left waiting.
+	for _, a := range []netip.Addr{p.ServerAddr, p.ServerAddr6} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, err := p.Dial(p.Client, netip.AddrPortFrom(a, 1).String(), 200*time.Millisecond)
+			if c != nil {
+				c.Close()
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server namespace's %v does not answer the client's within 5s: %v", a, err)
+			}
 		}
 	}
 	return p

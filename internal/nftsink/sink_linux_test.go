@@ -26,9 +26,9 @@ const dialTimeout = 300 * time.Millisecond
 // sink writes into the server's sets.
 type rig struct {
 	*netnstest.Pair
-	p    *protect.Protector
-	sink *Sink
-	fd   int
+	p           *protect.Protector
+	sink        *Sink
+	fd          int
 	addr, addr6 string // the TCP server, on IPv4 and IPv6
 }
 
