@@ -233,6 +233,15 @@ func (s *Sink) Sync(ctx context.Context, bans []protect.Ban) (Result, error) {
 			res.Read = true
 		}
 		p := s.plan([2][]Element{v4, v6}, now)
+		if p.stale && !res.Read {
+			// The kernel may still hold an element the sink thinks over
+			// (its clock is the store's): ask it rather than guess.
+			if err := s.read(now); err != nil {
+				return res, err
+			}
+			res.Read = true
+			p = s.plan([2][]Element{v4, v6}, now)
+		}
 		res.Added, res.Deleted, res.Kept, res.Pending = p.added, p.deleted, p.kept, p.pending
 		if p.added == 0 && p.deleted == 0 {
 			return res, nil
@@ -253,6 +262,10 @@ func (s *Sink) Sync(ctx context.Context, bans []protect.Ban) (Result, error) {
 type plan struct {
 	del, add                      [2][]Element
 	added, deleted, kept, pending int
+	// stale: an element to add is one the sink wrote and thinks over,
+	// which the kernel may hold yet (an add over it would leave the
+	// kernel's timeout as it was).
+	stale bool
 }
 
 func (s *Sink) plan(want [2][]Element, now time.Time) plan {
@@ -277,6 +290,9 @@ func (s *Sink) plan(want [2][]Element, now time.Time) plan {
 				p.add[f] = append(p.add[f], e)
 			case ok && exp.After(now):
 				p.pending++
+			case ok:
+				p.stale = true
+				p.add[f] = append(p.add[f], e)
 			default:
 				p.add[f] = append(p.add[f], e)
 			}

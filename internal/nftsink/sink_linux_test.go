@@ -15,6 +15,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/netnstest"
+	"github.com/httpprotect/protect/internal/testclock"
 )
 
 // dialTimeout is long for a veth pair and short for a test: a dropped
@@ -428,5 +429,33 @@ func BenchmarkSyncTenThousand(b *testing.B) {
 		if res, err := s.Sync(context.Background(), bans); err != nil || res.Added != 10_000 {
 			b.Fatalf("Sync = %+v, %v", res, err)
 		}
+	}
+}
+
+// TestSyncAsksTheKernelWhenUnsure takes the sink's clock ahead of the
+// kernel's: an element the sink thinks over is still in the kernel, so
+// before it writes a ban on the same range it reads the kernel, and
+// replaces the element rather than add over it (which would leave the
+// kernel's timeout as it was).
+func TestSyncAsksTheKernelWhenUnsure(t *testing.T) {
+	r := newRig(t)
+	clock := testclock.New()
+	s, err := Open(Options{NetNS: r.fd, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Sync(context.Background(), []protect.Ban{ban(clock.Now(), "192.0.2.7", time.Hour)}); err != nil || res.Added != 1 {
+		t.Fatalf("Sync = %+v, %v; want 1 added", res, err)
+	}
+	// An hour on by the sink's clock; by the kernel's, a moment.
+	clock.Advance(time.Hour + time.Second)
+	renewed := ban(clock.Now(), "192.0.2.7", 2*time.Hour)
+	res, err := s.Sync(context.Background(), []protect.Ban{renewed})
+	if want := (Result{Added: 1, Deleted: 1, Read: true, Transactions: 1}); err != nil || res != want {
+		t.Fatalf("Sync of a ban renewed after its element's end by the sink's clock = %+v, %v; want %+v", res, err, want)
+	}
+	els := r.listSet(t, "ban4")
+	if len(els) != 1 || els[0].Addr != "192.0.2.7" || els[0].Expires < 7190 {
+		t.Errorf("set ban4 = %+v, want 192.0.2.7 for about two hours", els)
 	}
 }
