@@ -30,7 +30,9 @@ type Options struct {
 	// reload of that ruleset would then remove.
 	Create bool
 	// Clock tells the time that bans' expiries are measured against
-	// [time.Now]; it must be the clock of the ban list's store.
+	// [time.Now]. Bans expire by their store's clock (Redis's, for the
+	// Redis store): a skew between the two shifts every timeout by as
+	// much.
 	Clock func() time.Time
 }
 
