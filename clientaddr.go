@@ -18,9 +18,8 @@ var ErrUnknownClient = errors.New("client address unknown")
 
 var (
 	errBadPeer     = fmt.Errorf("%w: the peer address is not a usable IP address", ErrUnknownClient)
-	errNoHeader    = fmt.Errorf("%w: a trusted proxy sent no forwarding header", ErrUnknownClient)
+	errNoHeader    = fmt.Errorf("%w: a unix socket peer sent no forwarding header", ErrUnknownClient)
 	errBadEntry    = fmt.Errorf("%w: the forwarding header holds an entry that is not an address", ErrUnknownClient)
-	errAllTrusted  = fmt.Errorf("%w: every entry of the forwarding header is a trusted proxy", ErrUnknownClient)
 	errTooFewHops  = fmt.Errorf("%w: the forwarding header has fewer entries than ProxyCount", ErrUnknownClient)
 	errUnspecified = fmt.Errorf("%w: the address is invalid or unspecified", ErrUnknownClient)
 )
@@ -60,6 +59,15 @@ func kindOf(canonical string) headerKind {
 // meets an entry that is not an address, it stops with an error rather than
 // skip left past it: skipping would hand the choice of address to whoever
 // wrote the garbage.
+//
+// A walk that ends on a trusted address has found the client too, as
+// nginx's realip module (real_ip_recursive on) decides: a trusted peer
+// that sent no header is the client itself, and a chain of trusted hops
+// only is its leftmost entry. That is an internal caller, or a curl on
+// the proxy's own host. A client cannot reach this case with a forged
+// header: the proxy appends the address it saw, which is untrusted for
+// every outside client, so only our own network can write an all-trusted
+// chain.
 type resolver struct {
 	trusted   netList
 	header    string // canonical MIME header key
@@ -70,12 +78,11 @@ type resolver struct {
 
 // resolve returns the normalised (unmapped, zone-free) client address of
 // r. When there is none, err says why, and a is the trusted address the
-// walk ended on, if any: the peer itself when it sent no header, the
-// leftmost entry when every entry is a trusted hop (or, under
-// ProxyCount, when there are fewer entries than proxies). That address
-// was written by the network or by one of our proxies, never by the
-// client, so it may be believed for one question: whether it is in
-// SafeNetworks (health checks from the load balancer's subnet).
+// walk ended on, if any: under ProxyCount, the leftmost entry of a header
+// with fewer entries than proxies. That address was written by one of our
+// proxies, never by the client, so it may be believed for one question:
+// whether it is in SafeNetworks (health checks from the load balancer's
+// subnet).
 func (rv *resolver) resolve(r *http.Request) (a netip.Addr, err error) {
 	a, _, err = rv.walk(r)
 	return a, err
@@ -94,7 +101,10 @@ func (rv *resolver) walk(r *http.Request) (a netip.Addr, bad string, err error) 
 	}
 	lines := r.Header[rv.header]
 	if len(lines) == 0 {
-		return peer, "", errNoHeader // peer is zero for a unix socket
+		if !peer.IsValid() { // a unix socket: no address to count
+			return peer, "", errNoHeader
+		}
+		return peer, "", nil
 	}
 	switch rv.kind {
 	case forwardedHeader:
@@ -144,18 +154,20 @@ func (rv *resolver) hop(a netip.Addr, n int) (done bool) {
 	return !rv.trusted.contains(a)
 }
 
-// walkEnd is the error for a walk that ran out of entries.
+// walkEnd is the error for a walk that ran out of entries: none when
+// every entry was a trusted hop (the leftmost is the client), too few
+// under ProxyCount, where a short header means the request skipped one
+// of the proxies counted on.
 func (rv *resolver) walkEnd() error {
 	if rv.count > 0 {
 		return errTooFewHops
 	}
-	return errAllTrusted
+	return nil
 }
 
 // walkList walks a comma-separated list over all header lines, last line
 // first, each line right to left. A walk that runs out of entries returns
-// the last (leftmost) one with its error: see resolve. It does not
-// allocate.
+// the last (leftmost) one, with walkEnd's error. It does not allocate.
 func (rv *resolver) walkList(lines []string) (a netip.Addr, bad string, err error) {
 	n := 0
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -518,10 +530,14 @@ type Resolution struct {
 	IgnoredHeader bool
 	// Client is the client address; zero when unknown.
 	Client netip.Addr
+	// TrustedEnd reports that Client is itself a trusted address, where
+	// the walk ended: the peer when it sent no header, the leftmost entry
+	// when every entry is a trusted hop.
+	TrustedEnd bool
 	// End is the trusted address a walk that found no client ended on:
-	// the peer when it sent no header, the leftmost entry when every
-	// entry is a trusted hop. The request is Safe when SafeNetworks
-	// holds it, and Unknown otherwise.
+	// under ProxyCount, the leftmost entry of a header with fewer entries
+	// than proxies. The request is Safe when SafeNetworks holds it, and
+	// Unknown otherwise.
 	End netip.Addr
 	// BadEntry is the entry of Header that is not an address, when that
 	// is why the client is unknown.
@@ -541,6 +557,7 @@ func (p *Protector) Resolve(r *http.Request) Resolution {
 	switch {
 	case err == nil:
 		res.Client = a
+		res.TrustedEnd = res.FromTrustedProxy && p.res.count == 0 && p.res.trusted.contains(a)
 	default:
 		res.End, res.BadEntry, res.Err = a, bad, err
 	}

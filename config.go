@@ -153,7 +153,7 @@ type Config struct {
 	Name string
 	// OnStoreError is what happens when the store fails [FailLocal].
 	OnStoreError FailurePolicy
-	// StoreTimeout bounds every store call [100ms].
+	// StoreTimeout bounds every store call [100ms]; at least 1ms.
 	StoreTimeout time.Duration
 
 	// DryRun decides, logs and writes headers, but never refuses. It
@@ -251,8 +251,85 @@ func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
 }
 
+// A ConfigError is one problem with one Config field. New reports every
+// problem it finds at once, joined (errors.Join), so a service with three
+// mistakes learns of all three in one run; each problem is a
+// *ConfigError, found with errors.As, and wraps ErrConfig. A program that
+// reads its settings from elsewhere (package envconfig) names its own
+// setting from Field.
+type ConfigError struct {
+	// Field is the Config field: "TTL", "BanFactor", "TrustedProxies".
+	Field string
+	// Value is the value, formatted; "" when the problem is not one value's.
+	Value string
+	// Reason says what is wrong and what would be right.
+	Reason string
+	// Err is the error beneath, if any.
+	Err error
+}
+
+// Error reads "protect: bad config: BanFactor 0.5: must be a number of at
+// least 1".
+func (e *ConfigError) Error() string {
+	v := e.Field
+	if e.Value != "" {
+		v += " " + e.Value
+	}
+	return ErrConfig.Error() + ": " + v + ": " + e.Reason
+}
+
+// Unwrap returns ErrConfig and the error beneath.
+func (e *ConfigError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrConfig, e.Err}
+	}
+	return []error{ErrConfig}
+}
+
+// fieldErr is a *ConfigError of field for value v.
+func fieldErr(field string, v any, format string, args ...any) error {
+	e := &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	if v != nil {
+		e.Value = fmt.Sprint(v)
+	}
+	return e
+}
+
+// Validate reports every problem New would find with c, without making
+// a protector or touching a store: the error is nil, or every problem
+// joined, each a *ConfigError.
+func (c Config) Validate() error {
+	_, err := c.checked()
+	return err
+}
+
+// checked is withDefaults, and the parsed address lists.
+func (c Config) checked() (checkedConfig, error) {
+	cc := checkedConfig{}
+	var errs []error
+	var err error
+	if cc.Config, err = c.withDefaults(); err != nil {
+		errs = append(errs, err)
+	}
+	if cc.trusted, err = parseNetList("TrustedProxies", c.TrustedProxies); err != nil {
+		errs = append(errs, err)
+	}
+	if cc.safe, err = parseNetList("SafeNetworks", c.SafeNetworks); err != nil {
+		errs = append(errs, err)
+	}
+	return cc, errors.Join(errs...)
+}
+
+// checkedConfig is a Config with its defaults and its lists parsed.
+type checkedConfig struct {
+	Config
+	trusted, safe netList
+}
+
 // withDefaults checks c and fills in its zero fields.
 func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	fail := func(err error) { errs = append(errs, err) }
 	durations := []struct {
 		name string
 		v    *time.Duration
@@ -266,20 +343,28 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for _, d := range durations {
 		if *d.v < 0 {
-			return c, configErr("%s %v: must not be negative", d.name, *d.v)
+			fail(fieldErr(d.name, *d.v, "must not be negative"))
+			*d.v = 0
 		}
 		if *d.v > MaxDuration {
-			return c, configErr("%s %v: longer than %v", d.name, *d.v, MaxDuration)
+			fail(fieldErr(d.name, *d.v, "longer than %v", MaxDuration))
+			*d.v = 0
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
+	if c.StoreTimeout < time.Millisecond {
+		// A store call cannot finish in less: every request would fail
+		// its deadline and be decided by OnStoreError.
+		fail(fieldErr("StoreTimeout", c.StoreTimeout, "must be at least 1ms"))
+	}
 	if c.TTL < time.Millisecond {
-		return c, configErr("TTL %v: must be at least 1ms", c.TTL)
+		fail(fieldErr("TTL", c.TTL, "must be at least 1ms"))
 	}
 	if c.MaxRequests < 0 {
-		return c, configErr("MaxRequests %d: must not be negative", c.MaxRequests)
+		fail(fieldErr("MaxRequests", c.MaxRequests, "must not be negative"))
+		c.MaxRequests = 0
 	}
 	if c.MaxRequests == 0 {
 		c.MaxRequests = DefaultMaxRequests
@@ -296,21 +381,22 @@ func (c Config) withDefaults() (Config, error) {
 		c.BanFactor = DefaultBanFactor
 	}
 	if math.IsNaN(c.BanFactor) || math.IsInf(c.BanFactor, 0) || c.BanFactor < 1 {
-		return c, configErr("BanFactor %v: must be a number of at least 1", c.BanFactor)
+		fail(fieldErr("BanFactor", c.BanFactor, "must be a number of at least 1"))
 	}
 	if c.MaxBanDuration < c.BanDuration {
-		return c, configErr("MaxBanDuration %v: shorter than BanDuration %v", c.MaxBanDuration, c.BanDuration)
+		fail(fieldErr("MaxBanDuration", c.MaxBanDuration, "shorter than BanDuration %v", c.BanDuration))
 	}
 	if c.ProxyHeader == "" {
 		c.ProxyHeader = DefaultProxyHeader
 	}
 	for i := 0; i < len(c.ProxyHeader); i++ {
 		if !isTchar(c.ProxyHeader[i]) {
-			return c, configErr("ProxyHeader %q: not a header name", c.ProxyHeader)
+			fail(fieldErr("ProxyHeader", strconv.Quote(c.ProxyHeader), "not a header name"))
+			break
 		}
 	}
 	if c.ProxyCount < 0 {
-		return c, configErr("ProxyCount %d: must not be negative", c.ProxyCount)
+		fail(fieldErr("ProxyCount", c.ProxyCount, "must not be negative"))
 	}
 	if c.IPv4Prefix == 0 {
 		c.IPv4Prefix = 32
@@ -319,19 +405,21 @@ func (c Config) withDefaults() (Config, error) {
 		c.IPv6Prefix = 64
 	}
 	if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		return c, configErr("IPv4Prefix %d: want 1 to 32", c.IPv4Prefix)
+		fail(fieldErr("IPv4Prefix", c.IPv4Prefix, "want 1 to 32"))
+		c.IPv4Prefix = 32
 	}
 	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		return c, configErr("IPv6Prefix %d: want 1 to 128", c.IPv6Prefix)
+		fail(fieldErr("IPv6Prefix", c.IPv6Prefix, "want 1 to 128"))
+		c.IPv6Prefix = 64
 	}
 	if err := c.escalationDefaults(); err != nil {
-		return c, err
+		fail(err)
 	}
 	if c.KeyFunc != nil && c.ConsumerFunc != nil {
-		return c, configErr("KeyFunc and ConsumerFunc: set one, not both (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)")
+		fail(fieldErr("ConsumerFunc", nil, "KeyFunc and ConsumerFunc are both set: set one (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)"))
 	}
 	if c.Plan != nil && len(c.Plan.limits) == 0 {
-		return c, configErr("Plan: not made by NewPlan")
+		fail(fieldErr("Plan", nil, "not made by NewPlan"))
 	}
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
@@ -342,18 +430,18 @@ func (c Config) withDefaults() (Config, error) {
 	// Braces would move the hash tag of every Redis key: a client's keys
 	// would no longer share a cluster slot with each other alone.
 	if strings.ContainsAny(c.Namespace, "{}") {
-		return c, configErr("Namespace %q: must not contain { or }", c.Namespace)
+		fail(fieldErr("Namespace", strconv.Quote(c.Namespace), "must not contain { or }"))
 	}
 	if strings.ContainsAny(c.BanNamespace, "{}") {
-		return c, configErr("BanNamespace %q: must not contain { or }", c.BanNamespace)
+		fail(fieldErr("BanNamespace", strconv.Quote(c.BanNamespace), "must not contain { or }"))
 	}
 	if c.Name == "" {
 		c.Name = policyName(c.Namespace)
 	} else if err := checkLimitName(c.Name); err != nil {
-		return c, configErr("Name: %w", err)
+		fail(&ConfigError{Field: "Name", Value: strconv.Quote(c.Name), Reason: err.Error(), Err: err})
 	}
 	if c.OnStoreError > FailClosed {
-		return c, configErr("OnStoreError %d: want FailLocal, FailOpen or FailClosed", c.OnStoreError)
+		fail(fieldErr("OnStoreError", int(c.OnStoreError), "want FailLocal, FailOpen or FailClosed"))
 	}
 	if c.BanStatus == 0 {
 		c.BanStatus = http.StatusForbidden
@@ -362,10 +450,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.UnknownStatus = http.StatusTooManyRequests
 	}
 	if c.BanStatus < 400 || c.BanStatus > 599 {
-		return c, configErr("BanStatus %d: want a 4xx or 5xx code", c.BanStatus)
+		fail(fieldErr("BanStatus", c.BanStatus, "want a 4xx or 5xx code"))
 	}
 	if c.UnknownStatus < 400 || c.UnknownStatus > 599 {
-		return c, configErr("UnknownStatus %d: want a 4xx or 5xx code", c.UnknownStatus)
+		fail(fieldErr("UnknownStatus", c.UnknownStatus, "want a 4xx or 5xx code"))
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -373,7 +461,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	return c, nil
+	return c, errors.Join(errs...)
 }
 
 // policyName makes a RateLimit policy name of a namespace: without its

@@ -81,9 +81,9 @@ func checkLevels(name string, levels []int, prefixName string, prefix, least int
 	for _, l := range levels {
 		switch {
 		case l >= last:
-			return configErr("%s %v: each length must be shorter than %s %d and than the one before it", name, levels, prefixName, prefix)
+			return fieldErr(name, levels, "each length must be shorter than %s %d and than the one before it", prefixName, prefix)
 		case l < least:
-			return configErr("%s %v: /%d is shorter than /%d, too wide a range to ban automatically", name, levels, l, least)
+			return fieldErr(name, levels, "/%d is shorter than /%d, too wide a range to ban automatically", l, least)
 		}
 		last = l
 	}

@@ -263,7 +263,7 @@ func TestFailureMiddlewareCases(t *testing.T) {
 		cfg:  Config{TrustedProxies: []string{"10.0.0.0/8"}},
 		steps: []step{
 			{peer: "10.0.0.1:1", xff: "garbage", status: "401", want: 429},
-			{peer: "10.0.0.1:1", status: "401", want: 429}, // no header behind a proxy
+			{peer: "10.0.0.1:1", xff: "6.6.6.6, ", status: "401", want: 429}, // an empty entry
 		},
 	}, {
 		name: "safe network served and never counted",

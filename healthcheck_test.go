@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// A walk that ends on a trusted address in SafeNetworks is Safe: the
-// load balancer's health check from its own subnet, with no
-// X-Forwarded-For, or a chain of trusted hops only. Anything else that
-// leaves the client unknown stays Unknown, and a client can never make
-// itself Safe by writing a header.
+// A walk that ends on a trusted address has found the client, as nginx's
+// realip module decides: the peer itself when it sent no X-Forwarded-For,
+// the leftmost entry of a chain of trusted hops only. It is Safe when
+// SafeNetworks holds it (the load balancer's health check from its own
+// subnet) and counted otherwise (a curl on the proxy's host). A client can
+// never make itself Safe by writing a header.
 func TestTrustedWalkEndsSafe(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -22,9 +23,10 @@ func TestTrustedWalkEndsSafe(t *testing.T) {
 	}{
 		{"probe without header", Config{SafeNetworks: []string{"10.0.0.0/8"}}, "10.1.2.3:80", "", Safe, "10.1.2.3"},
 		{"all hops trusted", Config{SafeNetworks: []string{"10.0.0.0/8"}}, "10.0.0.1:80", "10.0.0.3, 10.0.0.2", Safe, "10.0.0.3"},
-		{"leftmost trusted hop decides", Config{SafeNetworks: []string{"10.0.0.2/32"}}, "10.0.0.1:80", "10.0.0.3, 10.0.0.2", Unknown, ""},
-		{"trusted, not safe", Config{SafeNetworks: []string{"192.168.0.0/16"}}, "10.1.2.3:80", "", Unknown, ""},
-		{"no safe networks", Config{}, "10.1.2.3:80", "", Unknown, ""},
+		{"leftmost trusted hop decides", Config{SafeNetworks: []string{"10.0.0.2/32"}}, "10.0.0.1:80", "10.0.0.3, 10.0.0.2", Allowed, "10.0.0.3"},
+		{"trusted, not safe", Config{SafeNetworks: []string{"192.168.0.0/16"}}, "10.1.2.3:80", "", Allowed, "10.1.2.3"},
+		{"no safe networks", Config{}, "10.1.2.3:80", "", Allowed, "10.1.2.3"},
+		{"ProxyCount, fewer hops, not safe", Config{SafeNetworks: []string{"192.168.0.0/16"}, ProxyCount: 2, TrustedProxies: []string{}}, "10.9.9.9:80", "10.0.0.5", Unknown, ""},
 		{"garbage is never safe", Config{SafeNetworks: []string{"10.0.0.0/8"}}, "10.0.0.1:80", "10.0.0.3, garbage", Unknown, ""},
 		{"garbage left of a client", Config{SafeNetworks: []string{"10.0.0.0/8"}}, "10.0.0.1:80", "garbage, 6.6.6.6", Allowed, "6.6.6.6"},
 		{"a client cannot pose as safe", Config{SafeNetworks: []string{"10.0.0.0/8"}}, "10.0.0.1:80", "10.0.0.3, 6.6.6.6", Allowed, "6.6.6.6"},

@@ -30,13 +30,13 @@ func parseNetList(setting string, entries []string) (netList, error) {
 	for _, e := range entries {
 		p, err := parseNetEntry(e)
 		if err != nil {
-			return netList{}, fmt.Errorf("%s: %w", setting, err)
+			return netList{}, &ConfigError{Field: setting, Reason: err.Error(), Err: err}
 		}
 		b.AddPrefix(hostEntry(p))
 	}
 	set, err := b.IPSet()
 	if err != nil {
-		return netList{}, fmt.Errorf("%s: %w", setting, err)
+		return netList{}, &ConfigError{Field: setting, Reason: err.Error(), Err: err}
 	}
 	return netList{set: set}, nil
 }

@@ -44,18 +44,11 @@ type Protector struct {
 // ban list. A protector with no Store makes a MemoryStore of its own,
 // which Close closes.
 func New(cfg Config) (*Protector, error) {
-	c, err := cfg.withDefaults()
+	cc, err := cfg.checked()
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := parseNetList("TrustedProxies", c.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	safe, err := parseNetList("SafeNetworks", c.SafeNetworks)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
+	c, trusted, safe := cc.Config, cc.trusted, cc.safe
 	header := canonicalHeader(c.ProxyHeader)
 	p := &Protector{
 		cfg:   c,

@@ -335,12 +335,19 @@ func (a *Admin) resolution(req *http.Request, d protect.Decision) (reason string
 		notes = append(notes, fmt.Sprintf("%s ignored: the peer %s is not a trusted proxy, and a client that connects directly can write any header",
 			res.Header, res.Peer))
 	}
-	if res.Err == nil {
-		return "", notes
-	}
 	where := "the peer"
 	if len(req.Header[res.Header]) > 0 {
 		where = "the leftmost entry"
+	}
+	if res.TrustedEnd {
+		what := "the client, as nginx's realip module decides"
+		if d.Status == protect.Safe {
+			what += ", and in SafeNetworks: safe"
+		}
+		return "", append(notes, fmt.Sprintf("no untrusted entry in %s: the walk ended on %s, %s, a trusted address, which is %s", res.Header, where, res.Client, what))
+	}
+	if res.Err == nil {
+		return "", notes
 	}
 	if d.Status == protect.Safe {
 		return "", append(notes, fmt.Sprintf("no client in %s: the walk ended on %s, %s, a trusted address in SafeNetworks: safe", res.Header, where, res.End))

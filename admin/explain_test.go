@@ -9,9 +9,9 @@ import (
 )
 
 // Explain says why a client is unknown (which entry was bad, a missing
-// header, a chain of trusted hops only), when it ignored a header from a
+// header from a unix socket), when it ignored a header from a
 // peer that is not a trusted proxy, and when the trusted address a walk
-// ended on made the request safe.
+// ended on is the client (and whether it is safe).
 func TestExplainResolution(t *testing.T) {
 	p := newProtector(protect.Config{TrustedProxies: []string{"10.0.0.0/8"}, SafeNetworks: []string{"10.1.0.0/16"}})
 	t.Cleanup(func() { p.Close() })
@@ -24,12 +24,12 @@ func TestExplainResolution(t *testing.T) {
 	}{
 		{"10.0.0.1:5555", "1.2.3.4, garbage", admin.StepUnknown, "",
 			`client address unknown: the forwarding header holds an entry that is not an address: "garbage"`, "[]"},
-		{"10.0.0.1:5555", "", admin.StepUnknown, "",
-			"client address unknown: a trusted proxy sent no forwarding header (X-Forwarded-For); the walk ended on the peer, 10.0.0.1, which is not in SafeNetworks", "[]"},
-		{"10.0.0.1:5555", "10.0.0.3, 10.0.0.2", admin.StepUnknown, "",
-			"client address unknown: every entry of the forwarding header is a trusted proxy (X-Forwarded-For); the walk ended on the leftmost entry, 10.0.0.3, which is not in SafeNetworks", "[]"},
+		{"10.0.0.1:5555", "", admin.StepAllowed, "10.0.0.1", "",
+			"[no untrusted entry in X-Forwarded-For: the walk ended on the peer, 10.0.0.1, a trusted address, which is the client, as nginx's realip module decides]"},
+		{"10.0.0.1:5555", "10.0.0.3, 10.0.0.2", admin.StepAllowed, "10.0.0.3", "",
+			"[no untrusted entry in X-Forwarded-For: the walk ended on the leftmost entry, 10.0.0.3, a trusted address, which is the client, as nginx's realip module decides]"},
 		{"10.1.2.3:5555", "", admin.StepSafe, "10.1.2.3", "",
-			"[no client in X-Forwarded-For: the walk ended on the peer, 10.1.2.3, a trusted address in SafeNetworks: safe]"},
+			"[no untrusted entry in X-Forwarded-For: the walk ended on the peer, 10.1.2.3, a trusted address, which is the client, as nginx's realip module decides, and in SafeNetworks: safe]"},
 		{"9.9.9.9:1234", "1.2.3.4", admin.StepAllowed, "9.9.9.9", "",
 			"[X-Forwarded-For ignored: the peer 9.9.9.9 is not a trusted proxy, and a client that connects directly can write any header]"},
 		{"10.0.0.1:5555", "6.6.6.6, 1.2.3.4", admin.StepAllowed, "1.2.3.4", "", "[]"},

@@ -3,8 +3,11 @@ package envconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,8 +30,9 @@ const maxEnvStoreTimeout = 10 * time.Second
 // envVar is one variable FromEnv reads: its name after the prefix
 // and how it sets its field.
 type envVar struct {
-	name string
-	set  func(c *settings, v string) error
+	name  string
+	field string // the Config field it sets, as protect.ConfigError names it
+	set   func(c *settings, v string) error
 }
 
 // errEnvValue carries what a value should look like; the caller quotes
@@ -85,48 +89,110 @@ func envString(field func(*settings) *string) func(*settings, string) error {
 	return func(c *settings, v string) error { *field(c) = v; return nil }
 }
 
-func envList(field func(*settings) *[]string) func(*settings, string) error {
+// envPositive is envDuration for a variable whose zero would be the
+// default in Go: written out in the environment, 0 is surely a mistake
+// (TTL=0 is no TTL), so it is refused rather than silently made 10s.
+func envPositive(field func(*settings) *time.Duration) func(*settings, string) error {
+	set := envDuration(field)
 	return func(c *settings, v string) error {
-		for _, e := range strings.Split(v, ",") {
-			*field(c) = append(*field(c), strings.TrimSpace(e))
+		if err := set(c, v); err != nil {
+			return err
+		}
+		if *field(c) == 0 {
+			return errEnvValue("0 is not a duration this setting can have: unset it for the default")
 		}
 		return nil
 	}
+}
+
+// envNonZero refuses an explicit 0 where 0 in Go means the default.
+func envNonZero(want string, set func(*settings, string) error) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n == 0 {
+			return errEnvValue("0: want " + want + "; unset it for the default")
+		}
+		return set(c, v)
+	}
+}
+
+// envNetList reads TRUSTED_PROXIES or SAFE_NETWORKS. "none" is the empty
+// list, said out loud (protectd refuses to start without trusted proxies
+// unless told none). An entry that covers a whole address family
+// (0.0.0.0/0, ::/0, ::ffff:0:0/96) trusts every peer's headers, or lets
+// every client pass as safe; it is refused unless written with a leading
+// "!" ("!0.0.0.0/0"), which says it was meant.
+func envNetList(field func(*settings) *[]string) func(*settings, string) error {
+	return func(c *settings, v string) error {
+		list := []string{}
+		if strings.EqualFold(v, "none") {
+			*field(c) = list
+			return nil
+		}
+		for _, e := range strings.Split(v, ",") {
+			e = strings.TrimSpace(e)
+			meant := false
+			if rest, ok := strings.CutPrefix(e, "!"); ok {
+				e, meant = strings.TrimSpace(rest), true
+			}
+			if wholeFamily(e) && !meant {
+				return errEnvValue(fmt.Sprintf("%s covers every address of its family; write !%s if that is meant", e, e))
+			}
+			list = append(list, e)
+		}
+		*field(c) = list
+		return nil
+	}
+}
+
+// wholeFamily says whether e is a CIDR that covers every IPv4 or every
+// IPv6 address.
+func wholeFamily(e string) bool {
+	p, err := netip.ParsePrefix(e)
+	if err != nil {
+		return false
+	}
+	if p.Addr().Is4In6() && p.Bits() <= 96 {
+		return p.Bits() == 96 || p.Bits() == 0
+	}
+	return p.Bits() == 0
 }
 
 // envVars lists every variable FromEnv reads, in the order of the
 // Config fields. The first three are the names @imqueue/http-protect
 // reads.
 var envVars = [...]envVar{
-	{"TTL", envDuration(func(c *settings) *time.Duration { return &c.TTL })},
-	{"MAX_REQUESTS", envInt(func(c *settings) *int64 { return &c.MaxRequests })},
-	{"BAN_LIMIT", envInt(func(c *settings) *int64 { return &c.BanLimit })},
-	{"REDIS_URL", envString(func(c *settings) *string { return &c.redisURL })},
-	{"BAN_DURATION", envDuration(func(c *settings) *time.Duration { return &c.BanDuration })},
-	{"BAN_FACTOR", func(c *settings, v string) error {
+	{"TTL", "TTL", envPositive(func(c *settings) *time.Duration { return &c.TTL })},
+	{"MAX_REQUESTS", "MaxRequests", envNonZero("a count of at least 1", envInt(func(c *settings) *int64 { return &c.MaxRequests }))},
+	{"BAN_LIMIT", "BanLimit", envNonZero("a count of at least 1, or -1 to turn bans off", envInt(func(c *settings) *int64 { return &c.BanLimit }))},
+	{"REDIS_URL", "", envString(func(c *settings) *string { return &c.redisURL })},
+	{"BAN_DURATION", "BanDuration", envPositive(func(c *settings) *time.Duration { return &c.BanDuration })},
+	{"BAN_FACTOR", "BanFactor", func(c *settings, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return errEnvValue("want a number")
 		}
+		if f == 0 {
+			return errEnvValue("0 is no factor: want a number of at least 1 (unset, it is 2)")
+		}
 		c.BanFactor = f
 		return nil
 	}},
-	{"MAX_BAN_DURATION", envDuration(func(c *settings) *time.Duration { return &c.MaxBanDuration })},
-	{"OFFENSE_WINDOW", envDuration(func(c *settings) *time.Duration { return &c.OffenseWindow })},
-	{"TRUSTED_PROXIES", envList(func(c *settings) *[]string { return &c.TrustedProxies })},
-	{"PROXY_HEADER", envString(func(c *settings) *string { return &c.ProxyHeader })},
-	{"PROXY_COUNT", envSmall(func(c *settings) *int { return &c.ProxyCount })},
-	{"TRUST_UNIX_SOCKET", envBool(func(c *settings) *bool { return &c.TrustUnixSocket })},
-	{"IPV4_PREFIX", envSmall(func(c *settings) *int { return &c.IPv4Prefix })},
-	{"IPV6_PREFIX", envSmall(func(c *settings) *int { return &c.IPv6Prefix })},
-	{"ESCALATION_THRESHOLD", envSmall(func(c *settings) *int { return &c.EscalationThreshold })},
-	{"IPV6_ESCALATION", envLevels(func(c *settings) *[]int { return &c.IPv6Escalation })},
-	{"IPV4_ESCALATION", envLevels(func(c *settings) *[]int { return &c.IPv4Escalation })},
-	{"SAFE_NETWORKS", envList(func(c *settings) *[]string { return &c.SafeNetworks })},
-	{"NAMESPACE", envString(func(c *settings) *string { return &c.Namespace })},
-	{"BAN_NAMESPACE", envString(func(c *settings) *string { return &c.BanNamespace })},
-	{"NAME", envString(func(c *settings) *string { return &c.Name })},
-	{"ON_STORE_ERROR", func(c *settings, v string) error {
+	{"MAX_BAN_DURATION", "MaxBanDuration", envPositive(func(c *settings) *time.Duration { return &c.MaxBanDuration })},
+	{"OFFENSE_WINDOW", "OffenseWindow", envPositive(func(c *settings) *time.Duration { return &c.OffenseWindow })},
+	{"TRUSTED_PROXIES", "TrustedProxies", envNetList(func(c *settings) *[]string { return &c.TrustedProxies })},
+	{"PROXY_HEADER", "ProxyHeader", envString(func(c *settings) *string { return &c.ProxyHeader })},
+	{"PROXY_COUNT", "ProxyCount", envSmall(func(c *settings) *int { return &c.ProxyCount })},
+	{"TRUST_UNIX_SOCKET", "TrustUnixSocket", envBool(func(c *settings) *bool { return &c.TrustUnixSocket })},
+	{"IPV4_PREFIX", "IPv4Prefix", envNonZero("a prefix length from 1 to 32", envSmall(func(c *settings) *int { return &c.IPv4Prefix }))},
+	{"IPV6_PREFIX", "IPv6Prefix", envNonZero("a prefix length from 1 to 128", envSmall(func(c *settings) *int { return &c.IPv6Prefix }))},
+	{"ESCALATION_THRESHOLD", "EscalationThreshold", envSmall(func(c *settings) *int { return &c.EscalationThreshold })},
+	{"IPV6_ESCALATION", "IPv6Escalation", envLevels(func(c *settings) *[]int { return &c.IPv6Escalation })},
+	{"IPV4_ESCALATION", "IPv4Escalation", envLevels(func(c *settings) *[]int { return &c.IPv4Escalation })},
+	{"SAFE_NETWORKS", "SafeNetworks", envNetList(func(c *settings) *[]string { return &c.SafeNetworks })},
+	{"NAMESPACE", "Namespace", envString(func(c *settings) *string { return &c.Namespace })},
+	{"BAN_NAMESPACE", "BanNamespace", envString(func(c *settings) *string { return &c.BanNamespace })},
+	{"NAME", "Name", envString(func(c *settings) *string { return &c.Name })},
+	{"ON_STORE_ERROR", "OnStoreError", func(c *settings, v string) error {
 		p, err := protect.ParseFailurePolicy(v)
 		if err != nil {
 			return errEnvValue("want local, open or closed")
@@ -134,10 +200,13 @@ var envVars = [...]envVar{
 		c.OnStoreError = p
 		return nil
 	}},
-	{"STORE_TIMEOUT", func(c *settings, v string) error {
+	{"STORE_TIMEOUT", "StoreTimeout", func(c *settings, v string) error {
 		d, err := parseEnvDuration(v)
 		if err != nil {
 			return err
+		}
+		if d < time.Millisecond {
+			return errEnvValue("want at least 1ms: no store call finishes sooner, so every request would be decided by ON_STORE_ERROR")
 		}
 		if d > maxEnvStoreTimeout {
 			msg := fmt.Sprintf("%v is longer than a store call may take (at most %v)", d, maxEnvStoreTimeout)
@@ -149,9 +218,9 @@ var envVars = [...]envVar{
 		c.StoreTimeout = d
 		return nil
 	}},
-	{"DRY_RUN", envBool(func(c *settings) *bool { return &c.DryRun })},
-	{"BAN_STATUS", envSmall(func(c *settings) *int { return &c.BanStatus })},
-	{"UNKNOWN_STATUS", envSmall(func(c *settings) *int { return &c.UnknownStatus })},
+	{"DRY_RUN", "DryRun", envBool(func(c *settings) *bool { return &c.DryRun })},
+	{"BAN_STATUS", "BanStatus", envNonZero("a 4xx or 5xx status", envSmall(func(c *settings) *int { return &c.BanStatus }))},
+	{"UNKNOWN_STATUS", "UnknownStatus", envNonZero("a 4xx or 5xx status", envSmall(func(c *settings) *int { return &c.UnknownStatus }))},
 }
 
 // Names returns the names, without a prefix, of every variable
@@ -203,6 +272,16 @@ func FromEnv(own ...string) (protect.Config, error) {
 //   - A value that does not parse is an error that quotes it, never a
 //     silent default. Every problem is reported at once (errors.Join);
 //     each wraps ErrConfig.
+//   - What protect.New would refuse is refused here, under the
+//     variable's name and value (HTTP_PROTECT_BAN_FACTOR="0.5"), never
+//     the Go field's (see protect.Config.Validate).
+//   - An explicit 0 where 0 in Go means the default (TTL=0,
+//     MAX_REQUESTS=0) is an error, not a silent default; so is
+//     STORE_TIMEOUT under 1ms.
+//   - TRUSTED_PROXIES and SAFE_NETWORKS take "none" for an empty list,
+//     and refuse an entry that covers a whole address family
+//     ("0.0.0.0/0", "::/0") unless it is written with a leading "!"
+//     ("!0.0.0.0/0"), which says it was meant.
 //   - Every duration variable takes one syntax: a Go duration with days
 //     ("90s", "15m", "2d12h", "100ms"; see ParseDuration), or a bare
 //     number, which is seconds ("3600", "0.5"), as the Node package reads
@@ -274,6 +353,7 @@ func Read(environ []string, opts Options) (protect.Config, error) {
 // declare are errors.
 func configFromVars(prefix string, vars map[string]string, opts Options) (protect.Config, error) {
 	own := opts.Own
+	vars0 := maps.Clone(vars)
 	var c settings
 	var errs []error
 	for _, ev := range envVars {
@@ -307,6 +387,7 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 		}
 		errs = append(errs, configErr("%s (a name your program reads itself is declared to FromEnv or FromEnvPrefix)", msg))
 	}
+	errs = append(errs, validate(prefix, c.Config, vars0)...)
 	if len(errs) > 0 {
 		return protect.Config{}, errors.Join(errs...)
 	}
@@ -509,4 +590,70 @@ func envLevels(field func(*settings) *[]int) func(*settings, string) error {
 		*field(c) = l
 		return nil
 	}
+}
+
+// validate reports what protect.Config.Validate finds in c under the
+// variables' names, with their values as written (vars, by name after
+// the prefix): "HTTP_PROTECT_BAN_FACTOR="0.5": must be a number of at
+// least 1", never the Go field's name. A problem with a field no
+// variable set says which default it is.
+func validate(prefix string, c protect.Config, vars map[string]string) []error {
+	err := c.Validate()
+	if err == nil {
+		return nil
+	}
+	var out []error
+	for _, e := range configErrors(err) {
+		ce, ok := e.(*protect.ConfigError)
+		ev := envByField(ce)
+		if !ok || ev == nil {
+			out = append(out, e)
+			continue
+		}
+		name := prefix + ev.name
+		reason := goNames.ReplaceAllStringFunc(ce.Reason, func(f string) string {
+			if ev := envByField(&protect.ConfigError{Field: f}); ev != nil {
+				return prefix + ev.name
+			}
+			return f
+		})
+		if v := strings.TrimSpace(vars[ev.name]); v != "" {
+			out = append(out, configErr("%s=%q: %s", name, v, reason))
+		} else {
+			out = append(out, configErr("%s (unset, so %s): %s", name, ce.Value, reason))
+		}
+	}
+	return out
+}
+
+// goNames matches the Config field names a reason may mention.
+var goNames = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]+\b`)
+
+// configErrors flattens a tree of joined errors down to its
+// *protect.ConfigError leaves (and any other leaf).
+func configErrors(err error) []error {
+	if _, ok := err.(*protect.ConfigError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, configErrors(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// envByField returns the variable that sets ce's field, or nil.
+func envByField(ce *protect.ConfigError) *envVar {
+	if ce == nil || ce.Field == "" {
+		return nil
+	}
+	for i := range envVars {
+		if envVars[i].field == ce.Field {
+			return &envVars[i]
+		}
+	}
+	return nil
 }

@@ -105,6 +105,23 @@ func TestFromEnvErrors(t *testing.T) {
 		{"store timeout too long with a unit", "", nil, []string{"HTTP_PROTECT_STORE_TIMEOUT=1m"}, []string{`HTTP_PROTECT_STORE_TIMEOUT="1m": 1m0s is longer`}},
 		{"every problem at once", "", nil, []string{"HTTP_PROTECT_TTL=x", "HTTP_PROTECT_MAX_REQUESTS=y", "HTTP_PROTECT_MAXREQUESTS=5"},
 			[]string{`HTTP_PROTECT_TTL="x"`, `HTTP_PROTECT_MAX_REQUESTS="y"`, "HTTP_PROTECT_MAXREQUESTS: not a setting"}},
+		{"explicit zero TTL", "", nil, []string{"HTTP_PROTECT_TTL=0"}, []string{`HTTP_PROTECT_TTL="0": 0 is not a duration this setting can have: unset it for the default`}},
+		{"explicit zero counts", "", nil, []string{"HTTP_PROTECT_MAX_REQUESTS=0", "HTTP_PROTECT_BAN_LIMIT=0", "HTTP_PROTECT_BAN_FACTOR=0", "HTTP_PROTECT_IPV6_PREFIX=0"},
+			[]string{`HTTP_PROTECT_MAX_REQUESTS="0": 0: want a count of at least 1`, `HTTP_PROTECT_BAN_LIMIT="0": 0: want a count of at least 1, or -1 to turn bans off`,
+				`HTTP_PROTECT_BAN_FACTOR="0": 0 is no factor`, `HTTP_PROTECT_IPV6_PREFIX="0": 0: want a prefix length from 1 to 128`}},
+		{"store timeout below 1ms", "", nil, []string{"HTTP_PROTECT_STORE_TIMEOUT=1ns"}, []string{`HTTP_PROTECT_STORE_TIMEOUT="1ns": want at least 1ms`}},
+		{"trust every IPv4 peer", "", nil, []string{"HTTP_PROTECT_TRUSTED_PROXIES=10.0.0.1, 0.0.0.0/0"},
+			[]string{`HTTP_PROTECT_TRUSTED_PROXIES="10.0.0.1, 0.0.0.0/0": 0.0.0.0/0 covers every address of its family; write !0.0.0.0/0 if that is meant`}},
+		{"every IPv6 client safe", "", nil, []string{"HTTP_PROTECT_SAFE_NETWORKS=::/0"}, []string{`HTTP_PROTECT_SAFE_NETWORKS="::/0": ::/0 covers every address`}},
+		{"every mapped IPv4 client safe", "", nil, []string{"HTTP_PROTECT_SAFE_NETWORKS=::ffff:0:0/96"}, []string{`::ffff:0:0/96 covers every address`}},
+		{"a validation error under the variable's name", "", nil, []string{"HTTP_PROTECT_BAN_FACTOR=0.5"},
+			[]string{`HTTP_PROTECT_BAN_FACTOR="0.5": must be a number of at least 1`}},
+		{"a bad list entry under the variable's name", "", nil, []string{"HTTP_PROTECT_TRUSTED_PROXIES=10.0.0.1/8"},
+			[]string{`HTTP_PROTECT_TRUSTED_PROXIES="10.0.0.1/8": entry "10.0.0.1/8": host bits set; did you mean 10.0.0.0/8?`}},
+		{"a default named as what it is", "", nil, []string{"HTTP_PROTECT_BAN_DURATION=30d"},
+			[]string{`HTTP_PROTECT_MAX_BAN_DURATION (unset, so 168h0m0s): shorter than HTTP_PROTECT_BAN_DURATION 720h0m0s`}},
+		{"parse and validation errors at once", "", nil, []string{"HTTP_PROTECT_TTL=x", "HTTP_PROTECT_BAN_FACTOR=0.5", "HTTP_PROTECT_IPV4_PREFIX=40"},
+			[]string{`HTTP_PROTECT_TTL="x": want a duration`, `HTTP_PROTECT_BAN_FACTOR="0.5": must be`, `HTTP_PROTECT_IPV4_PREFIX="40": want 1 to 32`}},
 		{"other prefix", "HTTP_PROTECT_LOGIN_", nil, []string{"HTTP_PROTECT_LOGIN_TLL=5"}, []string{"did you mean HTTP_PROTECT_LOGIN_TTL?"}},
 		{"empty prefix", "-", nil, nil, []string{"environment prefix is empty"}},
 		{"lower-case prefix", "http_protect_", nil, nil, []string{`environment prefix "http_protect_"`}},
@@ -148,9 +165,13 @@ func TestFromEnvDurations(t *testing.T) {
 			if name == "STORE_TIMEOUT" && tc.want > maxEnvStoreTimeout {
 				continue
 			}
-			c, err := FromEnviron([]string{Prefix + name + "=" + tc.v}, Prefix)
+			env := []string{Prefix + name + "=" + tc.v}
+			if name == "MAX_BAN_DURATION" { // no shorter than BAN_DURATION
+				env = append(env, Prefix+"BAN_DURATION=1ms")
+			}
+			c, err := FromEnviron(env, Prefix)
 			if err != nil {
-				t.Fatalf("FromEnviron(%s=%q) = %v, want nil", name, tc.v, err)
+				t.Fatalf("FromEnviron(%q) = %v, want nil", env, err)
 			}
 			got := map[string]time.Duration{"TTL": c.TTL, "BAN_DURATION": c.BanDuration, "MAX_BAN_DURATION": c.MaxBanDuration,
 				"OFFENSE_WINDOW": c.OffenseWindow, "STORE_TIMEOUT": c.StoreTimeout}[name]
@@ -245,5 +266,24 @@ func TestFromEnvSecondPrefixHint(t *testing.T) {
 				t.Errorf("FromEnviron(%q) = %q\nwant it not to contain %q", tc.env, err, tc.notWant)
 			}
 		})
+	}
+}
+
+// TestFromEnvLists: none is the empty list (not unset), and a whole
+// address family is taken when written with a "!".
+func TestFromEnvLists(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want []string
+	}{
+		{"none", []string{}},
+		{"NONE", []string{}},
+		{"!0.0.0.0/0, !::/0", []string{"0.0.0.0/0", "::/0"}},
+		{"10.0.0.0/8, ! 192.0.2.0/24", []string{"10.0.0.0/8", "192.0.2.0/24"}},
+	} {
+		c, err := FromEnviron([]string{Prefix + "TRUSTED_PROXIES=" + tc.v, Prefix + "SAFE_NETWORKS=" + tc.v}, Prefix)
+		if err != nil || !reflect.DeepEqual(c.TrustedProxies, tc.want) || !reflect.DeepEqual(c.SafeNetworks, tc.want) {
+			t.Errorf("FromEnviron(TRUSTED_PROXIES and SAFE_NETWORKS=%q) = %#v, %#v, %v; want %#v, nil", tc.v, c.TrustedProxies, c.SafeNetworks, err, tc.want)
+		}
 	}
 }

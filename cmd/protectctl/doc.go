@@ -10,8 +10,9 @@
 // 2001:db8:1:2::/64. Run it with the services' environment. Like them it
 // refuses an HTTP_PROTECT_* name it does not know, since a typo would apply
 // a default; the names protectd reads (HTTP_PROTECT_LISTEN,
-// HTTP_PROTECT_PLANS, HTTP_PROTECT_NFT, HTTP_PROTECT_NFT_INTERVAL,
-// HTTP_PROTECT_LAPI_LISTEN, HTTP_PROTECT_LAPI_KEYS) are accepted.
+// HTTP_PROTECT_PLANS, HTTP_PROTECT_GRPC_LISTEN, HTTP_PROTECT_NFT,
+// HTTP_PROTECT_NFT_INTERVAL, HTTP_PROTECT_LAPI_LISTEN,
+// HTTP_PROTECT_LAPI_KEYS) are accepted.
 //
 // A service on the memory store keeps its bans inside its own process;
 // protectctl reaches only bans kept in Redis.

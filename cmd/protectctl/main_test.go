@@ -374,7 +374,7 @@ func TestExplain(t *testing.T) {
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.6.6.6, 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: 6.6.6.6", "X-Forwarded-For: 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: 1.2.3.4, garbage"}, "", admin.StepUnknown, 429},
-				{"10.0.0.1:5555", []string{"X-Forwarded-For: 10.0.0.3, 10.0.0.2"}, "", admin.StepUnknown, 429},
+				{"10.0.0.1:5555", []string{"X-Forwarded-For: 10.0.0.3, 10.0.0.2"}, "10.0.0.3", admin.StepAllowed, 200},
 				{"10.0.0.1:5555", []string{"X-Forwarded-For: [2001:db8::1]:443"}, "2001:db8::1", admin.StepAllowed, 200},
 				{"9.9.9.9:1234", []string{"X-Forwarded-For: 1.2.3.4"}, "9.9.9.9", admin.StepAllowed, 200},
 				{"[::ffff:10.0.0.1]:5555", []string{"X-Forwarded-For: 1.2.3.4"}, "1.2.3.4", admin.StepAllowed, 200},

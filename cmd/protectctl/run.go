@@ -192,7 +192,7 @@ func (c *cli) open() error {
 	// refused.
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
 	cfg, err := envconfig.Read(os.Environ(), envconfig.Options{
-		Own:      []string{"LISTEN", "PLANS", "NFT", "NFT_INTERVAL", "LAPI_LISTEN", "LAPI_KEYS"},
+		Own:      []string{"LISTEN", "PLANS", "GRPC_LISTEN", "NFT", "NFT_INTERVAL", "LAPI_LISTEN", "LAPI_KEYS"},
 		RedisURL: c.redisURL,
 		// A short-lived tool: no background refresh, no cached answers.
 		Redis: redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger},

@@ -6,25 +6,31 @@
 //	usage: protectd [-check]
 //
 // -check reads the settings and the plans file, prints the settings in
-// force, and exits.
+// force, asks the store to answer and says what it is, and exits: 2 on
+// a bad setting (every one reported at once, under its variable's name),
+// 1 when the store does not answer.
 //
 // # Settings
 //
 // protectd reads the HTTP_PROTECT_* environment of package envconfig, just
 // as strictly: an unknown name or a bad value exits 2 with the setting
 // quoted. The memory store is the default; HTTP_PROTECT_REDIS_URL shares
-// one Redis between every protectd instance and protectctl. It reads two
+// one Redis between every protectd instance and protectctl. It reads
 // names of its own, and needs two of protect's:
 //
 //	HTTP_PROTECT_LISTEN            where it listens [127.0.0.1:8089]
 //	HTTP_PROTECT_PLANS             the plans file (JSON, see envconfig.ParsePlans),
 //	                               or the JSON itself when the value starts with "{"
+//	HTTP_PROTECT_GRPC_LISTEN       host:port or unix:PATH of the gRPC services for
+//	                               Envoy and Istio [off]
 //	HTTP_PROTECT_TRUSTED_PROXIES   the proxy's address as protectd sees it
 //	HTTP_PROTECT_REDIS_URL         one Redis for every instance [none: memory store]
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
-// network. HTTP_PROTECT_TRUSTED_PROXIES is required behind a proxy;
-// without it every request is counted as the proxy's.
+// network (a listen address other machines can reach is logged as a
+// warning). HTTP_PROTECT_TRUSTED_PROXIES is required: without it every
+// request would be counted as the proxy's, so protectd refuses to start;
+// write none when clients reach protectd directly.
 //
 // # Paths
 //
@@ -47,6 +53,22 @@
 // protectd then refuses with that status, and puts the real status in
 // X-Protect-Status and the problem body in X-Protect-Problem, for the proxy
 // to answer the client with.
+//
+// # gRPC: Envoy and Istio
+//
+// With HTTP_PROTECT_GRPC_LISTEN set, protectd also serves
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit (Envoy's
+// global rate limit filter: a descriptor with a remote_address entry runs
+// the address pipeline; one with consumer and plan entries holds the
+// consumer to that plan at a cost of hits_addend) and
+// envoy.service.auth.v3.Authorization/Check (Envoy's ext_authz filter and
+// Istio's CUSTOM action: the client from the request's source address and
+// X-Forwarded-For, denied_response with the status, headers and
+// problem+json body /verify answers with). Under
+// HTTP_PROTECT_ON_STORE_ERROR=closed a dead store makes ShouldRateLimit
+// fail with the gRPC code Unavailable, for Envoy's failure_mode_deny to
+// decide. docs/envoy.md gives every rule. Keep this listener private too:
+// a caller names the address to count.
 //
 // # Who the client is
 //
@@ -111,7 +133,9 @@
 // # Exit status
 //
 // 0 after -h, -check or a graceful shutdown; 1 when a listener cannot be
-// opened, the nftables sets cannot be used, or serving fails; 2 on a bad flag, an argument, or a bad setting.
+// opened, the nftables sets cannot be used, serving fails, or -check
+// finds the store not answering; 2 on a bad flag, an argument, or a bad
+// setting.
 //
 // # Example
 //

@@ -346,3 +346,42 @@ func TestNginxHostileForwardedFor(t *testing.T) {
 		t.Errorf("requests the app served after the hostile ones = %d more, want 0: all came from a banned client", n-served)
 	}
 }
+
+// TestNginxLocalClient: behind nginx on one machine, with
+// TRUSTED_PROXIES=127.0.0.1 as the README shows, a curl from 127.0.0.1
+// itself is counted as 127.0.0.1 (its chain is all trusted: the leftmost
+// entry is the client, as nginx's realip module decides), served to the
+// limit and then refused; a client on 127.0.0.2 forging X-Forwarded-For:
+// 127.0.0.1 is still counted as 127.0.0.2.
+func TestNginxLocalClient(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=3",
+		"HTTP_PROTECT_BAN_LIMIT=100", "HTTP_PROTECT_TTL=1h")
+	site := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr)
+	tests := []struct {
+		from, forged, key string
+	}{
+		{"127.0.0.1", "", "127.0.0.1"},
+		{"127.0.0.2", "127.0.0.1", "127.0.0.2"},
+	}
+	for _, tt := range tests {
+		c := clientFrom(tt.from)
+		for i, want := range []int{200, 200, 200, 429} {
+			var header []string
+			if tt.forged != "" {
+				header = []string{"X-Forwarded-For", tt.forged}
+			}
+			a := get(t, c, site+"/", header...)
+			if a.code != want {
+				t.Fatalf("GET / #%d from %s (X-Forwarded-For %q) = %d %q, want %d", i+1, tt.from, tt.forged, a.code, a.body, want)
+			}
+			if want == 429 && problemCode(t, a) != "rate_limited" {
+				t.Fatalf("GET / #%d from %s = %d %q, want 429 rate_limited", i+1, tt.from, a.code, a.body)
+			}
+		}
+		if k := app.keys.Load(); k != tt.key {
+			t.Fatalf("%s at the app after requests from %s = %q, want %q", hdrKey, tt.from, k, tt.key)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/httpprotect/protect/envconfig"
 	"github.com/httpprotect/protect/redisstore"
 )
 
@@ -73,16 +74,40 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	if _, ok := s.cfg.Store.(*redisstore.Store); ok {
 		store = "redis"
 	}
+	if why := publicListen(s.listen); why != "" {
+		log.Warn("listen address reachable from other machines: keep protectd on loopback or a unix socket beside its proxy",
+			"addr", s.listen, "why", why)
+	}
+	reached, storeErr := reachStore(ctx, s.cfg.Store)
 	if *check {
 		c := v.p.Config()
 		fmt.Fprintf(stdout, "listen %s, %s store, %d plans, max_requests %d, ttl %v, ban_limit %d, trusted_proxies %q\n",
 			s.listen, store, len(s.plans), c.MaxRequests, c.TTL, c.BanLimit, c.TrustedProxies)
+		if storeErr != nil {
+			fmt.Fprintf(stderr, "protectd: %v\n", storeErr)
+			return exitFailure
+		}
+		fmt.Fprintf(stdout, "store: %s\n", reached)
 		return exitOK
+	}
+	if storeErr != nil {
+		log.Error("store unreachable at start: decisions follow "+envconfig.Prefix+"ON_STORE_ERROR until it answers", "err", storeErr.Error(), "policy", v.p.Config().OnStoreError.String())
+	} else {
+		log.Info("store", "store", reached)
 	}
 	ln, err := net.Listen("tcp", s.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %s=%q: %v\n", envListen, s.listen, err)
 		return exitFailure
+	}
+	var g *grpcService // nil while HTTP_PROTECT_GRPC_LISTEN is off
+	if s.grpcListen != "" {
+		if g, err = startGRPC(s.grpcListen, v, log); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "protectd: %v\n", err)
+			return exitFailure
+		}
+		defer g.kill()
 	}
 	stopSinks, err := startSinks(ctx, s.sinks, v.p, log)
 	if err != nil {
@@ -99,11 +124,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	case err := <-served:
 		log.Error("serve", "err", err.Error())
 		return exitFailure
+	case err := <-g.done():
+		log.Error("grpc serve", "err", err.Error())
+		return exitFailure
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
+	g.stop(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Error("shutdown", "err", err.Error())
 		return exitFailure

@@ -34,14 +34,111 @@ func TestRunBadSettings(t *testing.T) {
 		{`HTTP_PROTECT_PLANS={"pro": {"rates": [], "tiers": []}}`, `unknown field "tiers"`},
 		{"HTTP_PROTECT_REDIS_URL=http://example.com", `HTTP_PROTECT_REDIS_URL: protect: redis URL: not a Redis URL`},
 		{"HTTP_PROTECT_LISTN=127.0.0.1:1", `HTTP_PROTECT_LISTN`},
+		{"HTTP_PROTECT_TTL=0", `HTTP_PROTECT_TTL="0": 0 is not a duration`},
+		{"HTTP_PROTECT_STORE_TIMEOUT=1ns", `HTTP_PROTECT_STORE_TIMEOUT="1ns": want at least 1ms`},
+		{"HTTP_PROTECT_TRUSTED_PROXIES=0.0.0.0/0", `write !0.0.0.0/0 if that is meant`},
+		{"HTTP_PROTECT_SAFE_NETWORKS=::/0", `write !::/0 if that is meant`},
+		{"HTTP_PROTECT_BAN_FACTOR=0.5", `HTTP_PROTECT_BAN_FACTOR="0.5": must be a number of at least 1`},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), nil, []string{tc.env}, &stdout, &stderr)
+			env := []string{trusted, tc.env} // a later entry wins
+			code := run(context.Background(), nil, env, &stdout, &stderr)
 			if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
 				t.Fatalf("run(env %q) = exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, stderr quoting %s", tc.env, code, stdout.String(), stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestRunReportsEverythingAtOnce: protect's settings, protectd's own and
+// the missing trusted proxies are reported in one run, each under its
+// variable's name.
+func TestRunReportsEverythingAtOnce(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	env := []string{"HTTP_PROTECT_TTL=0", "HTTP_PROTECT_BAN_FACTOR=0.5", "HTTP_PROTECT_LISTEN=8089", "HTTP_PROTECT_PLANS={"}
+	code := run(context.Background(), []string{"-check"}, env, &stdout, &stderr)
+	want := []string{`HTTP_PROTECT_TTL="0"`, `HTTP_PROTECT_BAN_FACTOR="0.5": must be a number of at least 1`,
+		`HTTP_PROTECT_LISTEN="8089"`, `HTTP_PROTECT_PLANS="{"`}
+	for _, w := range want {
+		if code != exitUsage || !strings.Contains(stderr.String(), w) {
+			t.Errorf("protectd -check with %q = exit %d, stderr %q; want exit 2, stderr holding %s", env, code, stderr.String(), w)
+		}
+	}
+	if strings.Contains(stderr.String(), "BanFactor") {
+		t.Errorf("protectd -check stderr = %q, want the variable's name, not the Go field's", stderr.String())
+	}
+}
+
+// TestRunTrustedProxies: protectd refuses to start without trusted
+// proxies, unless told none; with none, a client's forwarded header is
+// never read.
+func TestRunTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		code int
+		errs string
+	}{
+		{nil, exitUsage, "HTTP_PROTECT_TRUSTED_PROXIES is not set"},
+		{[]string{"HTTP_PROTECT_TRUSTED_PROXIES="}, exitUsage, "HTTP_PROTECT_TRUSTED_PROXIES is not set"},
+		{[]string{"HTTP_PROTECT_TRUSTED_PROXIES=none"}, exitOK, ""},
+		{[]string{"HTTP_PROTECT_TRUSTED_PROXIES=!0.0.0.0/0"}, exitOK, ""},
+		{[]string{"HTTP_PROTECT_PROXY_COUNT=1"}, exitOK, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"-check"}, tc.env, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.errs) {
+			t.Errorf("protectd -check with %q = exit %d, stderr %q; want exit %d, stderr holding %q", tc.env, code, stderr.String(), tc.code, tc.errs)
+		}
+	}
+}
+
+// TestRunCheckListenAddress: a listen address other machines can reach
+// is a warning, in -check and at start; loopback is not.
+func TestRunCheckListenAddress(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{
+		{"127.0.0.1:8089", false},
+		{"[::1]:8089", false},
+		{"localhost:8089", false},
+		{":8089", true},
+		{"0.0.0.0:8089", true},
+		{"192.0.2.10:8089", true},
+		{"proxy.internal:8089", true},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"-check"}, []string{trusted, envListen + "=" + tc.listen}, &stdout, &stderr)
+		warned := strings.Contains(stderr.String(), "listen address reachable from other machines")
+		if code != exitOK || warned != tc.warn {
+			t.Errorf("protectd -check with %s=%s = exit %d, warned %v (stderr %q); want exit 0, warned %v", envListen, tc.listen, code, warned, stderr.String(), tc.warn)
+		}
+	}
+}
+
+// TestRunCheckReachesStore: -check asks the store and says what it is; a
+// Redis that does not answer fails the check (exit 1), naming where it
+// was asked.
+func TestRunCheckReachesStore(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	env := []string{trusted, "HTTP_PROTECT_REDIS_URL=redis://127.0.0.1:1/0"}
+	code := run(context.Background(), []string{"-check"}, env, &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "redis at 127.0.0.1:1 did not answer") {
+		t.Fatalf("protectd -check with a dead Redis = exit %d, stderr %q; want exit 1 naming 127.0.0.1:1", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"-check"}, []string{trusted}, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), "store: memory, in this process") {
+		t.Fatalf("protectd -check on memory = exit %d, stdout %q; want exit 0 and the memory store named", code, stdout.String())
+	}
+	if addr := os.Getenv("PROTECT_REDIS_ADDR"); addr != "" {
+		stdout.Reset()
+		env := []string{trusted, "HTTP_PROTECT_REDIS_URL=redis://" + addr + "/0"}
+		if code := run(context.Background(), []string{"-check"}, env, &stdout, &stderr); code != exitOK ||
+			!strings.Contains(stdout.String(), "store: redis at "+addr+", answered in") {
+			t.Fatalf("protectd -check on Redis %s = exit %d, stdout %q; want exit 0, the store named as answering", addr, code, stdout.String())
+		}
 	}
 }
 
@@ -83,7 +180,7 @@ func TestRunListenBusy(t *testing.T) {
 	}
 	defer ln.Close()
 	var stderr bytes.Buffer
-	code := run(context.Background(), nil, []string{envListen + "=" + ln.Addr().String()}, io.Discard, &stderr)
+	code := run(context.Background(), nil, []string{trusted, envListen + "=" + ln.Addr().String()}, io.Discard, &stderr)
 	if code != exitFailure || !strings.Contains(stderr.String(), ln.Addr().String()) {
 		t.Fatalf("protectd on busy %s = exit %d, stderr %q; want exit 1 naming the address", ln.Addr(), code, stderr.String())
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -14,8 +16,10 @@ import (
 const (
 	ownListen     = "LISTEN"
 	ownPlans      = "PLANS"
+	ownGRPCListen = "GRPC_LISTEN"
 	envListen     = envconfig.Prefix + ownListen
 	envPlans      = envconfig.Prefix + ownPlans
+	envGRPCListen = envconfig.Prefix + ownGRPCListen
 	defaultListen = "127.0.0.1:8089"
 )
 
@@ -26,6 +30,8 @@ type settings struct {
 	// plans by name, as X-Protect-Plan names them; empty without
 	// HTTP_PROTECT_PLANS.
 	plans map[string]*protect.Plan
+	// grpcListen is where the gRPC services listen (grpc.go); empty: off.
+	grpcListen string
 	// sinks hand the bans on (sinks.go).
 	sinks sinkSettings
 }
@@ -34,33 +40,83 @@ type settings struct {
 // a later entry wins). It is as strict as envconfig.FromEnv: an
 // HTTP_PROTECT_ name that is neither protect's nor protectd's is an
 // error. Every error quotes the setting and its value.
+//
+// Every problem is reported at once, protect's and protectd's own, so
+// that a first run with three mistakes needs one fix, not three runs.
 func loadSettings(env []string) (settings, error) {
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, append([]string{ownListen, ownPlans}, sinkNames...)...)
+	var errs []error
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, append([]string{ownListen, ownPlans, ownGRPCListen}, sinkNames...)...)
 	if err != nil {
-		return settings{}, err
+		errs = append(errs, err)
 	}
 	vars := make(map[string]string, 2)
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen) {
 			vars[k] = v
 		}
 	}
 	s := settings{cfg: cfg, listen: defaultListen, plans: map[string]*protect.Plan{}}
+	if err == nil && cfg.TrustedProxies == nil && cfg.ProxyCount == 0 {
+		// protectd sits behind a proxy by design: without trusted
+		// proxies every request would be counted as the proxy itself,
+		// one shared limit for every client, and banned together.
+		errs = append(errs, fmt.Errorf("%s is not set: name the proxies that ask protectd (such as 127.0.0.1 for nginx on this host), or write none if clients reach protectd directly", envconfig.Prefix+"TRUSTED_PROXIES"))
+	}
 	if v := strings.TrimSpace(vars[envListen]); v != "" {
 		if err := checkListen(v); err != nil {
-			return settings{}, fmt.Errorf("%s=%q: %w", envListen, v, err)
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envListen, v, err))
+		} else {
+			s.listen = v
 		}
-		s.listen = v
+	}
+	if v := strings.TrimSpace(vars[envGRPCListen]); v != "" {
+		if err := checkGRPCListen(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envGRPCListen, v, err))
+		} else {
+			s.grpcListen = v
+		}
 	}
 	if v := strings.TrimSpace(vars[envPlans]); v != "" {
 		if s.plans, err = envconfig.LoadPlans(v); err != nil {
-			return settings{}, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err)
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err))
 		}
 	}
 	if s.sinks, err = loadSinks(env); err != nil {
-		return settings{}, err
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		if s.cfg.Store != nil { // dialed, never to be used
+			s.cfg.Store.Close()
+		}
+		return settings{}, errors.Join(errs...)
 	}
 	return s, nil
+}
+
+// publicListen says why addr (host:port, already checked) may be
+// reached from other machines, or "" when it is loopback only. protectd
+// decides who is banned: anyone who can reach it can ask about any
+// address and spend a client's budget with forged X-Forwarded-For when
+// the peer is trusted.
+func publicListen(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "" {
+		return "it listens on every interface"
+	}
+	if host == "localhost" {
+		return ""
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Sprintf("%s is a name, which may resolve to a public address", host)
+	}
+	if a.Unmap().IsLoopback() {
+		return ""
+	}
+	if a.IsUnspecified() {
+		return "it listens on every interface"
+	}
+	return fmt.Sprintf("%s is not a loopback address", host)
 }
 
 // checkListen accepts host:port with a numeric port; an empty host

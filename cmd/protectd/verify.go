@@ -105,6 +105,20 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	code := d.StatusCode()
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
+	v.logRefusal(r, slog.LevelInfo, refusalAttrs(d, code)...)
+	refusal := refusalStatus(r)
+	if refusal == 0 {
+		d.WriteResponse(w)
+		return
+	}
+	var body bytes.Buffer
+	d.WriteResponse(&recorder{h: h, body: &body})
+	respond(w, refusal, body.Bytes())
+}
+
+// refusalAttrs are the attributes of d's "refused" log line, answered
+// with status code; the gRPC services log them too.
+func refusalAttrs(d protect.Decision, code int) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.Int("status", code),
 		slog.String("decision", d.Status.String()),
@@ -119,15 +133,7 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.Err != nil {
 		attrs = append(attrs, slog.String("err", d.Err.Error()))
 	}
-	v.logRefusal(r, slog.LevelInfo, attrs...)
-	refusal := refusalStatus(r)
-	if refusal == 0 {
-		d.WriteResponse(w)
-		return
-	}
-	var body bytes.Buffer
-	d.WriteResponse(&recorder{h: h, body: &body})
-	respond(w, refusal, body.Bytes())
+	return attrs
 }
 
 // unknownPlan refuses a consumer whose plan is not in the plans file.
