@@ -82,8 +82,11 @@ func quoteAll(vs []string) []string {
 	return out
 }
 
-// lists returns one Admin per distinct ban list, the first protector on
-// each: bans are listed and written once per list, not per protector.
+// Lists returns one Admin per distinct ban list (BanNamespace), the
+// first protector on each: bans are listed and written once per list,
+// not per protector.
+func (s *Service) Lists() []*Admin { return s.lists() }
+
 func (s *Service) lists() []*Admin {
 	var out []*Admin
 	var seen []string

@@ -11,8 +11,11 @@
 // 2001:db8:1:2::/64. Run it with the services' environment. Like them it
 // refuses an HTTP_PROTECT_* name it does not know, since a typo would apply
 // a default; the names protectd reads (HTTP_PROTECT_LISTEN,
-// HTTP_PROTECT_PLANS, HTTP_PROTECT_ADMIN_LISTEN, HTTP_PROTECT_ADMIN_TOKEN)
-// and HTTP_PROTECT_ADMIN_URL are accepted.
+// HTTP_PROTECT_PLANS, HTTP_PROTECT_GRPC_LISTEN, HTTP_PROTECT_ADMIN_LISTEN,
+// HTTP_PROTECT_ADMIN_TOKEN, HTTP_PROTECT_NFT, HTTP_PROTECT_NFT_INTERVAL,
+// HTTP_PROTECT_LAPI_LISTEN, HTTP_PROTECT_LAPI_KEYS, HTTP_PROTECT_CROWDSEC_URL,
+// HTTP_PROTECT_CROWDSEC_KEY, HTTP_PROTECT_CROWDSEC_INTERVAL) and
+// HTTP_PROTECT_ADMIN_URL are accepted.
 //
 // A service on the memory store keeps its bans inside its own process:
 // protectctl reaches them through the service's admin API (package
@@ -118,6 +121,16 @@
 //		published for the namespace (the protector's own settings, marked
 //		"not published", before it published any).
 //
+//	nft sync [-sets 'FAMILY TABLE SET4 SET6'] [-create] [-json]
+//		Make the nftables sets hold the bans in force, once, as
+//		protectd's HTTP_PROTECT_NFT sink does continuously: for cron, or
+//		for a host whose protectd runs elsewhere. Only what differs is
+//		written, in one netlink transaction; an expired ban leaves the
+//		kernel by its element's timeout. -sets names the sets
+//		[$HTTP_PROTECT_NFT, or "inet protect ban4 ban6"]; a missing table
+//		or set is an error that names it, unless -create makes it (not
+//		the chain that drops: see docs/firewall.md). Needs CAP_NET_ADMIN.
+//
 //	version
 //		Print protectctl's version and the Go version it was built with.
 //
@@ -164,4 +177,6 @@
 //
 //	protectctl -server unix:/run/protectd/admin.sock bans   # a service on the memory store
 //	HTTP_PROTECT_ADMIN_TOKEN=$(cat /etc/protectd/token) protectctl -server http://10.0.0.7:8090 protectors
+//
+//	protectctl nft sync                               # the firewall's sets = the bans in force
 package main

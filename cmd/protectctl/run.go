@@ -34,7 +34,7 @@ const (
 // prints the manual (doc.go) instead.
 const mainUsage = `usage: protectctl [-redis URL] [-server URL [-token TOKEN]] [-namespace NS] COMMAND [flags] [args]
 
-commands: bans, ban, lift, inspect, explain, check, protectors, version.
+commands: bans, ban, lift, inspect, explain, check, protectors, nft, version.
 "protectctl -h" prints the manual; "protectctl COMMAND -h" a command's flags.
 
 global flags:
@@ -76,6 +76,7 @@ var commands = map[string]command{
 	"check":      {"check [-json] ADDR", "protectctl check 203.0.113.7   # exit 1 when something refuses it", checkCmd, true},
 	"protectors": {"protectors [-json]", "protectctl protectors -json", protectorsCmd, true},
 	"version":    {"version", "protectctl version", versionCmd, false},
+	"nft":        {"nft sync [-sets 'FAMILY TABLE SET4 SET6'] [-create] [-json]", "protectctl nft sync -sets 'inet protect ban4 ban6'", nftCmd, true},
 }
 
 // run is protectctl: main only calls it. Tests drive it in-process.
@@ -238,7 +239,7 @@ func (c *cli) openRedis() error {
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
 	env, stateFile := withoutStateFile(os.Environ())
 	cfg, err := envconfig.Read(env, envconfig.Options{
-		Own:      []string{"LISTEN", "PLANS", "ADMIN_LISTEN", "ADMIN_TOKEN", "ADMIN_URL"},
+		Own:      []string{"LISTEN", "PLANS", "GRPC_LISTEN", "ADMIN_LISTEN", "ADMIN_TOKEN", "ADMIN_URL", "NFT", "NFT_INTERVAL", "LAPI_LISTEN", "LAPI_KEYS", "CROWDSEC_URL", "CROWDSEC_KEY", "CROWDSEC_INTERVAL"},
 		RedisURL: c.redisURL,
 		// A short-lived tool: no background refresh, no cached answers.
 		Redis: redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger},

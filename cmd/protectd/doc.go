@@ -144,6 +144,29 @@
 // refusal is. A plan without a consumer is ignored, and the address is
 // counted.
 //
+// # Firewall and CrowdSec bouncers
+//
+// protectd can hand every ban it holds (automatic, manual, and the range
+// bans of escalation) to the kernel and to CrowdSec's bouncers:
+//
+//	HTTP_PROTECT_NFT           the nftables sets it keeps equal to the bans:
+//	                           "FAMILY TABLE SET4 SET6" ("-" for no set), or
+//	                           true for "inet protect ban4 ban6" [off]
+//	HTTP_PROTECT_NFT_INTERVAL  how often it lists the bans, 1ms to 1m [500ms]
+//	HTTP_PROTECT_LAPI_LISTEN   where it answers CrowdSec bouncers [off]
+//	HTTP_PROTECT_LAPI_KEYS     their API keys, a comma list or a file (a path
+//	                           starting with / or ./, a key a line, # comments);
+//	                           each at least 16 characters
+//
+// The sets are the operator's, made beforehand with flags interval and
+// timeout; a missing one stops protectd at start with an error that names
+// it. Each element's timeout is the ban's time left, and nothing is
+// removed at exit: the kernel keeps enforcing while protectd is down, and
+// a restart writes only what changed. The Local API answers GET
+// /v1/decisions/stream (startup=true, then what changed since that key's
+// last pull) and GET /v1/decisions?ip=, checking X-Api-Key (403 when
+// wrong). docs/firewall.md in the repository shows the set-up.
+//
 // # Logs, signals and limits
 //
 // protectd logs JSON lines to stderr: one "refused" line per refusal
@@ -161,7 +184,8 @@
 // # Exit status
 //
 // 0 after -h, -check or a graceful shutdown; 1 when a listener (the main
-// one, or the admin API's) cannot be opened, serving fails, or -check
+// one, or the admin API's) cannot be opened, the nftables sets cannot be
+// used, serving fails, or -check
 // finds the store not answering; 2 on a bad flag, an argument, or a bad
 // setting.
 //

@@ -111,6 +111,13 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		}
 		defer g.kill()
 	}
+	stopSinks, err := startSinks(ctx, s.sinks, v.p, log)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "protectd: %v\n", err)
+		return exitFailure
+	}
+	defer stopSinks()
 	srv := newServer(newHandler(v), log)
 	log.Info("listening", "addr", ln.Addr().String(), "store", store, "plans", len(s.plans))
 	served := make(chan error, 1)

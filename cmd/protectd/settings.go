@@ -48,6 +48,8 @@ type settings struct {
 	// crowdsec configures the bouncer that feeds CrowdSec's decisions to
 	// the block lists (crowdsec.go); nil without HTTP_PROTECT_CROWDSEC_URL.
 	crowdsec *crowdsec.Options
+	// sinks hand the bans on (sinks.go).
+	sinks sinkSettings
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -59,7 +61,7 @@ type settings struct {
 // that a first run with three mistakes needs one fix, not three runs.
 func loadSettings(env []string) (settings, error) {
 	var errs []error
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval)
+	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, append([]string{ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval}, sinkNames...)...)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -99,6 +101,9 @@ func loadSettings(env []string) (settings, error) {
 		errs = append(errs, err)
 	}
 	if s.crowdsec, err = crowdsecOptions(env); err != nil {
+		errs = append(errs, err)
+	}
+	if s.sinks, err = loadSinks(env); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

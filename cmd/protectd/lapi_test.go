@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/testclock"
+)
+
+const (
+	keyA = "bouncer-a-0123456789abcdef"
+	keyB = "bouncer-b-0123456789abcdef"
+)
+
+// lapiRig is the Local API over a protector on a fake clock.
+type lapiRig struct {
+	p     *protect.Protector
+	clock *testclock.Clock
+	h     http.Handler
+}
+
+func newLAPIRig(t testing.TB) *lapiRig {
+	t.Helper()
+	clock := testclock.New()
+	p, err := protect.New(protect.Config{Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return &lapiRig{p: p, clock: clock, h: newLAPI(p, []string{keyA, keyB}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+}
+
+func (r *lapiRig) ban(t testing.TB, target string, opt protect.BanOptions) protect.Ban {
+	t.Helper()
+	b, err := r.p.Ban(context.Background(), target, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// get asks path with key and checks the status and the exact body.
+func (r *lapiRig) get(t *testing.T, path, key string, status int, body string) {
+	t.Helper()
+	req := httptest.NewRequest("GET", path, nil)
+	if key != "" {
+		req.Header.Set("X-Api-Key", key)
+	}
+	w := httptest.NewRecorder()
+	r.h.ServeHTTP(w, req)
+	if w.Code != status || w.Body.String() != body {
+		t.Errorf("GET %s (key %.9s) = %d %s\nwant %d %s", path, key, w.Code, w.Body, status, body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("GET %s: Content-Type %q, want application/json; charset=utf-8", path, ct)
+	}
+}
+
+// dec is the JSON of ban b's decision with duration and until as given.
+func dec(b protect.Ban, scope, value, scenario, duration, until string) string {
+	return fmt.Sprintf(`{"duration":%q,"id":%d,"origin":"protect","scenario":%q,"scope":%q,"type":"ban","until":%q,"value":%q}`,
+		duration, decisionID(b), scenario, scope, until, value)
+}
+
+func list(ds ...string) string {
+	if len(ds) == 0 {
+		return "null"
+	}
+	return "[" + strings.Join(ds, ",") + "]"
+}
+
+func stream(deleted, added []string) string {
+	return `{"deleted":` + list(deleted...) + `,"new":` + list(added...) + `}`
+}
+
+func TestLAPIStream(t *testing.T) {
+	r := newLAPIRig(t)
+	// 2026-11-29T12:00:00Z is the clock's start.
+	host := r.ban(t, "203.0.113.7", protect.BanOptions{For: time.Hour, Reason: "credential stuffing"})
+	rng := r.ban(t, "198.51.100.0/24", protect.BanOptions{Permanent: true})
+	six := r.ban(t, "2001:db8:1:2::99", protect.BanOptions{For: 30 * time.Minute, Reason: "scanner"})
+	r.ban(t, "consumer:cus_alpha", protect.BanOptions{For: time.Hour}) // no address: no decision
+	dHost := dec(host, "Ip", "203.0.113.7", "credential stuffing", "1h0m0s", "2026-11-29T13:00:00Z")
+	dRange := dec(rng, "Range", "198.51.100.0/24", "manual", "87600h0m0s", "2036-11-26T12:00:00Z")
+	dSix := dec(six, "Range", "2001:db8:1:2::/64", "scanner", "30m0s", "2026-11-29T12:30:00Z")
+
+	const path = "/v1/decisions/stream"
+	r.get(t, path+"?startup=true", keyA, 200, stream(nil, []string{dRange, dSix, dHost}))
+	r.get(t, path, keyA, 200, stream(nil, nil))
+
+	r.clock.Advance(time.Minute)
+	late := r.ban(t, "192.0.2.1", protect.BanOptions{For: 10 * time.Minute})
+	if _, err := r.p.Lift(context.Background(), "198.51.100.0/24", "test"); err != nil {
+		t.Fatal(err)
+	}
+	dLate := dec(late, "Ip", "192.0.2.1", "manual", "10m0s", "2026-11-29T12:11:00Z")
+	dRangeLifted := dec(rng, "Range", "198.51.100.0/24", "manual", "87599h59m0s", "2036-11-26T12:00:00Z")
+	r.get(t, path, keyA, 200, stream([]string{dRangeLifted}, []string{dLate}))
+
+	// Thirty minutes on, two bans are over: each is a deletion.
+	r.clock.Advance(30 * time.Minute)
+	r.get(t, path, keyA, 200, stream([]string{
+		dec(late, "Ip", "192.0.2.1", "manual", "-20m0s", "2026-11-29T12:11:00Z"),
+		dec(six, "Range", "2001:db8:1:2::/64", "scanner", "-1m0s", "2026-11-29T12:30:00Z"),
+	}, nil))
+
+	// Another key is another bouncer, with a history of its own.
+	r.get(t, path, keyB, 200, stream(nil, []string{dec(host, "Ip", "203.0.113.7", "credential stuffing", "29m0s", "2026-11-29T13:00:00Z")}))
+	r.get(t, path, keyB, 200, stream(nil, nil))
+	// startup=true starts over.
+	r.get(t, path+"?startup=true", keyA, 200, stream(nil, []string{dec(host, "Ip", "203.0.113.7", "credential stuffing", "29m0s", "2026-11-29T13:00:00Z")}))
+
+	// A filter of scopes, as bouncers send it.
+	r.get(t, path+"?startup=true&scopes=range", keyB, 200, stream(nil, nil))
+}
+
+func TestLAPIDecisions(t *testing.T) {
+	r := newLAPIRig(t)
+	host := r.ban(t, "203.0.113.7", protect.BanOptions{For: time.Hour})
+	rng := r.ban(t, "198.51.100.0/24", protect.BanOptions{For: 2 * time.Hour, Reason: "escalated"})
+	dHost := dec(host, "Ip", "203.0.113.7", "manual", "1h0m0s", "2026-11-29T13:00:00Z")
+	dRange := dec(rng, "Range", "198.51.100.0/24", "escalated", "2h0m0s", "2026-11-29T14:00:00Z")
+	tests := []struct {
+		path, body string
+		status     int
+	}{
+		{"/v1/decisions?ip=203.0.113.7", list(dHost), 200},
+		{"/v1/decisions?ip=198.51.100.200", list(dRange), 200},
+		{"/v1/decisions?ip=::ffff:198.51.100.200", list(dRange), 200},
+		{"/v1/decisions?ip=192.0.2.1", "null", 200},
+		{"/v1/decisions", list(dRange, dHost), 200},
+		{"/v1/decisions?ip=nope", `{"message":"ip: not an address"}`, 400},
+		{"/v1/alerts", `{"message":"page not found"}`, 404},
+	}
+	for _, tt := range tests {
+		r.get(t, tt.path, keyA, tt.status, tt.body)
+	}
+}
+
+func TestLAPIRefusesWrongKeys(t *testing.T) {
+	r := newLAPIRig(t)
+	for _, key := range []string{"", "wrong", keyA + "x", keyA[:len(keyA)-1]} {
+		for _, path := range []string{"/v1/decisions/stream?startup=true", "/v1/decisions?ip=192.0.2.1"} {
+			r.get(t, path, key, 403, `{"message":"access forbidden"}`)
+		}
+	}
+}
+
+func TestLAPISettings(t *testing.T) {
+	base := []string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"}
+	tests := []struct {
+		env  []string
+		want string // "" for no error
+	}{
+		{[]string{envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=" + keyA + "," + keyB}, ""},
+		{[]string{envLAPIListen + "=127.0.0.1:0"}, "HTTP_PROTECT_LAPI_KEYS is needed with HTTP_PROTECT_LAPI_LISTEN: the bouncers' API keys, a comma list or a file"},
+		{[]string{envLAPIKeys + "=" + keyA}, "HTTP_PROTECT_LAPI_KEYS is set without HTTP_PROTECT_LAPI_LISTEN: set both, or neither"},
+		{[]string{envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=" + keyA + ",short"}, "HTTP_PROTECT_LAPI_KEYS: key 2 of 2: want at least 16 characters and no spaces (cscli bouncers add makes such keys)"},
+		{[]string{envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=/nonexistent/keys"}, `HTTP_PROTECT_LAPI_KEYS="/nonexistent/keys": open /nonexistent/keys: no such file or directory`},
+		{[]string{envLAPIListen + "=localhost", envLAPIKeys + "=" + keyA}, `HTTP_PROTECT_LAPI_LISTEN="localhost": want host:port, such as 127.0.0.1:8089`},
+		{[]string{envNFT + "=inet protect ban4"}, `HTTP_PROTECT_NFT="inet protect ban4": nftsink: bad set specification: want FAMILY TABLE SET4 SET6, such as "inet protect ban4 ban6", or true`},
+		{[]string{envNFT + "=true", envNFTInterval + "=0s"}, `HTTP_PROTECT_NFT_INTERVAL="0s": want a duration from 1ms to 1m, such as 500ms`},
+		{[]string{envNFT + "=ip fw b4 -", envNFTInterval + "=250ms"}, ""},
+	}
+	for _, tt := range tests {
+		_, err := loadSettings(append(base, tt.env...))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("loadSettings(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
+
+// TestLAPIServedByProtectd starts protectd with the Local API on and
+// asks it over TCP, as a bouncer does.
+func TestLAPIServedByProtectd(t *testing.T) {
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
+		envLAPIListen+"=127.0.0.1:0", envLAPIKeys+"="+keyA)
+	lines := d.log.lines(t, "crowdsec local api")
+	if len(lines) != 1 {
+		t.Fatalf("protectd logged %d %q lines, want 1; log:\n%s", len(lines), "crowdsec local api", d.log)
+	}
+	url := "http://" + lines[0]["addr"].(string) + "/v1/decisions/stream?startup=true"
+	for _, tt := range []struct {
+		key    string
+		status int
+		body   string
+	}{
+		{keyA, 200, `{"deleted":null,"new":null}`},
+		{keyB, 403, `{"message":"access forbidden"}`},
+	} {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("X-Api-Key", tt.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || string(body) != tt.body {
+			t.Errorf("GET %s (key %.9s) = %d %s, want %d %s", url, tt.key, resp.StatusCode, body, tt.status, tt.body)
+		}
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("protectd exit = %d, want 0; log:\n%s", code, d.log)
+	}
+}
+
+// FuzzLAPIQuery sends any query to both endpoints: the answer is JSON,
+// 200 or 400, never a panic.
+func FuzzLAPIQuery(f *testing.F) {
+	f.Add("startup=true&scopes=ip,range")
+	f.Add("ip=203.0.113.7")
+	f.Add("ip=%zz&scenarios_containing=,,")
+	r := newLAPIRig(f)
+	r.ban(f, "203.0.113.7", protect.BanOptions{For: time.Hour})
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, path := range []string{"/v1/decisions/stream?", "/v1/decisions?"} {
+			req := httptest.NewRequest("GET", "/", nil)
+			req.URL.Path, req.URL.RawQuery = strings.TrimSuffix(path, "?"), q
+			req.Header.Set("X-Api-Key", keyA)
+			w := httptest.NewRecorder()
+			r.h.ServeHTTP(w, req)
+			if (w.Code != 200 && w.Code != 400) || !json.Valid(w.Body.Bytes()) {
+				t.Fatalf("GET %s%s = %d %s, want 200 or 400 and JSON", path, q, w.Code, w.Body)
+			}
+		}
+	})
+}

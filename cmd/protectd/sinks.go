@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/envconfig"
+	"github.com/httpprotect/protect/internal/nftsink"
+)
+
+// protectd's settings for the sinks that hand its bans on: the kernel's
+// firewall (nftables) and CrowdSec bouncers (the Local API).
+const (
+	ownNFT         = "NFT"
+	ownNFTInterval = "NFT_INTERVAL"
+	ownLAPIListen  = "LAPI_LISTEN"
+	ownLAPIKeys    = "LAPI_KEYS"
+	envNFT         = envconfig.Prefix + ownNFT
+	envNFTInterval = envconfig.Prefix + ownNFTInterval
+	envLAPIListen  = envconfig.Prefix + ownLAPIListen
+	envLAPIKeys    = envconfig.Prefix + ownLAPIKeys
+)
+
+// sinkNames are the names of sinkSettings, which loadSettings declares.
+var sinkNames = []string{ownNFT, ownNFTInterval, ownLAPIListen, ownLAPIKeys}
+
+// sinkSettings configure the sinks; the zero value runs none.
+type sinkSettings struct {
+	nft      bool
+	nftOpts  nftsink.Options
+	nftEvery time.Duration
+	// lapiListen is the Local API's address; empty: none.
+	lapiListen string
+	lapiKeys   []string
+}
+
+// loadSinks reads the sinks' settings from env (a later entry wins).
+func loadSinks(env []string) (sinkSettings, error) {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			switch k {
+			case envNFT, envNFTInterval, envLAPIListen, envLAPIKeys:
+				vars[k] = v
+			}
+		}
+	}
+	var s sinkSettings
+	if v := strings.TrimSpace(vars[envNFT]); v != "" {
+		o, on, err := nftsink.ParseSpec(v)
+		if err != nil {
+			return s, fmt.Errorf("%s=%q: %w", envNFT, v, err)
+		}
+		s.nft, s.nftOpts = on, o
+	}
+	s.nftEvery = nftsink.DefaultEvery
+	if v := strings.TrimSpace(vars[envNFTInterval]); v != "" {
+		d, err := envconfig.ParseDuration(v)
+		if err != nil || d <= 0 || d > time.Minute {
+			return s, fmt.Errorf("%s=%q: want a duration from 1ms to 1m, such as 500ms", envNFTInterval, v)
+		}
+		s.nftEvery = d
+	}
+	if v := strings.TrimSpace(vars[envLAPIListen]); v != "" {
+		if err := checkListen(v); err != nil {
+			return s, fmt.Errorf("%s=%q: %w", envLAPIListen, v, err)
+		}
+		s.lapiListen = v
+		keys, err := lapiKeys(strings.TrimSpace(vars[envLAPIKeys]))
+		if err != nil {
+			return s, err
+		}
+		s.lapiKeys = keys
+	} else if vars[envLAPIKeys] != "" {
+		return s, fmt.Errorf("%s is set without %s: set both, or neither", envLAPIKeys, envLAPIListen)
+	}
+	return s, nil
+}
+
+// minLAPIKey is the shortest bouncer key accepted: cscli makes keys of
+// 32 characters, and a short key is a guessable one.
+const minLAPIKey = 16
+
+// lapiKeys reads HTTP_PROTECT_LAPI_KEYS: a comma-separated list, or the
+// path of a file (a value starting with / or ./) with one key a line and
+// # comments. The error of a value quotes no key.
+func lapiKeys(v string) ([]string, error) {
+	if v == "" {
+		return nil, fmt.Errorf("%s is needed with %s: the bouncers' API keys, a comma list or a file", envLAPIKeys, envLAPIListen)
+	}
+	var keys []string
+	from := envLAPIKeys
+	if strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", envLAPIKeys, v, err)
+		}
+		from = fmt.Sprintf("%s=%q", envLAPIKeys, v)
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				keys = append(keys, line)
+			}
+		}
+	} else {
+		for _, k := range strings.Split(v, ",") {
+			keys = append(keys, strings.TrimSpace(k))
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: no key", from)
+	}
+	for i, k := range keys {
+		if len(k) < minLAPIKey || strings.ContainsAny(k, " \t\r\n") {
+			return nil, fmt.Errorf("%s: key %d of %d: want at least %d characters and no spaces (cscli bouncers add makes such keys)", from, i+1, len(keys), minLAPIKey)
+		}
+	}
+	return keys, nil
+}
+
+// startSinks starts the sinks of s for p's bans. The nftables sink
+// checks its sets first, so that a missing set stops protectd at start
+// rather than later. stop ends them: the sets stay as they are.
+func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *slog.Logger) (stop func(), err error) {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	var servers []*http.Server
+	stop = func() {
+		cancel()
+		for _, srv := range servers {
+			sctx, c := context.WithTimeout(context.Background(), shutdownTimeout)
+			srv.Shutdown(sctx)
+			c()
+		}
+		wg.Wait()
+	}
+	if s.nft {
+		o := s.nftOpts
+		o.Clock = p.Config().Clock
+		sink, err := nftsink.Open(o)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("%s=%q: %w", envNFT, o.String(), err)
+		}
+		log.Info("nftables sink", "sets", o.String(), "every", s.nftEvery.String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nftsink.Run(ctx, sink, p, nftsink.RunOptions{Every: s.nftEvery, Logger: log})
+		}()
+	}
+	if s.lapiListen != "" {
+		ln, err := net.Listen("tcp", s.lapiListen)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("%s=%q: %w", envLAPIListen, s.lapiListen, err)
+		}
+		srv := newServer(newLAPI(p, s.lapiKeys, p.Config().Clock, log), log)
+		servers = append(servers, srv)
+		log.Info("crowdsec local api", "addr", ln.Addr().String(), "keys", len(s.lapiKeys))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				log.Error("crowdsec local api", "err", err.Error())
+			}
+		}()
+	}
+	return stop, nil
+}
