@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
-	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/nftsink"
 )
 
@@ -45,11 +44,11 @@ func nftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		if !on {
 			return usagef("the sets %q are off: give -sets FAMILY TABLE SET4 SET6", spec)
 		}
-		svc, ok := c.svc.(*admin.Service)
-		if !ok || len(svc.Lists()) == 0 {
+		rb, ok := c.svc.(redisBackend)
+		if !ok || len(rb.Lists()) == 0 {
 			return usagef("nft sync reads the bans from the store: give -redis; a service on the memory store keeps its own sets (HTTP_PROTECT_NFT)")
 		}
-		lists := svc.Lists()
+		lists := rb.Lists()
 		opts.Create = *create
 		opts.Clock = lists[0].Protector().Config().Clock
 		sink, err := nftsink.Open(opts)

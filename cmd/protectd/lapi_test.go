@@ -166,7 +166,7 @@ func TestLAPISettings(t *testing.T) {
 		{[]string{envLAPIKeys + "=" + keyA}, "HTTP_PROTECT_LAPI_KEYS is set without HTTP_PROTECT_LAPI_LISTEN: set both, or neither"},
 		{[]string{envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=" + keyA + ",short"}, "HTTP_PROTECT_LAPI_KEYS: key 2 of 2: want at least 16 characters and no spaces (cscli bouncers add makes such keys)"},
 		{[]string{envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=/nonexistent/keys"}, `HTTP_PROTECT_LAPI_KEYS="/nonexistent/keys": open /nonexistent/keys: no such file or directory`},
-		{[]string{envLAPIListen + "=localhost", envLAPIKeys + "=" + keyA}, `HTTP_PROTECT_LAPI_LISTEN="localhost": want host:port, such as 127.0.0.1:8089`},
+		{[]string{envLAPIListen + "=localhost", envLAPIKeys + "=" + keyA}, `HTTP_PROTECT_LAPI_LISTEN="localhost": want host:port, such as 127.0.0.1:8089, or unix:PATH`},
 		{[]string{envNFT + "=inet protect ban4"}, `HTTP_PROTECT_NFT="inet protect ban4": nftsink: bad set specification: want FAMILY TABLE SET4 SET6, such as "inet protect ban4 ban6", or true`},
 		{[]string{envNFT + "=true", envNFTInterval + "=0s"}, `HTTP_PROTECT_NFT_INTERVAL="0s": want a duration from 1ms to 1m, such as 500ms`},
 		{[]string{envNFT + "=ip fw b4 -", envNFTInterval + "=250ms"}, ""},

@@ -26,10 +26,10 @@ func (s *Server) Restart() {
 
 // Pause stops the server's process (SIGSTOP): it holds its connections
 // and answers nothing, as a hung server does, until Resume.
-func (s *Server) Pause() { s.cmd.Process.Signal(syscall.SIGSTOP) }
+func (s *Server) Pause() { syscall.Kill(-s.cmd.Process.Pid, syscall.SIGSTOP) }
 
 // Resume lets a paused server run again.
-func (s *Server) Resume() { s.cmd.Process.Signal(syscall.SIGCONT) }
+func (s *Server) Resume() { syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT) }
 
 // Do runs one command on the server, failing the test on an error.
 func (s *Server) Do(args ...any) any {

@@ -33,8 +33,9 @@ type Server struct {
 // Kill sends the server SIGKILL and waits for it to end. A paused server
 // is let run first, so that it can die.
 func (s *Server) Kill() {
-	s.cmd.Process.Signal(syscall.SIGCONT)
-	s.cmd.Process.Kill()
+	pid := s.cmd.Process.Pid
+	syscall.Kill(-pid, syscall.SIGCONT)
+	syscall.Kill(-pid, syscall.SIGKILL)
 	<-s.done
 }
 
@@ -115,6 +116,10 @@ func StartServer(t testing.TB, bus bool, args ...string) *Server {
 func (s *Server) launch() {
 	s.t.Helper()
 	s.cmd = exec.Command(s.argv[0], s.argv[1:]...)
+	// A group of its own, so that Kill reaches the children it forks
+	// (a background save or AOF rewrite), which would outlive it and
+	// write into its directory.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redis-server %q: %v", s.argv, err)
 	}
