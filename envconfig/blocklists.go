@@ -2,6 +2,7 @@ package envconfig
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -66,10 +67,11 @@ func parseBlockListEntry(e string) (protect.BlockList, error) {
 	}
 	base := e
 	if strings.HasPrefix(e, "http://") || strings.HasPrefix(e, "https://") {
-		l.URL = e
-		if i := strings.Index(e[len("https://"):], "/"); i >= 0 {
-			base = path.Base(strings.SplitN(e[len("https://")+i:], "?", 2)[0])
+		u, err := url.Parse(e)
+		if err != nil || u.Host == "" {
+			return l, fmt.Errorf("not a URL with a host")
 		}
+		l.URL, base = e, path.Base(u.Path)
 	} else {
 		l.Path = e
 		base = filepath.Base(e)
