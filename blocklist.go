@@ -289,6 +289,24 @@ func (p *Protector) BlockListMatches(addr netip.Addr) []ListMatch {
 	return out
 }
 
+// BlockListEntries returns every entry of every one of Config.BlockLists
+// in force, list by list in Config order; nil without lists. It copies
+// the sets: a program that hands the lists on calls it (protectd's
+// CrowdSec API for bouncers, with HTTP_PROTECT_LAPI_BLOCKLISTS), never a
+// request.
+func (p *Protector) BlockListEntries() []ListMatch {
+	if p.lists == nil {
+		return nil
+	}
+	var out []ListMatch
+	for _, l := range p.lists.lists {
+		for _, e := range l.src.BlockSet().Entries() {
+			out = append(out, ListMatch{List: l.name, Source: l.source, Entry: e.Prefix, Note: e.Note, Expires: e.Expires})
+		}
+	}
+	return out
+}
+
 // ReloadBlockLists checks every list read from a Path or a URL now, as
 // its Refresh would: a changed file is read again, a URL fetched with a
 // conditional GET. It returns the failures, joined; each failing list

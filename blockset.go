@@ -296,3 +296,18 @@ func (s *BlockSet) entries() []BlockEntry {
 	}
 	return out
 }
+
+// Entries returns the entries of the set, in order (IPv4 first), as the
+// set holds them: an entry inside a wider one is not among them. It
+// copies the set, for a program that hands the list on (protectd's
+// CrowdSec API for bouncers); requests never call it.
+func (s *BlockSet) Entries() []BlockEntry {
+	if s == nil {
+		return nil
+	}
+	out := make([]BlockEntry, len(s.v4)+len(s.v6))
+	for i := range out {
+		out[i] = s.entry(i)
+	}
+	return out
+}

@@ -157,6 +157,8 @@
 //	HTTP_PROTECT_LAPI_KEYS     their API keys, a comma list or a file (a path
 //	                           starting with / or ./, a key a line, # comments);
 //	                           each at least 16 characters
+//	HTTP_PROTECT_LAPI_BLOCKLISTS  true: hand the block lists' entries to
+//	                           bouncers too, beside the bans [false]
 //
 // The sets are the operator's, made beforehand with flags interval and
 // timeout; a missing one stops protectd at start with an error that names

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,14 +24,16 @@ const (
 	ownNFTInterval = "NFT_INTERVAL"
 	ownLAPIListen  = "LAPI_LISTEN"
 	ownLAPIKeys    = "LAPI_KEYS"
+	ownLAPILists   = "LAPI_BLOCKLISTS"
 	envNFT         = envconfig.Prefix + ownNFT
 	envNFTInterval = envconfig.Prefix + ownNFTInterval
 	envLAPIListen  = envconfig.Prefix + ownLAPIListen
 	envLAPIKeys    = envconfig.Prefix + ownLAPIKeys
+	envLAPILists   = envconfig.Prefix + ownLAPILists
 )
 
 // sinkNames are the names of sinkSettings, which loadSettings declares.
-var sinkNames = []string{ownNFT, ownNFTInterval, ownLAPIListen, ownLAPIKeys}
+var sinkNames = []string{ownNFT, ownNFTInterval, ownLAPIListen, ownLAPIKeys, ownLAPILists}
 
 // sinkSettings configure the sinks; the zero value runs none.
 type sinkSettings struct {
@@ -41,6 +43,9 @@ type sinkSettings struct {
 	// lapiListen is the Local API's address; empty: none.
 	lapiListen string
 	lapiKeys   []string
+	// lapiLists hands the block lists' entries to bouncers too
+	// (HTTP_PROTECT_LAPI_BLOCKLISTS).
+	lapiLists bool
 }
 
 // loadSinks reads the sinks' settings from env (a later entry wins).
@@ -49,7 +54,7 @@ func loadSinks(env []string) (sinkSettings, error) {
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			switch k {
-			case envNFT, envNFTInterval, envLAPIListen, envLAPIKeys:
+			case envNFT, envNFTInterval, envLAPIListen, envLAPIKeys, envLAPILists:
 				vars[k] = v
 			}
 		}
@@ -82,6 +87,16 @@ func loadSinks(env []string) (sinkSettings, error) {
 		s.lapiKeys = keys
 	} else if vars[envLAPIKeys] != "" {
 		return s, fmt.Errorf("%s is set without %s: set both, or neither", envLAPIKeys, envLAPIListen)
+	}
+	if v := strings.TrimSpace(vars[envLAPILists]); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("%s=%q: want true or false", envLAPILists, v)
+		}
+		if b && s.lapiListen == "" {
+			return s, fmt.Errorf("%s is set without %s", envLAPILists, envLAPIListen)
+		}
+		s.lapiLists = b
 	}
 	return s, nil
 }
@@ -158,12 +173,16 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 		}()
 	}
 	if s.lapiListen != "" {
-		ln, err := net.Listen("tcp", s.lapiListen)
+		ln, err := listen(s.lapiListen)
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("%s=%q: %w", envLAPIListen, s.lapiListen, err)
 		}
-		srv := newServer(newLAPI(p, s.lapiKeys, p.Config().Clock, log), log)
+		var src nftsink.Lister = p
+		if s.lapiLists {
+			src = withBlockLists{p}
+		}
+		srv := newServer(newLAPI(src, s.lapiKeys, p.Config().Clock, log), log)
 		servers = append(servers, srv)
 		log.Info("crowdsec local api", "addr", ln.Addr().String(), "keys", len(s.lapiKeys))
 		wg.Add(1)
