@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -158,7 +157,7 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 		}()
 	}
 	if s.lapiListen != "" {
-		ln, err := net.Listen("tcp", s.lapiListen)
+		ln, err := listen(s.lapiListen)
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("%s=%q: %w", envLAPIListen, s.lapiListen, err)
