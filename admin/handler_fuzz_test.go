@@ -25,6 +25,7 @@ func FuzzHandler(f *testing.F) {
 		{"GET", "/v1/explain?remote=10.0.0.1:1&header=X-Forwarded-For:%201.2.3.4", ""},
 		{"GET", "/v1/check?addr=::ffff:1.2.3.4", ""},
 		{"GET", "/v1/protectors?namespace=protect:", ""},
+		{"POST", "/v1/bans", `{"targets": ["203.0.113.9"], "reason": "` + strings.Repeat("r", protect.MaxReasonLen+1) + `"}`},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}

@@ -78,7 +78,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, what string, err error)
 		WriteProblem(w, http.StatusBadRequest, CodeBadTarget, err.Error())
 	case errors.Is(err, ErrNoTarget):
 		WriteProblem(w, http.StatusBadRequest, CodeNoTarget, err.Error())
-	case errors.As(err, &br):
+	case errors.As(err, &br), errors.Is(err, protect.ErrReasonTooLong):
 		WriteProblem(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 	default:
 		log.Error("admin: "+what+" failed", "err", err.Error())

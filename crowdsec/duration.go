@@ -28,7 +28,8 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, errors.New("crowdsec: duration " + strconv.Quote(s) + ": not a duration")
 	}
 	n, err := strconv.ParseFloat(days, 64)
-	if err != nil || n < 0 || n > float64(1<<63-1)/float64(24*time.Hour) {
+	// !(n >= 0) rejects NaN too, which ParseFloat reads from "NaN".
+	if err != nil || !(n >= 0) || n > float64(1<<63-1)/float64(24*time.Hour) {
 		return 0, errors.New("crowdsec: duration " + strconv.Quote(s) + ": not a duration")
 	}
 	d := time.Duration(n * float64(24*time.Hour))

@@ -26,6 +26,8 @@ func TestParseDuration(t *testing.T) {
 		{"d", 0, false},
 		{"1d-5h", 0, false},
 		{"99999999999999d", 0, false},
+		{"NaNd", 0, false},
+		{"-nand1h", 0, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseDuration(tt.in)

@@ -82,5 +82,10 @@ func parseBlockListEntry(e string) (protect.BlockList, error) {
 	if l.Name == "" || l.Name == "/" || l.Name == "." {
 		return l, fmt.Errorf("no name to give it: write NAME=%s", e)
 	}
+	// protect.New's rule for a list's Name, checked here so that the
+	// error names the variable, not BlockLists[i].
+	if len(l.Name) > 64 || strings.IndexFunc(l.Name, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return l, fmt.Errorf("name %q: want 1 to 64 printable bytes, no spaces; write NAME=%s", l.Name, e)
+	}
 	return l, nil
 }

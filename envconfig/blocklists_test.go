@@ -34,6 +34,9 @@ func TestBlockListsFromEnvErrors(t *testing.T) {
 		{"spamhaus:3:/etc/drop.txt", `entry "spamhaus:3:/etc/drop.txt": "3" after spamhaus: only ipsum takes a minimum count`},
 		{"/a/drop.txt,spamhaus:/b/drop.json", `entry "spamhaus:/b/drop.json": a second list named "drop"; name one of them with NAME=`},
 		{"spamhaus:", `entry "spamhaus:": no path or URL`},
+		// Names protect.New would refuse are refused here, under the variable.
+		{"my list=/etc/x.txt", `entry "my list=/etc/x.txt": name "my list": want 1 to 64 printable bytes, no spaces`},
+		{"/etc/" + strings.Repeat("a", 65) + ".txt", `: want 1 to 64 printable bytes, no spaces; write NAME=`},
 	}
 	for _, tt := range tests {
 		_, err := Read([]string{"HTTP_PROTECT_BLOCKLISTS=" + tt.v}, Options{})

@@ -70,6 +70,12 @@ func loadAdminSettings(env []string) (adminSettings, error) {
 		if a.socket() == "" {
 			return adminSettings{}, fmt.Errorf("%s=%q: want unix:/path/to/socket or host:port", envAdminListen, a.listen)
 		}
+		// Absolute, as every other listen value's socket must be: a
+		// relative one lands in whatever directory protectd started in,
+		// where protectctl does not look.
+		if err := checkUnixPath(a.socket()); err != nil {
+			return adminSettings{}, fmt.Errorf("%s=%q: %w", envAdminListen, a.listen, err)
+		}
 	default:
 		if err := checkListen(a.listen); err != nil {
 			return adminSettings{}, fmt.Errorf("%s=%q: %w, or unix:/path/to/socket", envAdminListen, a.listen, err)

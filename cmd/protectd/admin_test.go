@@ -30,6 +30,7 @@ func TestAdminSettings(t *testing.T) {
 		{[]string{envAdminListen + "=127.0.0.1:8090"}, `HTTP_PROTECT_ADMIN_LISTEN="127.0.0.1:8090" is a TCP address: set HTTP_PROTECT_ADMIN_TOKEN`},
 		{[]string{envAdminListen + "=8090", envAdminToken + "=" + adminToken}, `HTTP_PROTECT_ADMIN_LISTEN="8090": want host:port`},
 		{[]string{envAdminListen + "=unix:"}, `HTTP_PROTECT_ADMIN_LISTEN="unix:": want unix:/path/to/socket`},
+		{[]string{envAdminListen + "=unix:admin.sock"}, `HTTP_PROTECT_ADMIN_LISTEN="unix:admin.sock": want an absolute path`},
 		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "=short"}, `HTTP_PROTECT_ADMIN_TOKEN: 5 characters: want at least 16`},
 	} {
 		_, err := loadAdminSettings(tc.env)

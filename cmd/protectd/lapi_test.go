@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +239,26 @@ func FuzzLAPIQuery(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLAPIServedOnUnixSocket: HTTP_PROTECT_LAPI_LISTEN=unix:PATH, which
+// its check accepts, serves the Local API on that socket.
+func TestLAPIServedOnUnixSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lapi.sock")
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
+		envLAPIListen+"=unix:"+path, envLAPIKeys+"="+keyA)
+	req, _ := http.NewRequest("GET", "http://protectd/v1/decisions/stream?startup=true", nil)
+	req.Header.Set("X-Api-Key", keyA)
+	resp, err := unixClient(path).Do(req)
+	if err != nil {
+		t.Fatalf("GET over %s: %v; log:\n%s", path, err, d.log)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != `{"deleted":null,"new":null}` {
+		t.Errorf("GET over %s = %d %s, want 200 and an empty stream", path, resp.StatusCode, body)
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("protectd exit = %d, want 0; log:\n%s", code, d.log)
+	}
 }
