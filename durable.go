@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -449,9 +450,9 @@ func (j *journal) banOps(ops []diskOp, st keyState, ns string, kind byte, k Key,
 	if st.offenses {
 		abs := st.times
 		for i := range abs {
-			abs[i] += base
+			abs[i] += base // a time already past: no overflow
 		}
-		off.val = appendOffenseValue(nil, abs, st.exp+base)
+		off.val = appendOffenseValue(nil, abs, unixNano(st.exp, base))
 	}
 	return append(ops, ban, off)
 }
@@ -500,9 +501,21 @@ func (j *journal) planOps(ops []diskOp, now int64, nsName func(uint64) string) [
 }
 
 // endNano is a ban's end in ticks as Unix ns; 0 (permanent) stays 0.
+// An end past what Unix ns can hold (a length that saturated) stays the
+// largest int64 rather than wrapping into a negative expiry, which the
+// restore would skip as malformed and so lift the ban.
 func endNano(end, base int64) int64 {
 	if end == 0 {
 		return 0
 	}
-	return end + base
+	return unixNano(end, base)
+}
+
+// unixNano is ticks t as Unix ns, from the epoch base in Unix ns: the
+// largest int64 when the sum would overflow.
+func unixNano(t, base int64) int64 {
+	if base > 0 && t > math.MaxInt64-base {
+		return math.MaxInt64
+	}
+	return t + base
 }
