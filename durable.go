@@ -401,7 +401,10 @@ func (j *journal) flush(plans bool) error {
 		return nil
 	})
 	if err != nil {
-		j.pending = ops
+		// Kept for the next write: the last state of each record, so
+		// that a long outage (a full disk) holds one op per record
+		// changed, not one per record per flush.
+		j.pending = lastOps(ops)
 		if !j.failing {
 			j.log.Error("protect: state file write failed; retrying", slog.String("file", j.path), slog.Int("records", len(ops)), slog.Any("error", err))
 		}
@@ -413,6 +416,24 @@ func (j *journal) flush(plans bool) error {
 		j.failing = false
 	}
 	return nil
+}
+
+// lastOps returns the last op of ops on each record (bucket and key):
+// later ops hold the newer state, and the records of one transaction
+// may be written in any order.
+func lastOps(ops []diskOp) []diskOp {
+	seen := make(map[string]struct{}, len(ops))
+	out := make([]diskOp, 0, len(ops))
+	for i := len(ops) - 1; i >= 0; i-- {
+		op := ops[i]
+		id := string(op.bucket) + "\x00" + string(op.key) // no bucket's name holds a NUL
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		out = append(out, op)
+	}
+	return out
 }
 
 // keyState is a key's ban and offenses as the writer copies them.
