@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -400,7 +401,10 @@ func (j *journal) flush(plans bool) error {
 		return nil
 	})
 	if err != nil {
-		j.pending = ops
+		// Kept for the next write: the last state of each record, so
+		// that a long outage (a full disk) holds one op per record
+		// changed, not one per record per flush.
+		j.pending = lastOps(ops)
 		if !j.failing {
 			j.log.Error("protect: state file write failed; retrying", slog.String("file", j.path), slog.Int("records", len(ops)), slog.Any("error", err))
 		}
@@ -412,6 +416,24 @@ func (j *journal) flush(plans bool) error {
 		j.failing = false
 	}
 	return nil
+}
+
+// lastOps returns the last op of ops on each record (bucket and key):
+// later ops hold the newer state, and the records of one transaction
+// may be written in any order.
+func lastOps(ops []diskOp) []diskOp {
+	seen := make(map[string]struct{}, len(ops))
+	out := make([]diskOp, 0, len(ops))
+	for i := len(ops) - 1; i >= 0; i-- {
+		op := ops[i]
+		id := string(op.bucket) + "\x00" + string(op.key) // no bucket's name holds a NUL
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		out = append(out, op)
+	}
+	return out
 }
 
 // keyState is a key's ban and offenses as the writer copies them.
@@ -449,9 +471,9 @@ func (j *journal) banOps(ops []diskOp, st keyState, ns string, kind byte, k Key,
 	if st.offenses {
 		abs := st.times
 		for i := range abs {
-			abs[i] += base
+			abs[i] += base // a time already past: no overflow
 		}
-		off.val = appendOffenseValue(nil, abs, st.exp+base)
+		off.val = appendOffenseValue(nil, abs, unixNano(st.exp, base))
 	}
 	return append(ops, ban, off)
 }
@@ -500,9 +522,21 @@ func (j *journal) planOps(ops []diskOp, now int64, nsName func(uint64) string) [
 }
 
 // endNano is a ban's end in ticks as Unix ns; 0 (permanent) stays 0.
+// An end past what Unix ns can hold (a length that saturated) stays the
+// largest int64 rather than wrapping into a negative expiry, which the
+// restore would skip as malformed and so lift the ban.
 func endNano(end, base int64) int64 {
 	if end == 0 {
 		return 0
 	}
-	return end + base
+	return unixNano(end, base)
+}
+
+// unixNano is ticks t as Unix ns, from the epoch base in Unix ns: the
+// largest int64 when the sum would overflow.
+func unixNano(t, base int64) int64 {
+	if base > 0 && t > math.MaxInt64-base {
+		return math.MaxInt64
+	}
+	return t + base
 }

@@ -238,6 +238,23 @@ func (s *Store) remember(ns *redisNamespace, k protect.Key, r protect.Result, t 
 	s.cached.Store(int64(len(s.cache)))
 }
 
+// seenUnbanned drops the cached ban of k, if it has aged past
+// BanCacheTTL, once Redis has answered at t that k is not banned: a
+// lift made elsewhere and seen here must not come back through HeldBan
+// when Redis fails later. A younger entry is another request's newer
+// answer, and stays.
+func (s *Store) seenUnbanned(ns *redisNamespace, k protect.Key, t int64) {
+	if s.cached.Load() == 0 { // the common case: nothing banned here lately
+		return
+	}
+	s.cacheMu.Lock()
+	if c, ok := s.cache[cacheKey{ns, k}]; ok && t >= c.until {
+		delete(s.cache, cacheKey{ns, k})
+		s.cached.Store(int64(len(s.cache)))
+	}
+	s.cacheMu.Unlock()
+}
+
 // forget drops a cached ban, after a lift or a new ban through this store.
 func (s *Store) forget(ns *redisNamespace, k protect.Key) {
 	s.cacheMu.Lock()

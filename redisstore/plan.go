@@ -177,12 +177,15 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 		}
 		switch {
 		case ignored:
+			s.seenUnbanned(sp.bns, k, t)
 			return res, dmg.err
 		case dmg != nil:
 			s.forgetDamage(sp.bns, k)
 		}
 		if res.Banned {
 			s.remember(sp.bns, k, res.Result, t)
+		} else {
+			s.seenUnbanned(sp.bns, k, t)
 		}
 		return res, nil
 	}

@@ -346,12 +346,15 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 			args = append(slices.Clone(sp.takeArgs(n)), dmg.sha)
 			continue
 		case tr.ignored:
+			s.seenUnbanned(sp.bns, k, t)
 			return tr.res, dmg.err
 		case dmg != nil:
 			s.forgetDamage(sp.bns, k) // lifted or replaced
 		}
 		if tr.res.Banned {
 			s.remember(sp.bns, k, tr.res, t)
+		} else {
+			s.seenUnbanned(sp.bns, k, t)
 		}
 		return tr.res, nil
 	}
