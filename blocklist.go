@@ -173,7 +173,7 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 			}
 		default:
 			a.own = newListSource(c, clock, log)
-			a.src, a.source = a.own, c.Path+c.URL
+			a.src, a.source = a.own, c.Path+shownURL(c.URL)
 			if err := a.own.start(); err != nil {
 				return nil, configErr("BlockLists[%d] %q: %w", i, c.Name, err)
 			}

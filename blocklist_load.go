@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -146,7 +147,11 @@ func (s *listSource) checkURL(ctx context.Context) error {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return s.failed(err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text quotes the URL whole
+		}
+		return s.failed(fmt.Errorf("GET %s: %w", shownURL(s.cfg.URL), err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -156,14 +161,14 @@ func (s *listSource) checkURL(ctx context.Context) error {
 		s.confirmed()
 		return nil
 	case resp.StatusCode != http.StatusOK:
-		return s.failed(fmt.Errorf("GET %s: %s", s.cfg.URL, resp.Status))
+		return s.failed(fmt.Errorf("GET %s: %s", shownURL(s.cfg.URL), resp.Status))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody+1))
 	if err != nil {
-		return s.failed(fmt.Errorf("GET %s: %w", s.cfg.URL, err))
+		return s.failed(fmt.Errorf("GET %s: %w", shownURL(s.cfg.URL), err))
 	}
 	if len(body) > maxListBody {
-		return s.failed(fmt.Errorf("GET %s: longer than %d bytes", s.cfg.URL, maxListBody))
+		return s.failed(fmt.Errorf("GET %s: longer than %d bytes", shownURL(s.cfg.URL), maxListBody))
 	}
 	ok, err := s.load(bytes.NewReader(body))
 	if !ok {
@@ -262,7 +267,7 @@ func (s *listSource) load(r io.Reader) (bool, error) {
 			slog.Int("line", b.Line), slog.String("text", b.Text), slog.String("err", b.Err.Error()))
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "protect: block list loaded", slog.String("list", s.cfg.Name),
-		slog.String("source", s.cfg.Path+s.cfg.URL), slog.Int("entries", set.Len()), slog.Int("bad_lines", len(parsed.bad)))
+		slog.String("source", s.cfg.Path+shownURL(s.cfg.URL)), slog.Int("entries", set.Len()), slog.Int("bad_lines", len(parsed.bad)))
 	return true, nil
 }
 
@@ -271,7 +276,7 @@ func (s *listSource) confirmed() { s.checked.Store(s.clock().UnixNano()) }
 // failed counts a failed check, logs it unless it is the one last
 // logged, and returns it, naming the list. The set in force stays.
 func (s *listSource) failed(err error) error {
-	err = fmt.Errorf("protect: block list %q (%s): %w", s.cfg.Name, s.cfg.Path+s.cfg.URL, err)
+	err = fmt.Errorf("protect: block list %q (%s): %w", s.cfg.Name, s.cfg.Path+shownURL(s.cfg.URL), err)
 	s.errors.Add(1)
 	s.up.Store(false)
 	if msg := err.Error(); msg != s.lastErr {
@@ -280,4 +285,22 @@ func (s *listSource) failed(err error) error {
 			slog.String("list", s.cfg.Name), slog.Int("entries", s.set.Load().Len()), slog.String("err", msg))
 	}
 	return err
+}
+
+// shownURL is a list's URL as logs, errors and metrics show it: without
+// its password and its query, either of which may hold a secret (a
+// token in ?key=). "" stays "".
+func shownURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "…"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.Redacted()
 }

@@ -220,5 +220,13 @@ func parseListEntry(s string) (netip.Prefix, error) {
 	if p.Addr().Is4In6() {
 		return netip.Prefix{}, errMapped
 	}
+	if p.Bits() == 0 {
+		return netip.Prefix{}, errEveryone
+	}
 	return p, nil
 }
+
+// errEveryone refuses a line that lists a whole address family: one such
+// line in a fetched list would refuse every client outside SafeNetworks,
+// which no list means.
+var errEveryone = errors.New("covers every address of its family")

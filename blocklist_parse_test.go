@@ -85,6 +85,8 @@ func TestParseListReasons(t *testing.T) {
 		{"fe80::1%eth0", "a zone is not allowed"},
 		{"1.2.3.4/33", "not an address or a CIDR"},
 		{strings.Repeat("a", 5000), "longer than 4096 bytes"},
+		{"0.0.0.0/0", "covers every address of its family"},
+		{"::/0", "covers every address of its family"},
 	}
 	for _, tt := range tests {
 		got, _ := parseList(strings.NewReader(tt.line+"\n192.0.2.1\n"), FormatPlain, 0)

@@ -55,9 +55,11 @@ func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b
 // the table costs 256 KiB, which a small set would not repay.
 const v4IndexMin = 4096
 
-// NewBlockSet makes a set of entries. Invalid prefixes are skipped; every
-// other one is masked and unmapped first (::ffff:192.0.2.0/120 is
-// 192.0.2.0/24). Of two equal entries the first is kept, with the later
+// NewBlockSet makes a set of entries. Invalid prefixes are skipped, and
+// so is one that covers a whole address family (0.0.0.0/0, ::/0: a
+// source that sends one, such as a CrowdSec Range decision, would refuse
+// every client); every other one is masked and unmapped first
+// (::ffff:192.0.2.0/120 is 192.0.2.0/24). Of two equal entries the first is kept, with the later
 // of their ends (zero, no end, being the latest); an entry inside a wider
 // one is dropped. entries is not kept.
 func NewBlockSet(entries []BlockEntry) *BlockSet {
@@ -76,6 +78,9 @@ func NewBlockSet(entries []BlockEntry) *BlockSet {
 		p := unmapPrefix(e.Prefix.Masked())
 		if p.Addr().Zone() != "" {
 			p = netip.PrefixFrom(p.Addr().WithZone(""), p.Bits())
+		}
+		if p.Bits() == 0 {
+			continue // a whole family: see errEveryone
 		}
 		lo, hi := prefixRange(p)
 		items = append(items, item{e: e, v6: p.Addr().Is6(), lo: lo, hi: hi, order: i})

@@ -21,6 +21,8 @@ func TestBlockSetEntries(t *testing.T) {
 		{Prefix: netip.MustParsePrefix("2001:db8:ffff:1::/64")},
 		{Prefix: netip.MustParsePrefix("2001:db8:ffff:2::1/128")},
 		{Prefix: netip.MustParsePrefix("::ffff:203.0.113.0/120")},
+		{Prefix: netip.MustParsePrefix("::/0")},          // a whole family: skipped
+		{Prefix: netip.MustParsePrefix("::ffff:0:0/96")}, // 0.0.0.0/0 unmapped: skipped
 	}
 	got := fmt.Sprint(NewBlockSet(in).Entries())
 	want := fmt.Sprint([]BlockEntry{
