@@ -58,12 +58,17 @@ func listenMode(v string, mode fs.FileMode) (net.Listener, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
+	// The socket is created under a umask that leaves at most mode, so
+	// that it is never wider than mode, even for a moment, whatever the
+	// umask protectd was started with; then set to mode exactly. The
+	// umask is the process's: listeners are opened one after another at
+	// start, before anything else creates files.
+	old := syscall.Umask(int(0o777 &^ mode))
 	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
 	if err != nil {
 		return nil, err
 	}
-	// Created with the process's umask (022 leaves it to its owner), then
-	// set to mode: never wider than socketMode, even for a moment.
 	if err := os.Chmod(path, mode); err != nil {
 		ln.Close()
 		return nil, err
