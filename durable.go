@@ -316,8 +316,8 @@ func (j *journal) close() error {
 		close(j.stop)
 		<-j.done
 		// Note nothing more, then write everything noted.
-		j.addrs.stop()
-		j.names.stop()
+		j.s.addrs.stopNotes()
+		j.s.names.stopNotes()
 		j.ranges.stop()
 		for i := range j.s.plans.shards {
 			sh := &j.s.plans.shards[i]

@@ -128,8 +128,8 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 		return Result{Count: count}
 	}
 	r := sh.ban(mk, bk, i, tk, count, lim, epoch)
+	t.dirty.add(bk) // under the lock, which Close takes to stop the notes
 	sh.mu.Unlock()
-	t.dirty.add(bk)
 	return r
 }
 
@@ -192,8 +192,8 @@ func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan) {
 	if i, ok := sh.counters.find(mk, h); ok {
 		sh.counters.remove(i)
 	}
+	t.dirty.add(bk) // under the lock, as in take
 	sh.mu.Unlock()
-	t.dirty.add(bk)
 }
 
 func (t *table[K]) lift(mk K, h uint64, tk int64) (Ban, bool) {
@@ -286,5 +286,18 @@ func (t *table[K]) dropCounters(inside func(K) bool) {
 			j++
 		}
 		sh.mu.Unlock()
+	}
+}
+
+// stopNotes stops the notes to dirty under every shard's lock: a change
+// noted under a shard's lock (every one is) is then either noted before
+// the stop, and written by Close's last flush, or made after it.
+func (t *table[K]) stopNotes() {
+	for i := range t.shards {
+		t.shards[i].mu.Lock()
+	}
+	t.dirty.stop()
+	for i := range t.shards {
+		t.shards[i].mu.Unlock()
 	}
 }
