@@ -74,7 +74,7 @@ func listSource(m protect.ListMatch, now time.Time) CheckSource {
 	}
 	if !src.Permanent {
 		exp := m.Expires.UTC()
-		left := int64(max(0, (m.Expires.Sub(now)+time.Second-1)/time.Second))
+		left := ceilSeconds(max(0, m.Expires.Sub(now)))
 		src.Expires, src.SecondsLeft = &exp, &left
 	}
 	return src
