@@ -117,21 +117,29 @@ func redisOptions(rawURL string) (*redis.Options, error) {
 	if err != nil {
 		return nil, redisURLError(rawURL)
 	}
-	o.ContextTimeoutEnabled = true
-	if o.MaxRetries == 0 {
-		o.MaxRetries = -1
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = time.Second
-	}
-	// go-redis dials up to 5 times, 100ms apart, inside one call: a
-	// refused connection then outlives StoreTimeout, and the call fails
-	// with "context deadline exceeded" instead of what happened. The
-	// breaker and the failure policy are the retry.
-	if o.DialerRetries == 0 {
-		o.DialerRetries = 1
-	}
+	clientDefaults(&o.ContextTimeoutEnabled, &o.MaxRetries, &o.DialerRetries, &o.DialTimeout)
 	return o, nil
+}
+
+// clientDefaults sets what every client Dial builds needs, of whatever
+// topology, unless the URL's query set it: the context's deadline
+// bounds each call; no retry of a command (a counting script run twice
+// counts twice: see noretry.go); a one-second dial. go-redis dials up
+// to 5 times, 100ms apart, inside one call: a refused connection then
+// outlives StoreTimeout, and the call fails with "context deadline
+// exceeded" instead of what happened. The breaker and the failure
+// policy are the retry.
+func clientDefaults(ctxTimeout *bool, maxRetries, dialerRetries *int, dialTimeout *time.Duration) {
+	*ctxTimeout = true
+	if *maxRetries == 0 {
+		*maxRetries = -1
+	}
+	if *dialTimeout == 0 {
+		*dialTimeout = time.Second
+	}
+	if *dialerRetries == 0 {
+		*dialerRetries = 1
+	}
 }
 
 // clusterOptions parses a redis+cluster:// or rediss+cluster:// URL.
@@ -150,19 +158,10 @@ func clusterOptions(rawURL string) (*redis.ClusterOptions, error) {
 	if err != nil {
 		return nil, urlError(rawURL, "want "+u.scheme+"://[user:password@]host:port,host:port[?go-redis options]")
 	}
-	o.ContextTimeoutEnabled = true
 	// MaxRedirects stays go-redis' own: it bounds the MOVED and ASK
 	// redirects a command follows, which do not execute it twice; the
 	// retries of a lost reply are refused per command (noretry.go).
-	if o.MaxRetries == 0 {
-		o.MaxRetries = -1
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = time.Second
-	}
-	if o.DialerRetries == 0 {
-		o.DialerRetries = 1
-	}
+	clientDefaults(&o.ContextTimeoutEnabled, &o.MaxRetries, &o.DialerRetries, &o.DialTimeout)
 	if o.ClusterStateReloadInterval == 0 {
 		o.ClusterStateReloadInterval = clusterReload
 	}
@@ -220,16 +219,7 @@ func sentinelOptions(rawURL string) (*redis.FailoverOptions, error) {
 		o.Username, o.Password = o.SentinelUsername, o.SentinelPassword
 	}
 	o.SentinelUsername, o.SentinelPassword = sentinelUser, sentinelPassword
-	o.ContextTimeoutEnabled = true
-	if o.MaxRetries == 0 {
-		o.MaxRetries = -1
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = time.Second
-	}
-	if o.DialerRetries == 0 {
-		o.DialerRetries = 1
-	}
+	clientDefaults(&o.ContextTimeoutEnabled, &o.MaxRetries, &o.DialerRetries, &o.DialTimeout)
 	if o.TLSConfig != nil {
 		o.TLSConfig.ServerName = "" // each node's own name, as in clusterOptions
 	}
