@@ -13,21 +13,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/needs"
 )
 
 // The apps of examples/express and examples/fastapi, run as real
 // processes in front of an in-process protectd: each asks /verify from
 // its own middleware, as docs/protectd.md shows.
-
-// skipOrFail skips the test, or fails it under CI, which installs what
-// these tests need (.ci/parts/60-node.sh, 61-fastapi.sh).
-func skipOrFail(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set but %s", why)
-	}
-	t.Skip(why)
-}
 
 // needExpress returns node, or skips (fails under CI) without it or
 // without examples/express/node_modules (npm ci).
@@ -35,10 +27,10 @@ func needExpress(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		skipOrFail(t, "node is not installed (.ci/parts/60-node.sh installs it)")
+		needs.Missing(t, "node is not installed (.ci/parts/60-node.sh installs it)")
 	}
 	if _, err := os.Stat(filepath.Join(exampleDir("express"), "node_modules", "express", "package.json")); err != nil {
-		skipOrFail(t, "examples/express has no node_modules/express: run npm ci there (.ci/parts/60-node.sh does)")
+		needs.Missing(t, "examples/express has no node_modules/express: run npm ci there (.ci/parts/60-node.sh does)")
 	}
 	return node
 }
@@ -52,7 +44,7 @@ const debianPython = "/usr/bin/python3"
 func needFastAPI(t *testing.T) {
 	t.Helper()
 	if out, err := exec.Command(debianPython, "-c", "import fastapi, uvicorn, httpx").CombinedOutput(); err != nil {
-		skipOrFail(t, debianPython+" cannot import fastapi, uvicorn and httpx (apt-get install python3-fastapi python3-uvicorn python3-httpx; .ci/parts/61-fastapi.sh does): "+strings.TrimSpace(string(out)))
+		needs.Missing(t, debianPython+" cannot import fastapi, uvicorn and httpx (apt-get install python3-fastapi python3-uvicorn python3-httpx; .ci/parts/61-fastapi.sh does): "+strings.TrimSpace(string(out)))
 	}
 }
 

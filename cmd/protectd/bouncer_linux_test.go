@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/internal/needs"
+
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/netnstest"
 )
@@ -22,14 +24,7 @@ import (
 // .ci/parts/51-crowdsec-firewall-bouncer.sh unpacks it.
 func csBouncer(t *testing.T) string {
 	t.Helper()
-	path := os.Getenv("PROTECT_CS_FIREWALL_BOUNCER")
-	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("PROTECT_CS_FIREWALL_BOUNCER is not set: .ci/parts/51-crowdsec-firewall-bouncer.sh sets it")
-		}
-		t.Skip("PROTECT_CS_FIREWALL_BOUNCER is not set (the path of crowdsec-firewall-bouncer); skipping")
-	}
-	return path
+	return needs.Env(t, "PROTECT_CS_FIREWALL_BOUNCER", "the path of crowdsec-firewall-bouncer; .ci/parts/51-crowdsec-firewall-bouncer.sh sets it")
 }
 
 // TestCrowdSecFirewallBouncer points Debian's crowdsec-firewall-bouncer,

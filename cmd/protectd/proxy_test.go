@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/needs"
 )
 
 // What every proxy in front of protectd is held to, end to end: the
@@ -20,14 +21,7 @@ import (
 // CI, whose part installs it).
 func needBinary(t *testing.T, name, part string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but %s is not installed (%s installs it)", name, part)
-		}
-		t.Skipf("%s is not installed: skipping the end-to-end tests behind it (%s installs it)", name, part)
-	}
-	return path
+	return needs.Binary(t, name, part+" installs it")
 }
 
 // seedEnv is protectd's configuration for the seed scenario.

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/needs"
 )
 
 // A LAPI is a running crowdsec with one machine registered, so that
@@ -42,14 +44,7 @@ var (
 // CI fails.
 func Dir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PROTECT_CROWDSEC_DIR")
-	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but PROTECT_CROWDSEC_DIR is not: .ci/run must unpack crowdsec (.ci/parts/40-crowdsec.sh)")
-		}
-		t.Skip("PROTECT_CROWDSEC_DIR not set: no crowdsec to run (see .ci/parts/40-crowdsec.sh)")
-	}
-	return dir
+	return needs.Env(t, "PROTECT_CROWDSEC_DIR", "where crowdsec is unpacked; .ci/parts/40-crowdsec.sh unpacks it")
 }
 
 // Shared returns the LAPI of the test binary, started by its first

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/internal/needs"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -39,20 +41,10 @@ type Pair struct {
 // message, and fails under CI=true, where one must be.
 func New(t testing.TB) *Pair {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") != "" {
-			t.Fatalf("netnstest: %s (CI must run this test: run it as root with iproute2 installed)", msg)
-		}
-		t.Skipf("netnstest: %s; skipping (root and iproute2 needed)", msg)
-	}
 	if os.Geteuid() != 0 {
-		unavailable("not root")
+		needs.Missing(t, "netnstest: not root (network namespaces need root)")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		unavailable("no ip command: %v", err)
-	}
+	needs.Binary(t, "ip", "iproute2; .ci/parts/50-nftables.sh installs it")
 	var b [4]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
@@ -63,7 +55,7 @@ func New(t testing.TB) *Pair {
 		t: t,
 	}
 	if out, err := exec.Command("ip", "netns", "add", p.Client).CombinedOutput(); err != nil {
-		unavailable("ip netns add: %v: %s", err, out)
+		needs.Missing(t, fmt.Sprintf("netnstest: ip netns add: %v: %s", err, out))
 	}
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.Client).Run() })
 	if out, err := exec.Command("ip", "netns", "add", p.Server).CombinedOutput(); err != nil {

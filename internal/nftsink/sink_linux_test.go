@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/needs"
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/netnstest"
@@ -36,12 +36,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	pair := netnstest.New(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no nft command (.ci/parts/50-nftables.sh installs nftables): %v", err)
-		}
-		t.Skipf("no nft command: %v; skipping", err)
-	}
+	needs.Binary(t, "nft", "nftables; .ci/parts/50-nftables.sh installs it")
 	if _, err := pair.Exec(pair.Server, "nft", "-f", "testdata/protect.nft"); err != nil {
 		t.Fatal(err)
 	}

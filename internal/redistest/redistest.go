@@ -7,12 +7,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/needs"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -48,28 +49,14 @@ func Dial(addr string) redis.UniversalClient {
 // not skip silently, so a missing address fails the test there.
 func RealAddr(t testing.TB) string {
 	t.Helper()
-	addr := os.Getenv("PROTECT_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but PROTECT_REDIS_ADDR is not: .ci/run must start redis-server")
-		}
-		t.Skip("PROTECT_REDIS_ADDR not set: no real Redis")
-	}
-	return addr
+	return needs.Env(t, "PROTECT_REDIS_ADDR", "the address of a real redis-server; .ci/parts/10-redis.sh starts one")
 }
 
 // ClusterAddrs returns PROTECT_REDIS_CLUSTER_ADDRS, the nodes of a real
 // Redis Cluster, or skips (fails under CI, which starts one).
 func ClusterAddrs(t testing.TB) []string {
 	t.Helper()
-	addrs := os.Getenv("PROTECT_REDIS_CLUSTER_ADDRS")
-	if addrs == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but PROTECT_REDIS_CLUSTER_ADDRS is not: .ci/run must start a cluster")
-		}
-		t.Skip("PROTECT_REDIS_CLUSTER_ADDRS not set: no Redis Cluster")
-	}
-	return strings.Split(addrs, ",")
+	return strings.Split(needs.Env(t, "PROTECT_REDIS_CLUSTER_ADDRS", "the nodes of a real Redis Cluster; .ci/parts/10-redis.sh starts one"), ",")
 }
 
 // Namespace keeps tests on a shared real Redis apart: it returns a

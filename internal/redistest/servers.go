@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/internal/needs"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,14 +58,7 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // set: CI installs redis-server, which brings redis-cli and sentinel).
 func binary(t testing.TB, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %s is not installed: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return path
+	return needs.Binary(t, name, "Debian's redis-server brings it")
 }
 
 // freePort returns a loopback port that is free, and whose port+10000
