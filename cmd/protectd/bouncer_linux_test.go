@@ -4,11 +4,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -97,30 +95,9 @@ prometheus:
 		}
 	})
 
-	reaches := func() bool {
-		c, err := pair.Dial(pair.Client, app.Addr().String(), 300*time.Millisecond)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return false
-			}
-			t.Fatalf("dial: %v", err)
-		}
-		c.Close()
-		return true
-	}
-	// until waits for reaches() to be want, for at most a few polls, and
-	// returns how long it took.
 	until := func(what string, want bool) time.Duration {
 		t.Helper()
-		start := time.Now()
-		for time.Since(start) < 5*poll {
-			if reaches() == want {
-				return time.Since(start)
-			}
-		}
-		t.Fatalf("%s: the client reaches the server = %v after %v, want %v", what, !want, 5*poll, want)
-		return 0
+		return pair.WaitReach(what, app.Addr().String(), want, 300*time.Millisecond, 5*poll)
 	}
 	// The bouncer is up once it made its table.
 	start := time.Now()
@@ -152,5 +129,5 @@ prometheus:
 	// logged, not asserted.
 	time.Sleep(2 * poll)
 	set, _ := pair.Exec(pair.Server, "nft", "list", "set", "ip", "crowdsec", "crowdsec-blacklists")
-	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", reaches(), set)
+	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", pair.Reaches(app.Addr().String(), 300*time.Millisecond), set)
 }

@@ -4,10 +4,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -56,28 +54,9 @@ func TestNFTSinkReachesTheKernel(t *testing.T) {
 	}
 	t.Cleanup(stop)
 
-	reaches := func() bool {
-		c, err := pair.Dial(pair.Client, app.Addr().String(), 200*time.Millisecond)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return false
-			}
-			t.Fatalf("dial: %v", err)
-		}
-		c.Close()
-		return true
-	}
 	until := func(what string, want bool) time.Duration {
 		t.Helper()
-		start := time.Now()
-		for time.Since(start) < 10*nftsink.DefaultEvery {
-			if reaches() == want {
-				return time.Since(start)
-			}
-		}
-		t.Fatalf("%s: the client reaches the server = %v after %v, want %v", what, !want, 10*nftsink.DefaultEvery, want)
-		return 0
+		return pair.WaitReach(what, app.Addr().String(), want, 200*time.Millisecond, 10*nftsink.DefaultEvery)
 	}
 	until("before any ban", true)
 	ctx := context.Background()

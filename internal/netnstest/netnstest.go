@@ -178,3 +178,35 @@ func (p *Pair) Dial(ns, addr string, timeout time.Duration) (net.Conn, error) {
 	})
 	return c, err
 }
+
+// Reaches reports whether a TCP connection from the client namespace to
+// addr is accepted within timeout: a timeout is false (the kernel dropped
+// the packets); any other error fails the test that made p.
+func (p *Pair) Reaches(addr string, timeout time.Duration) bool {
+	p.t.Helper()
+	c, err := p.Dial(p.Client, addr, timeout)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return false
+		}
+		p.t.Fatalf("dial %s: %v (want a connection or a timeout)", addr, err)
+	}
+	c.Close()
+	return true
+}
+
+// WaitReach waits until Reaches(addr, timeout) is want, for at most
+// bound, and returns how long it took; what names the wait in the
+// failure.
+func (p *Pair) WaitReach(what, addr string, want bool, timeout, bound time.Duration) time.Duration {
+	p.t.Helper()
+	start := time.Now()
+	for time.Since(start) < bound {
+		if p.Reaches(addr, timeout) == want {
+			return time.Since(start)
+		}
+	}
+	p.t.Fatalf("%s: the client reaches %s = %v after %v, want %v", what, addr, !want, bound, want)
+	return 0
+}

@@ -5,7 +5,6 @@ package nftsink
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -98,16 +97,7 @@ func (r *rig) reaches(t *testing.T) bool {
 // reachesAt reports whether the client connects to the server at addr.
 func (r *rig) reachesAt(t *testing.T, addr string) bool {
 	t.Helper()
-	c, err := r.Dial(r.Client, addr, dialTimeout)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return false
-		}
-		t.Fatalf("dial %s: %v (want a connection or a timeout)", addr, err)
-	}
-	c.Close()
-	return true
+	return r.Reaches(addr, dialTimeout)
 }
 
 func (r *rig) ban(t *testing.T, target string, opt protect.BanOptions) protect.Ban {
