@@ -16,29 +16,14 @@ import (
 	"github.com/httpprotect/protect/redisstore"
 )
 
-// topologies start a Redis Cluster and a Sentinel set of the test's own
-// and return their URLs.
-var topologies = []struct {
-	name string
-	url  func(t *testing.T) string
-}{
-	{"cluster", func(t *testing.T) string {
-		return "redis+cluster://" + strings.Join(redistest.StartCluster(t, 3, 0, 2*time.Second).Addrs(), ",")
-	}},
-	{"sentinel", func(t *testing.T) string {
-		s := redistest.StartSentinels(t, time.Second)
-		return "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + redistest.MasterName
-	}},
-}
-
 // On a Cluster and on Sentinel, a service dialed from the URL counts 300
 // requests exactly, and protectctl -redis with the same URL lists,
 // inspects and lifts the ban it wrote.
 func TestCtlOnClusterAndSentinel(t *testing.T) {
 	t.Setenv("HTTP_PROTECT_TRUSTED_PROXIES", "127.0.0.1")
-	for _, tp := range topologies {
-		t.Run(tp.name, func(t *testing.T) {
-			url := tp.url(t)
+	for _, tp := range redistest.Topologies {
+		t.Run(tp.Name, func(t *testing.T) {
+			url := tp.URL(t)
 			ns := fmt.Sprintf("ctl:%x:", rand.Uint64())
 			store, err := redisstore.Dial(url, redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {

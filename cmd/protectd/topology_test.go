@@ -15,20 +15,9 @@ import (
 // HTTP_PROTECT_REDIS_URL: 300 requests of one client give exactly 100
 // served, 150 limited and 50 banned.
 func TestProtectdOnClusterAndSentinel(t *testing.T) {
-	for _, tp := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"cluster", func(t *testing.T) string {
-			return "redis+cluster://" + strings.Join(redistest.StartCluster(t, 3, 0, 2*time.Second).Addrs(), ",")
-		}},
-		{"sentinel", func(t *testing.T) string {
-			s := redistest.StartSentinels(t, time.Second)
-			return "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + redistest.MasterName
-		}},
-	} {
-		t.Run(tp.name, func(t *testing.T) {
-			d := startDaemon(t, "HTTP_PROTECT_REDIS_URL="+tp.url(t), "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
+	for _, tp := range redistest.Topologies {
+		t.Run(tp.Name, func(t *testing.T) {
+			d := startDaemon(t, "HTTP_PROTECT_REDIS_URL="+tp.URL(t), "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
 				"HTTP_PROTECT_MAX_REQUESTS=100", "HTTP_PROTECT_BAN_LIMIT=250", "HTTP_PROTECT_TTL=1h", "HTTP_PROTECT_ON_STORE_ERROR=closed",
 				"HTTP_PROTECT_STORE_TIMEOUT=5s") // a loaded machine's slowness is no 503 here
 			counts := map[int]int{}

@@ -359,3 +359,24 @@ func IsMaster(addr string) bool {
 	info, err := c.Info(ctx, "replication").Result()
 	return err == nil && strings.Contains(info, "role:master")
 }
+
+// A Topology is a Redis of a test's own behind a multi-host URL, for the
+// tests that run a program on each: Topologies lists them.
+type Topology struct {
+	Name string
+	// URL starts the servers for t (stopped in t.Cleanup) and returns
+	// their redis+cluster:// or redis+sentinel:// URL.
+	URL func(t *testing.T) string
+}
+
+// Topologies are a three-master Cluster (node timeout 2s) and a
+// Sentinel set (master, replica, three sentinels).
+var Topologies = []Topology{
+	{"cluster", func(t *testing.T) string {
+		return "redis+cluster://" + strings.Join(StartCluster(t, 3, 0, 2*time.Second).Addrs(), ",")
+	}},
+	{"sentinel", func(t *testing.T) string {
+		s := StartSentinels(t, time.Second)
+		return "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + MasterName
+	}},
+}
