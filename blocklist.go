@@ -240,29 +240,12 @@ func (bl *blockLists) close() {
 	}
 }
 
-// listed runs the block list step for the unmapped address a: it reports
-// whether a list holds a, and then decides d.
-func (p *Protector) listed(d *Decision, a netip.Addr) bool {
-	for _, l := range p.lists.lists {
-		var s *BlockSet
-		if l.own != nil { // a file or a URL: the set without an interface call
-			s = l.own.set.Load()
-		} else {
-			s = l.src.BlockSet()
-		}
-		if i, ok := s.find(a); ok {
-			p.blocked(d, a, l, s.entry(i))
-			return true
-		}
-	}
-	return false
-}
-
 // blocked writes into d the refusal of a by the entry e of list l, out of
 // the hot path.
 //
 //go:noinline
-func (p *Protector) blocked(d *Decision, a netip.Addr, l *activeList, e BlockEntry) {
+func (p *Protector) blocked(d *Decision, a netip.Addr, l *activeList, s *BlockSet, i int) {
+	e := s.entry(i)
 	d.Status, d.Addr, d.Key, d.code, d.DryRun = Blocked, a, p.agg.key(a), http.StatusForbidden, p.cfg.DryRun
 	d.Ban = &Ban{Key: Key{Prefix: e.Prefix}, Range: true, Reason: e.Note, Source: SourceList, By: l.name, Expires: e.Expires}
 	d.BanExpires = e.Expires

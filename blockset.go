@@ -32,12 +32,16 @@ type BlockEntry struct {
 // 32-bit ends (8 bytes an entry), IPv6 as two 128-bit ends, with a table
 // of where each /16 of IPv4 starts once the set is large, so that a
 // lookup is a few compares whatever the size (measured in
-// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). An
+// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). A large
+// set also keeps one bit for each /24 of IPv4 that an entry meets
+// (2 MiB), so that most addresses it does not hold, which every request
+// but a listed one brings, cost one load and no search. An
 // entry inside a wider one of the same set is dropped when the set is
 // made: the wider one answers for it.
 type BlockSet struct {
 	v4    []span4
 	v4idx []uint32 // v4idx[h] is the first i with v4[i].lo>>16 >= h; nil while v4 is small
+	v4occ []uint64 // bit x>>8 is set when an entry meets the /24 of x; nil while v4 is small
 	v6    []span6
 	notes []string // parallel to v4 then v6; nil when no entry has a note
 	ends  []int64  // Expires as Unix nanoseconds, parallel as notes; nil when no entry has one
@@ -159,6 +163,15 @@ func NewBlockSet(entries []BlockEntry) *BlockSet {
 			s.v4idx[h] = uint32(i)
 		}
 		s.v4idx[1<<16] = uint32(len(s.v4))
+		s.v4occ = make([]uint64, 1<<24/64)
+		for _, sp := range s.v4 {
+			for n := sp.lo >> 8; ; n++ {
+				s.v4occ[n/64] |= 1 << (n % 64)
+				if n == sp.hi>>8 {
+					break
+				}
+			}
+		}
 	}
 	return s
 }
@@ -212,6 +225,14 @@ func (s *BlockSet) Match(a netip.Addr) (BlockEntry, bool) {
 	return s.entry(i), true
 }
 
+// misses4 reports whether the set surely does not hold the IPv4 address
+// x: no entry meets its /24; false means find4 must look. It is inlined
+// into the request path, where it answers without a call for most
+// addresses a large set does not hold.
+func (s *BlockSet) misses4(x uint32) bool {
+	return s == nil || s.v4occ != nil && s.v4occ[x>>14]&(1<<(x>>8%64)) == 0
+}
+
 // find returns the index of the entry holding the unmapped address a.
 func (s *BlockSet) find(a netip.Addr) (int, bool) {
 	if s == nil {
@@ -244,6 +265,9 @@ func (s *BlockSet) find(a netip.Addr) (int, bool) {
 }
 
 func (s *BlockSet) find4(x uint32) (int, bool) {
+	if s.misses4(x) {
+		return 0, false
+	}
 	v := s.v4
 	i, j := 0, len(v)
 	if s.v4idx != nil {

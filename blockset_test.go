@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
@@ -80,6 +81,23 @@ func TestBlockSetIndexed(t *testing.T) {
 		if got := s.Contains(a); got != want {
 			t.Fatalf("Contains(%s) = %v, want %v", a, got, want)
 		}
+		if b := a.As4(); want && s.misses4(binary.BigEndian.Uint32(b[:])) {
+			t.Fatalf("misses4(%s) = true for a listed address", a)
+		}
+	}
+	// Every listed address, the first and the last of each entry, is in a
+	// /24 the occupancy bits mark; the addresses just outside are not
+	// listed.
+	for _, e := range all {
+		if !e.Prefix.Addr().Is4() {
+			continue
+		}
+		lo, hi := prefixRange(e.Prefix)
+		for _, x := range []uint32{uint32(lo.lo), uint32(hi.lo)} {
+			if s.misses4(x) {
+				t.Fatalf("misses4(%#x) = true, inside %s", x, e.Prefix)
+			}
+		}
 	}
 	for _, e := range all[:2000] {
 		if got, ok := s.Match(e.Prefix.Addr()); !ok || got.Prefix != e.Prefix {
@@ -147,5 +165,34 @@ func BenchmarkBlockSetLookup(b *testing.B) {
 	b.ReportMetric(perEntry, "B/entry")
 	if hits == 0 {
 		b.Fatal("no probe was listed")
+	}
+}
+
+// TestBlockSetOccupancyEdges checks the /24 bits of a large set at the
+// ends of IPv4 and across a range wider than a /24.
+func TestBlockSetOccupancyEdges(t *testing.T) {
+	var entries []BlockEntry
+	for i := range v4IndexMin {
+		entries = append(entries, BlockEntry{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1}), 32)})
+	}
+	for _, p := range []string{"0.0.0.0/8", "255.255.255.255/32", "198.18.0.0/15"} {
+		entries = append(entries, BlockEntry{Prefix: netip.MustParsePrefix(p)})
+	}
+	s := NewBlockSet(entries)
+	if s.v4occ == nil {
+		t.Fatalf("a set of %d entries has no occupancy bits", s.Len())
+	}
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"0.0.0.0", true}, {"0.255.255.255", true}, {"1.0.0.0", false},
+		{"255.255.255.255", true}, {"255.255.255.254", false}, {"255.255.254.255", false},
+		{"198.17.255.255", false}, {"198.18.0.0", true}, {"198.19.128.7", true}, {"198.19.255.255", true}, {"198.20.0.0", false},
+		{"10.0.5.1", true}, {"10.0.5.2", false}, {"10.16.0.1", false},
+	} {
+		if got := s.Contains(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("Contains(%s) = %v, want %v", tc.addr, got, tc.want)
+		}
 	}
 }
