@@ -12,7 +12,8 @@
 #      (HTTP_PROTECT_LISTEN=unix:PATH, "server unix:PATH;")
 #   3. nginx → the same auth_request asked of an nginx that answers 200
 #      at once (the hop with an auth service that does nothing: the
-#      ceiling)
+#      ceiling), and asked of a Go net/http server that answers 200 at
+#      once (the ceiling for an auth service written in Go)
 #   4. protectd's /verify alone, memory store
 #   5. protectd's /verify alone, Redis store (when PROTECT_REDIS_ADDR is
 #      set; its keys get a namespace of their own, deleted afterwards)
@@ -149,10 +150,34 @@ echo "server { listen 127.0.0.1:$stub; location / { return 200; } }" >"$dir/stub
 nginx_up stub "$stub" auto
 start_nginx hop "$stub" "$app" with-protect
 hop=$listen
+# The same again, asked of a Go net/http server that does nothing: the
+# part of protectd's cost that is Go's own.
+mkdir -p "$dir/nop"
+cat >"$dir/nop/main.go" <<'GO'
+package main
+
+import (
+	"net/http"
+	"os"
+)
+
+func main() {
+	http.ListenAndServe(os.Args[1], http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+}
+GO
+printf 'module nop\n\ngo 1.22\n' >"$dir/nop/go.mod"
+(cd "$dir/nop" && go build -o nop .)
+gonop=$(port)
+"$dir/nop/nop" "127.0.0.1:$gonop" &
+pids+=($!)
+gonop_pid=$!
+wait_port "$gonop"
+start_nginx gohop "$gonop" "$app" with-protect
+gohop=$listen
 
 # Every request must be served, or the figures measure refusals.
 xff="X-Forwarded-For: 198.51.100.7"
-for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$unix/" "http://127.0.0.1:$hop/" "http://127.0.0.1:$pd/verify"; do
+for u in "http://127.0.0.1:$alone/" "http://127.0.0.1:$guarded/" "http://127.0.0.1:$unix/" "http://127.0.0.1:$hop/" "http://127.0.0.1:$gohop/" "http://127.0.0.1:$pd/verify"; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -H "$xff" "$u")
 	[ "$code" = 200 ] || { echo "bench.sh: $u answered $code" >&2; cat "$dir/protectd.log" >&2; exit 1; }
 done
@@ -185,6 +210,7 @@ results+=("$(bench nginx-alone "http://127.0.0.1:$alone/")")
 results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/" "$tcp_pid")")
 results+=("$(bench nginx+protectd-unix "http://127.0.0.1:$unix/" "$unix_pid")")
 results+=("$(bench nginx+auth-to-nginx "http://127.0.0.1:$hop/")")
+results+=("$(bench nginx+auth-to-go-nop "http://127.0.0.1:$gohop/" "$gonop_pid")")
 results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify" "$tcp_pid")")
 if [ -n "${PROTECT_REDIS_ADDR:-}" ]; then
 	ns="bench$$:"
@@ -210,9 +236,11 @@ read -r _ a_rps a_p50 _ <<<"${results[0]}"
 read -r _ g_rps g_p50 _ <<<"${results[1]}"
 read -r _ u_rps u_p50 _ <<<"${results[2]}"
 read -r _ h_rps h_p50 _ <<<"${results[3]}"
+read -r _ n_rps n_p50 _ <<<"${results[4]}"
 echo
 ratio() { awk -v a="$a_rps" -v g="$2" -v ap="$a_p50" -v gp="$3" -v name="$1" \
 	'BEGIN { printf "%s / nginx alone: %.2f× throughput, p50 +%.0f µs\n", name, (a > 0 ? g / a : 0), gp - ap }'; }
 ratio nginx+protectd "$g_rps" "$g_p50"
 ratio nginx+protectd-unix "$u_rps" "$u_p50"
 ratio nginx+auth-to-nginx "$h_rps" "$h_p50"
+ratio nginx+auth-to-go-nop "$n_rps" "$n_p50"
