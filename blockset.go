@@ -32,16 +32,17 @@ type BlockEntry struct {
 // 32-bit ends (8 bytes an entry), IPv6 as two 128-bit ends, with a table
 // of where each /16 of IPv4 starts once the set is large, so that a
 // lookup is a few compares whatever the size (measured in
-// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). A large
-// set also keeps one bit for each /24 of IPv4 that an entry meets
-// (2 MiB), so that most addresses it does not hold, which every request
-// but a listed one brings, cost one load and no search. An
+// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). A set
+// of v4OccupancyMin IPv4 entries or more also keeps one bit for each /24
+// that an entry meets (2 MiB, at most 16 bytes an entry), so that most
+// addresses it does not hold, which every request but a listed one
+// brings, cost one load and no search. An
 // entry inside a wider one of the same set is dropped when the set is
 // made: the wider one answers for it.
 type BlockSet struct {
 	v4    []span4
 	v4idx []uint32 // v4idx[h] is the first i with v4[i].lo>>16 >= h; nil while v4 is small
-	v4occ []uint64 // bit x>>8 is set when an entry meets the /24 of x; nil while v4 is small
+	v4occ []uint64 // bit x>>8 is set when an entry meets the /24 of x; nil below v4OccupancyMin
 	v6    []span6
 	notes []string // parallel to v4 then v6; nil when no entry has a note
 	ends  []int64  // Expires as Unix nanoseconds, parallel as notes; nil when no entry has one
@@ -58,6 +59,10 @@ func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b
 // v4IndexMin is the size from which a set indexes its IPv4 spans by /16:
 // the table costs 256 KiB, which a small set would not repay.
 const v4IndexMin = 4096
+
+// v4OccupancyMin is the size from which a set keeps its /24 bits: 2 MiB,
+// which a set this large repays with 16 bytes an entry or less.
+const v4OccupancyMin = 1 << 17
 
 // NewBlockSet makes a set of entries. Invalid prefixes are skipped, and
 // so is one that covers a whole address family (0.0.0.0/0, ::/0: a
@@ -163,6 +168,8 @@ func NewBlockSet(entries []BlockEntry) *BlockSet {
 			s.v4idx[h] = uint32(i)
 		}
 		s.v4idx[1<<16] = uint32(len(s.v4))
+	}
+	if len(s.v4) >= v4OccupancyMin {
 		s.v4occ = make([]uint64, 1<<24/64)
 		for _, sp := range s.v4 {
 			for n := sp.lo >> 8; ; n++ {
