@@ -210,7 +210,7 @@ func (h *handler) ban(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := svc.Ban(r.Context(), req.Targets, opt)
 	if err != nil {
-		writeError(w, h.log, "ban", err)
+		writeErrorDone(w, h.log, "ban", err, recs)
 		return
 	}
 	writeJSON(w, http.StatusCreated, recs)
@@ -250,7 +250,7 @@ func (h *handler) lift(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := svc.Lift(r.Context(), o)
 	if err != nil {
-		writeError(w, h.log, "lift", err)
+		writeErrorDone(w, h.log, "lift", err, recs)
 		return
 	}
 	writeJSON(w, http.StatusOK, recs)

@@ -34,6 +34,11 @@ type Problem struct {
 	// Detail says what was wrong with the request, quoting it; for a
 	// store failure, only that the store failed.
 	Detail string `json:"detail"`
+	// Done holds, for a ban or a lift that failed part way, the bans it
+	// wrote or lifted before the failure, as the answer of one that
+	// succeeded would: a failure does not mean that nothing changed.
+	// Empty (and absent) otherwise.
+	Done []BanRecord `json:"done,omitempty"`
 }
 
 // Error makes a Problem an error, as a client of the API reports it.
@@ -41,12 +46,17 @@ func (p *Problem) Error() string { return p.Detail }
 
 // WriteProblem writes an application/problem+json error.
 func WriteProblem(w http.ResponseWriter, status int, code, detail string) {
+	writeProblem(w, Problem{Status: status, Code: code, Detail: detail})
+}
+
+func writeProblem(w http.ResponseWriter, p Problem) {
+	p.Type, p.Title = "about:blank", http.StatusText(p.Status)
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
 }
 
 // ErrBadRequest is wrapped by the errors of the parsers here (ParseFilter,
@@ -68,20 +78,32 @@ func badf(format string, args ...any) error { return badRequest{fmt.Errorf(forma
 // is the store's: 503, logged with its text and answered without it, for
 // a store error may name hosts, users and keys the caller need not see.
 func writeError(w http.ResponseWriter, log *slog.Logger, what string, err error) {
+	writeErrorDone(w, log, what, err, nil)
+}
+
+// writeErrorDone is writeError for a ban or a lift that did done before
+// it failed.
+func writeErrorDone(w http.ResponseWriter, log *slog.Logger, what string, err error, done []BanRecord) {
+	p := Problem{Status: http.StatusBadRequest, Detail: err.Error(), Done: done}
 	var br badRequest
 	switch {
 	case errors.Is(err, ErrUnknownNamespace):
-		WriteProblem(w, http.StatusNotFound, CodeUnknownNamespace, err.Error())
+		p.Status, p.Code = http.StatusNotFound, CodeUnknownNamespace
 	case errors.Is(err, protect.ErrWideTarget):
-		WriteProblem(w, http.StatusBadRequest, CodeWideTarget, err.Error())
+		p.Code = CodeWideTarget
 	case errors.Is(err, protect.ErrBadTarget):
-		WriteProblem(w, http.StatusBadRequest, CodeBadTarget, err.Error())
+		p.Code = CodeBadTarget
 	case errors.Is(err, ErrNoTarget):
-		WriteProblem(w, http.StatusBadRequest, CodeNoTarget, err.Error())
+		p.Code = CodeNoTarget
 	case errors.As(err, &br), errors.Is(err, protect.ErrReasonTooLong):
-		WriteProblem(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		p.Code = CodeBadRequest
 	default:
-		log.Error("admin: "+what+" failed", "err", err.Error())
-		WriteProblem(w, http.StatusServiceUnavailable, CodeStoreUnavailable, what+": the store did not answer; the service's log has the error")
+		log.Error("admin: "+what+" failed", "err", err.Error(), "done", len(done))
+		p.Status, p.Code = http.StatusServiceUnavailable, CodeStoreUnavailable
+		p.Detail = what + ": the store did not answer; the service's log has the error"
+		if len(done) > 0 {
+			p.Detail = fmt.Sprintf("%s: the store failed after %d of the bans; the service's log has the error", what, len(done))
+		}
 	}
+	writeProblem(w, p)
 }

@@ -114,6 +114,9 @@ func (r *remote) do(ctx context.Context, method, path string, q url.Values, body
 	if json.Unmarshal(data, &p) != nil || p.Code == "" {
 		return fmt.Errorf("admin API %s: %s %s = %s, not the admin API's answer", r.shown, method, path, res.Status)
 	}
+	if recs, ok := out.(*[]admin.BanRecord); ok && len(p.Done) > 0 {
+		*recs = p.Done // what a ban or lift did before it failed, shown as here
+	}
 	return remoteError(r.shown, &p)
 }
 

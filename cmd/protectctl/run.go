@@ -549,6 +549,11 @@ func liftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		defer cancel()
 		lifted, err := c.svc.Lift(ctx, admin.LiftOptions{Targets: args, All: *all, Force: *force, By: *by})
 		if err != nil {
+			if len(lifted) > 0 { // what was lifted before the failure
+				if werr := c.writeBans(lifted, *asJSON); werr != nil {
+					return werr
+				}
+			}
 			return err
 		}
 		if len(lifted) == 0 && !*asJSON {
