@@ -222,12 +222,7 @@ type wordKey struct {
 
 // wordsOf returns the wordKey of a masked prefix.
 func wordsOf(p netip.Prefix) wordKey {
-	a := p.Addr()
-	if a.Is4() { // the mapped form, from 4 bytes rather than 16
-		b := a.As4()
-		return wordKey{lo: 0xffff<<32 | uint64(binary.BigEndian.Uint32(b[:])), bits: uint64(p.Bits())}
-	}
-	b := a.As16()
+	b := p.Addr().As16() // of an IPv4 address, its mapped form: no branch
 	return wordKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), bits: uint64(p.Bits())}
 }
 
