@@ -166,8 +166,8 @@
 // removed at exit: the kernel keeps enforcing while protectd is down, and
 // a restart writes only what changed. The Local API answers GET
 // /v1/decisions/stream (startup=true, then what changed since that key's
-// last pull) and GET /v1/decisions?ip=, checking X-Api-Key (403 when
-// wrong). docs/firewall.md in the repository shows the set-up.
+// last pull) and GET /v1/decisions (ip=, range= and contains=, scope=,
+// value=, type=), checking X-Api-Key (403 when wrong). docs/firewall.md in the repository shows the set-up.
 //
 // # Logs, signals and limits
 //

@@ -7,11 +7,14 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -251,17 +254,20 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 	writeLAPI(w, http.StatusOK, out)
 }
 
-// decisions answers GET /v1/decisions: the decisions in force, those
-// that apply to ip= when given; null when none, as CrowdSec answers.
+// decisions answers GET /v1/decisions: the decisions in force that its
+// query selects, as CrowdSec reads it: ip= those that apply to the
+// address (its own, and the ranges that hold it); range= those whose
+// range holds the one given, or with contains=false those inside it;
+// scope= and value= those of that scope (case aside) and value; type=
+// those of that type, which is ban for every decision here. Null when
+// none. A filter that does not parse is a 400, never an answer without
+// it: a bouncer in live mode that asks of one address and reads every
+// decision back would refuse every client.
 func (l *lapi) decisions(w http.ResponseWriter, r *http.Request, _ [sha256.Size]byte) {
-	var ip netip.Addr
-	if v := r.URL.Query().Get("ip"); v != "" {
-		a, err := netip.ParseAddr(v)
-		if err != nil {
-			lapiError(w, http.StatusBadRequest, "ip: not an address")
-			return
-		}
-		ip = a.Unmap()
+	sel, err := readSelection(r.URL.Query())
+	if err != nil {
+		lapiError(w, http.StatusBadRequest, err.Error())
+		return
 	}
 	cur, err := l.current(r.Context(), readFilter(r), l.clock())
 	if err != nil {
@@ -271,7 +277,7 @@ func (l *lapi) decisions(w http.ResponseWriter, r *http.Request, _ [sha256.Size]
 	}
 	var out []lapiDecision
 	for _, d := range cur {
-		if !ip.IsValid() || decisionCovers(d, ip) {
+		if sel.match(d) {
 			out = append(out, d)
 		}
 	}
@@ -279,12 +285,87 @@ func (l *lapi) decisions(w http.ResponseWriter, r *http.Request, _ [sha256.Size]
 	writeLAPI(w, http.StatusOK, out)
 }
 
-func decisionCovers(d lapiDecision, ip netip.Addr) bool {
+// selection is what the query of GET /v1/decisions asks for, besides
+// the filter the stream shares.
+type selection struct {
+	ip           netip.Addr   // ip=; invalid when absent
+	rng          netip.Prefix // range=; invalid when absent
+	contains     bool         // contains=: range= selects the ranges that hold it (true, the default) or those inside it
+	scope, value string       // scope= (lower case) and value=
+	typ          string       // type=
+}
+
+func readSelection(q url.Values) (selection, error) {
+	sel := selection{contains: true, scope: strings.ToLower(q.Get("scope")), value: q.Get("value"), typ: q.Get("type")}
+	if v := q.Get("ip"); v != "" {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return sel, errors.New("ip: not an address")
+		}
+		sel.ip = a.Unmap().WithZone("")
+	}
+	if v := q.Get("range"); v != "" {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return sel, errors.New("range: not a CIDR")
+		}
+		sel.rng = unmapPrefix(p.Masked())
+	}
+	if v := q.Get("contains"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return sel, errors.New("contains: want true or false")
+		}
+		sel.contains = b
+	}
+	return sel, nil
+}
+
+// unmapPrefix is p with an IPv4-mapped address as IPv4.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p
+}
+
+func (sel selection) match(d lapiDecision) bool {
+	switch {
+	case sel.typ != "" && !strings.EqualFold(sel.typ, d.Type),
+		sel.scope != "" && sel.scope != strings.ToLower(d.Scope),
+		sel.value != "" && sel.value != d.Value,
+		sel.ip.IsValid() && !decisionCovers(d, sel.ip):
+		return false
+	case sel.rng.IsValid():
+		p, ok := decisionPrefix(d)
+		if !ok || p.Addr().Is4() != sel.rng.Addr().Is4() {
+			return false
+		}
+		if sel.contains {
+			return p.Bits() <= sel.rng.Bits() && p.Contains(sel.rng.Addr())
+		}
+		return sel.rng.Bits() <= p.Bits() && sel.rng.Contains(p.Addr())
+	}
+	return true
+}
+
+// decisionPrefix is the network a decision covers: an address's own
+// /32 or /128, or its range.
+func decisionPrefix(d lapiDecision) (netip.Prefix, bool) {
 	if d.Scope == "Ip" {
-		return d.Value == ip.String()
+		a, err := netip.ParseAddr(d.Value)
+		if err != nil {
+			return netip.Prefix{}, false
+		}
+		return netip.PrefixFrom(a, a.BitLen()), true
 	}
 	p, err := netip.ParsePrefix(d.Value)
-	return err == nil && p.Contains(ip)
+	return p, err == nil
+}
+
+func decisionCovers(d lapiDecision, ip netip.Addr) bool {
+	p, ok := decisionPrefix(d)
+	return ok && p.Contains(ip)
 }
 
 // sortDecisions orders decisions by value, then id, so that an answer
