@@ -62,12 +62,19 @@ func (s *Store) CheckSetup(ctx context.Context) ([]protect.SetupWarning, error) 
 // setupWarnings reads one node's settings.
 func setupWarnings(conf map[string]string, server string) []protect.SetupWarning {
 	var out []protect.SetupWarning
-	policy := conf["maxmemory-policy"]
+	policy, shown := conf["maxmemory-policy"]
 	limitNote := ""
 	if conf["maxmemory"] == "0" {
 		limitNote = " (maxmemory is 0 now, no limit: nothing is evicted until one is set, as managed servers do)"
 	}
 	switch {
+	case !shown:
+		// A server that answers CONFIG GET without it (a managed one may
+		// hide some settings) is not known to keep bans: say so, rather
+		// than pass what was not checked.
+		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: "not shown", Server: server,
+			Risk: "the server's CONFIG GET does not show it, so it could not be checked: allkeys-* would evict any key, bans and the ban index too, and volatile-* every temporary ban",
+			Fix:  "make sure it is noeviction; " + fixAdvice})
 	case strings.HasPrefix(policy, "allkeys-"):
 		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
 			Risk: "when Redis reaches maxmemory it evicts any key: bans, permanent ones too, the ban index, offense histories and published limits, so banned clients are served again with nothing in the log" + limitNote,
@@ -76,6 +83,14 @@ func setupWarnings(conf map[string]string, server string) []protect.SetupWarning
 		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
 			Risk: "when Redis reaches maxmemory it evicts keys with a TTL: every temporary ban, offense history and counter, and the published limits (every automatic ban has a TTL), so banned clients are served again with nothing in the log" + limitNote,
 			Fix:  fixAdvice})
+	}
+	_, aofShown := conf["appendonly"]
+	_, saveShown := conf["save"]
+	if !aofShown && !saveShown {
+		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "not shown", Server: server,
+			Risk: "the server's CONFIG GET shows neither appendonly nor save, so it could not be checked: without either, Redis keeps nothing across a restart",
+			Fix:  "make sure AOF is on (appendonly yes); " + fixAdvice})
+		return out
 	}
 	if conf["appendonly"] != "yes" && strings.TrimSpace(conf["save"]) == "" {
 		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "appendonly no, save \"\"", Server: server,

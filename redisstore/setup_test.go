@@ -70,3 +70,31 @@ func TestRedisCheckSetupCluster(t *testing.T) {
 		servers[w.Server] = true
 	}
 }
+
+// setupWarnings on what CONFIG GET answers: a setting the server does not
+// show is a warning that says it could not be checked, never a pass.
+func TestSetupWarningsHidden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		conf map[string]string
+		want []string // Setting Value of each warning, in order
+	}{
+		{"as advised", map[string]string{"maxmemory-policy": "noeviction", "appendonly": "yes", "save": ""}, nil},
+		{"snapshots only", map[string]string{"maxmemory-policy": "noeviction", "appendonly": "no", "save": "3600 1"}, nil},
+		{"policy hidden", map[string]string{"appendonly": "yes"}, []string{"maxmemory-policy not shown"}},
+		{"persistence hidden", map[string]string{"maxmemory-policy": "noeviction"}, []string{"persistence not shown"}},
+		{"everything hidden", map[string]string{}, []string{"maxmemory-policy not shown", "persistence not shown"}},
+		{"lru, no persistence", map[string]string{"maxmemory-policy": "allkeys-lru", "appendonly": "no", "save": ""}, []string{"maxmemory-policy allkeys-lru", "persistence appendonly no, save \"\""}},
+	} {
+		var got []string
+		for _, w := range setupWarnings(tc.conf, "") {
+			got = append(got, w.Setting+" "+w.Value)
+			if w.Risk == "" || w.Fix == "" {
+				t.Errorf("setupWarnings(%s) gave %q without its risk and fix", tc.name, w.Setting)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("setupWarnings(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
