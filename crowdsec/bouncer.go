@@ -176,18 +176,49 @@ func (b *Bouncer) BlockSourceStatus() protect.BlockSourceStatus {
 
 // Run polls the LAPI every Interval until ctx ends, and returns ctx's
 // error. A poll that fails is logged when the state changes, and the next
-// one is tried at the next interval.
+// one is tried at the next interval. Between polls, a decision leaves the
+// set when it ends, not at the next poll: the LAPI says nothing of a
+// decision that simply runs out.
 func (b *Bouncer) Run(ctx context.Context) error {
 	b.Poll(ctx)
 	t := time.NewTicker(b.opts.Interval)
 	defer t.Stop()
+	end := time.NewTimer(time.Hour)
+	defer end.Stop()
 	for {
+		var ended <-chan time.Time
+		if left, ok := b.untilNextEnd(); ok {
+			end.Reset(left)
+			ended = end.C
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 			b.Poll(ctx)
+		case <-ended:
+			b.expire()
 		}
+	}
+}
+
+// untilNextEnd is how long until the first decision in force ends, by
+// the bouncer's clock; false when none will.
+func (b *Bouncer) untilNextEnd() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.nextEnd.IsZero() {
+		return 0, false
+	}
+	return max(b.nextEnd.Sub(b.opts.Clock()), 0), true
+}
+
+// expire drops from the set the decisions ended by now.
+func (b *Bouncer) expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now := b.opts.Clock(); !b.nextEnd.IsZero() && !now.Before(b.nextEnd) {
+		b.rebuild(now)
 	}
 }
 

@@ -1,6 +1,7 @@
 package crowdsec_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -100,6 +101,47 @@ func TestBouncerFollowsTheLAPI(t *testing.T) {
 	}
 	if st := b.BlockSourceStatus(); !st.Up || st.Errors != 0 {
 		t.Errorf("BlockSourceStatus() = %+v, want up, no error", st)
+	}
+}
+
+// Run drops a decision from the set when it ends, between polls: the
+// LAPI sends nothing for a decision that runs out, and the next poll is a
+// minute away.
+func TestBouncerRunEndsDecisionsOnTime(t *testing.T) {
+	l := crowdsectest.Shared(t)
+	b, err := crowdsec.New(crowdsec.Options{URL: l.URL, Key: l.Bouncer(t), Interval: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProtector(t, b)
+	l.Cscli(t, "decisions", "add", "--ip", "192.0.2.88", "--duration", "4s")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitStatus := func(want protect.Status, within time.Duration) time.Time {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for status(t, p, "192.0.2.88") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("VerifyAddr(192.0.2.88) = %v after %v, want %v", status(t, p, "192.0.2.88"), within, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return time.Now()
+	}
+	waitStatus(protect.Blocked, 5*time.Second) // the startup poll
+	checked := b.BlockSourceStatus().Checked
+	m := p.BlockListMatches(netip.MustParseAddr("192.0.2.88"))
+	if len(m) != 1 || m[0].Expires.IsZero() {
+		t.Fatalf("BlockListMatches(192.0.2.88) = %+v, want the decision with its end", m)
+	}
+	gone := waitStatus(protect.Allowed, 10*time.Second)
+	if late := gone.Sub(m[0].Expires); late < 0 || late > time.Second {
+		t.Errorf("the decision left the set %v after its end, want within 1s of it", late)
+	}
+	if got := b.BlockSourceStatus().Checked; !got.Equal(checked) {
+		t.Errorf("BlockSourceStatus().Checked = %v, want %v: no poll in between", got, checked)
 	}
 }
 
