@@ -522,8 +522,15 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// parseEnvDuration reads the one duration syntax of the environment: a
-// bare non-negative number is seconds, anything else is ParseDuration's.
+// EnvDuration reads a duration as every variable of the environment is
+// read: a bare non-negative number is seconds ("90", "0.5"), anything
+// else is ParseDuration's ("90s", "2d12h"); a negative one is an error.
+// A program reads its own variables with it (protectd's
+// HTTP_PROTECT_CROWDSEC_INTERVAL and _NFT_INTERVAL), so that one syntax
+// holds for every variable it takes.
+func EnvDuration(v string) (time.Duration, error) { return parseEnvDuration(v) }
+
+// parseEnvDuration is EnvDuration.
 func parseEnvDuration(v string) (time.Duration, error) {
 	if bareNumber(v) {
 		d, err := time.ParseDuration(v + "s")

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/httpprotect/protect/crowdsec"
+	"github.com/httpprotect/protect/envconfig"
 )
 
 // crowdsecOptions reads HTTP_PROTECT_CROWDSEC_URL, _KEY and _INTERVAL;
@@ -40,9 +40,9 @@ func crowdsecOptions(env []string) (*crowdsec.Options, error) {
 	}
 	opts := &crowdsec.Options{URL: url, Key: key}
 	if interval != "" {
-		d, err := time.ParseDuration(interval)
+		d, err := envconfig.EnvDuration(interval)
 		if err != nil {
-			return nil, fmt.Errorf("%s=%q: want a duration such as 10s", envCrowdsecInterval, interval)
+			return nil, fmt.Errorf("%s=%q: want a duration such as 10s, or a bare number of seconds", envCrowdsecInterval, interval)
 		}
 		opts.Interval = d
 	}

@@ -123,11 +123,21 @@ func TestCrowdsecSettings(t *testing.T) {
 		{[]string{envCrowdsecURL + "=127.0.0.1:8080", envCrowdsecKey + "=secret"}, `HTTP_PROTECT_CROWDSEC_URL="127.0.0.1:8080"`},
 		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=500ms"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="500ms": crowdsec: Interval 500ms: want at least 1s`},
 		{[]string{envCrowdsecInterval + "=5s"}, "set HTTP_PROTECT_CROWDSEC_URL and HTTP_PROTECT_CROWDSEC_KEY too"},
+		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=-5"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="-5": want a duration such as 10s, or a bare number of seconds`},
+		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=10x"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="10x": want a duration such as 10s, or a bare number of seconds`},
 	}
 	for _, tt := range tests {
 		_, err := loadSettings(append(tt.env, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"))
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("loadSettings(%q) = %v, want an error with %q and no key", tt.env, err, tt.want)
+		}
+	}
+	// The interval takes the environment's one duration syntax: a bare
+	// number is seconds, and days count.
+	for v, want := range map[string]time.Duration{"15": 15 * time.Second, "1.5": 1500 * time.Millisecond, "2m": 2 * time.Minute, "1d": 24 * time.Hour} {
+		s, err := loadSettings([]string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=" + v})
+		if err != nil || s.crowdsec == nil || s.crowdsec.Interval != want {
+			t.Errorf("loadSettings(%s=%s) = %+v, %v; want an interval of %v", envCrowdsecInterval, v, s.crowdsec, err, want)
 		}
 	}
 }

@@ -188,7 +188,9 @@ func TestLAPISettings(t *testing.T) {
 		{[]string{envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=/nonexistent/keys"}, `HTTP_PROTECT_LAPI_KEYS="/nonexistent/keys": open /nonexistent/keys: no such file or directory`},
 		{[]string{envLAPIListen + "=localhost", envLAPIKeys + "=" + keyA}, `HTTP_PROTECT_LAPI_LISTEN="localhost": want host:port, such as 127.0.0.1:8089, or unix:PATH`},
 		{[]string{envNFT + "=inet protect ban4"}, `HTTP_PROTECT_NFT="inet protect ban4": nftsink: bad set specification: want FAMILY TABLE SET4 SET6, such as "inet protect ban4 ban6", or true`},
-		{[]string{envNFT + "=true", envNFTInterval + "=0s"}, `HTTP_PROTECT_NFT_INTERVAL="0s": want a duration from 1ms to 1m, such as 500ms`},
+		{[]string{envNFT + "=true", envNFTInterval + "=0s"}, `HTTP_PROTECT_NFT_INTERVAL="0s": want a duration from 1ms to 1m, such as 500ms or 0.5`},
+		{[]string{envNFT + "=true", envNFTInterval + "=90"}, `HTTP_PROTECT_NFT_INTERVAL="90": want a duration from 1ms to 1m, such as 500ms or 0.5`},
+		{[]string{envNFT + "=true", envNFTInterval + "=0.25"}, ""},
 		{[]string{envNFT + "=ip fw b4 -", envNFTInterval + "=250ms"}, ""},
 	}
 	for _, tt := range tests {

@@ -69,9 +69,9 @@ func loadSinks(env []string) (sinkSettings, error) {
 	}
 	s.nftEvery = nftsink.DefaultEvery
 	if v := strings.TrimSpace(vars[envNFTInterval]); v != "" {
-		d, err := envconfig.ParseDuration(v)
-		if err != nil || d <= 0 || d > time.Minute {
-			return s, fmt.Errorf("%s=%q: want a duration from 1ms to 1m, such as 500ms", envNFTInterval, v)
+		d, err := envconfig.EnvDuration(v)
+		if err != nil || d < time.Millisecond || d > time.Minute {
+			return s, fmt.Errorf("%s=%q: want a duration from 1ms to 1m, such as 500ms or 0.5", envNFTInterval, v)
 		}
 		s.nftEvery = d
 	}
