@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,9 @@ func loadSettings(env []string) (settings, error) {
 	}
 	if s.crowdsec, err = crowdsecOptions(env); err != nil {
 		errs = append(errs, err)
+	}
+	if s.crowdsec != nil && slices.ContainsFunc(s.cfg.BlockLists, func(l protect.BlockList) bool { return l.Name == crowdsec.Name }) {
+		errs = append(errs, fmt.Errorf("%sBLOCKLISTS: a list named %q, the name %s's decisions take; name the file otherwise with NAME=PATH", envconfig.Prefix, crowdsec.Name, envCrowdsecURL))
 	}
 	if s.sinks, err = loadSinks(env); err != nil {
 		errs = append(errs, err)
