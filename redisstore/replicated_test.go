@@ -220,7 +220,7 @@ func TestWaitReplicasTimeout(t *testing.T) {
 // caughtUp waits until the replica of the server of node has its every
 // write: a write of key, then WAIT on the same connection. A replica
 // fresh from its first sync, or resumed, may take a moment to answer.
-func caughtUp(t *testing.T, node *redis.Client, key string) {
+func caughtUp(t testing.TB, node *redis.Client, key string) {
 	t.Helper()
 	redistest.Eventually(t, 10*time.Second, "the replica of "+node.Options().Addr+" caught up", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
