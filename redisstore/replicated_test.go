@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
@@ -340,5 +341,46 @@ func moveSlot(t *testing.T, cl *redistest.Cluster, key, from, to string) {
 		if n != src && n != dst && redistest.IsMaster(n.Addr) {
 			n.Do("cluster", "setslot", slot, "node", dstID)
 		}
+	}
+}
+
+// A Ring's count and its WAIT go to the key's shard.
+func TestWaitReplicasRing(t *testing.T) {
+	master, replica := startReplicated(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": master.Addr}, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { ring.Close() })
+	p, _ := waitProtector(t, ring, Options{WaitTimeout: 20 * time.Millisecond}, protect.FailClosed)
+	caughtUp(t, master.Client(t), "caught-up")
+	a := netip.MustParseAddr("198.51.100.7")
+	if d, err := p.VerifyAddr(t.Context(), a); err != nil || d.Err != nil || d.Status != protect.Allowed || d.Count != 1 {
+		t.Fatalf("VerifyAddr = %v count %d, %v, %v; want allowed, count 1", d.Status, d.Count, err, d.Err)
+	}
+	replica.Pause()
+	defer replica.Resume()
+	if d, err := p.VerifyAddr(t.Context(), a); err != nil || d.Status != protect.Unavailable || !errors.Is(d.Err, ErrNotReplicated) {
+		t.Errorf("VerifyAddr with the replica paused = %v, %v, %v; want unavailable, ErrNotReplicated", d.Status, err, d.Err)
+	}
+}
+
+// A client whose connections the store cannot choose is said so at New,
+// and every count is the failure policy's: none is acknowledged unwaited.
+func TestWaitReplicasUnknownClient(t *testing.T) {
+	master := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: master.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	rec := &recorder{}
+	s := New(struct{ redis.UniversalClient }{c}, Options{WaitReplicas: 1, RangeRefresh: -1, Logger: slog.New(rec)})
+	t.Cleanup(func() { s.Close() })
+	if n := rec.Count("protect: every counted request is decided by the failure policy"); n != 1 {
+		t.Errorf("New logged the client %d times, want 1", n)
+	}
+	p, err := protect.New(protect.Config{Store: s, Namespace: "wait:", MaxRequests: 10, OnStoreError: protect.FailClosed, StoreTimeout: time.Second, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	d, err := p.VerifyAddr(t.Context(), netip.MustParseAddr("198.51.100.7"))
+	if err != nil || d.Status != protect.Unavailable || d.Err == nil || !strings.Contains(d.Err.Error(), "WaitReplicas needs a *redis.Client") {
+		t.Errorf("VerifyAddr = %v, %v, %v; want unavailable, the client named", d.Status, err, d.Err)
 	}
 }
