@@ -60,7 +60,10 @@ func redisWaitErrors(prefix string, c *settings, vars map[string]string, opts Op
 	if w.replicasSet && w.replicas > 0 && c.redisURL == "" && opts.RedisURL == "" {
 		errs = append(errs, configErr("%s: no Redis to wait for: set %sREDIS_URL", quoted("REDIS_WAIT_REPLICAS"), prefix))
 	}
-	if w.timeoutSet && replicas <= 0 {
+	switch {
+	case w.timeoutSet && w.replicasSet && w.replicas == 0:
+		errs = append(errs, configErr("%s: waits for nothing: %s waits for no replica", quoted("REDIS_WAIT_TIMEOUT"), quoted("REDIS_WAIT_REPLICAS")))
+	case w.timeoutSet && replicas <= 0:
 		errs = append(errs, configErr("%s: waits for nothing without %sREDIS_WAIT_REPLICAS of 1 or more", quoted("REDIS_WAIT_TIMEOUT"), prefix))
 	}
 	store, storeSet := c.StoreTimeout, true

@@ -2,10 +2,12 @@ package envconfig
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
@@ -34,7 +36,7 @@ func TestRedisWaitErrors(t *testing.T) {
 		{"timeout without replicas", []string{url, "HTTP_PROTECT_REDIS_WAIT_TIMEOUT=10ms"},
 			`HTTP_PROTECT_REDIS_WAIT_TIMEOUT="10ms": waits for nothing without HTTP_PROTECT_REDIS_WAIT_REPLICAS of 1 or more`},
 		{"timeout with no replicas", []string{url, "HTTP_PROTECT_REDIS_WAIT_REPLICAS=0", "HTTP_PROTECT_REDIS_WAIT_TIMEOUT=10ms"},
-			`HTTP_PROTECT_REDIS_WAIT_TIMEOUT="10ms": waits for nothing without HTTP_PROTECT_REDIS_WAIT_REPLICAS of 1 or more`},
+			`HTTP_PROTECT_REDIS_WAIT_TIMEOUT="10ms": waits for nothing: HTTP_PROTECT_REDIS_WAIT_REPLICAS="0" waits for no replica`},
 		{"timeout over half the default store timeout", []string{url, "HTTP_PROTECT_REDIS_WAIT_REPLICAS=1", "HTTP_PROTECT_REDIS_WAIT_TIMEOUT=60ms"},
 			`HTTP_PROTECT_REDIS_WAIT_TIMEOUT="60ms": 60ms is longer than half of HTTP_PROTECT_STORE_TIMEOUT (unset, so 100ms), the most the store waits, so that WAIT answers before the call's deadline`},
 		{"timeout over half the store timeout", []string{url, "HTTP_PROTECT_REDIS_WAIT_REPLICAS=1", "HTTP_PROTECT_REDIS_WAIT_TIMEOUT=20ms", "HTTP_PROTECT_STORE_TIMEOUT=30ms"},
@@ -96,4 +98,39 @@ func TestRedisWaitReachesTheStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever the two variables hold, they set a count of replicas of 0 or
+// more and a timeout of 1ms or more, or are refused; and an error that
+// names one with a value quotes its value.
+func FuzzRedisWait(f *testing.F) {
+	for _, s := range [][2]string{{"1", "20ms"}, {"0", ""}, {"-1", "0"}, {"2", "20"}, {"x", "1e3"}, {"99999999999", "500us"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, replicas, timeout string) {
+		if strings.ContainsAny(replicas+timeout, "\x00\n=") {
+			return // not an environment entry
+		}
+		var c settings
+		if err := envWaitReplicas(&c, replicas); err == nil && c.redisWait.replicas < 0 {
+			t.Fatalf("REDIS_WAIT_REPLICAS=%q gives %d replicas", replicas, c.redisWait.replicas)
+		}
+		if err := envWaitTimeout(&c, timeout); err == nil && c.redisWait.timeout < time.Millisecond {
+			t.Fatalf("REDIS_WAIT_TIMEOUT=%q gives %v", timeout, c.redisWait.timeout)
+		}
+		// No REDIS_URL: nothing is dialed, and a wait is refused.
+		env := []string{"HTTP_PROTECT_REDIS_WAIT_REPLICAS=" + replicas, "HTTP_PROTECT_REDIS_WAIT_TIMEOUT=" + timeout}
+		_, err := Read(env, Options{})
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		for _, v := range []struct{ name, value string }{{"REDIS_WAIT_REPLICAS", replicas}, {"REDIS_WAIT_TIMEOUT", timeout}} {
+			name := "HTTP_PROTECT_" + v.name + "="
+			quoted := name + fmt.Sprintf("%q", strings.TrimSpace(v.value))
+			if strings.Count(msg, name) != strings.Count(msg, quoted) {
+				t.Fatalf("Read(%q) = %v: %s without its value quoted", env, err, name)
+			}
+		}
+	})
 }
