@@ -35,9 +35,9 @@ import (
 // its replicas receive it.
 var ErrNotReplicated = errors.New("not acknowledged by enough replicas")
 
-// DefaultWaitTimeout is Options.WaitTimeout's default: half the
+// defaultWaitTimeout is Options.WaitTimeout's default: half the
 // protector's default StoreTimeout.
-const DefaultWaitTimeout = 50 * time.Millisecond
+const defaultWaitTimeout = 50 * time.Millisecond
 
 // fewReplicas is the error of a WAIT that answered fewer replicas than
 // asked.

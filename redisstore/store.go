@@ -38,20 +38,20 @@ type Options struct {
 	// [slog.Default()].
 	Logger *slog.Logger
 	// WaitReplicas is how many replicas of the key's master must have
-	// received a count before Take or TakePlan acknowledges it [0: none,
-	// as negative]: each counting script is followed by WAIT, in the same
+	// received a count before Take or TakePlan acknowledges it [0: none;
+	// negative is 0]: each counting script is followed by WAIT, in the same
 	// round trip on the same connection, and a count fewer replicas
 	// received is an error wrapping ErrNotReplicated, which the failure
 	// policy decides. It closes the window a master's death opens
-	// (docs/redis.md, "Failover"), and costs a replica's round trip on
+	// (docs/redis.md, "No count lost in a failover"), and costs a replica's round trip on
 	// every counted request; at least this many replicas must stay up,
 	// or every request is the failure policy's. It needs a *redis.Client
 	// (Sentinel's too), *redis.ClusterClient or *redis.Ring.
 	WaitReplicas int
-	// WaitTimeout is how long each WAIT waits for the replicas
-	// [DefaultWaitTimeout], and never more than half the time the call
-	// has left, so that WAIT answers before StoreTimeout ends the call.
-	// Zero or negative is the default.
+	// WaitTimeout is how long each WAIT waits for the replicas [50ms],
+	// and never more than half the time the call has left, so that WAIT
+	// answers before StoreTimeout ends the call. Zero or negative is the
+	// default.
 	WaitTimeout time.Duration
 }
 
@@ -144,7 +144,7 @@ func New(client redis.UniversalClient, opt Options) *Store {
 		opt.Logger = slog.Default()
 	}
 	if opt.WaitTimeout <= 0 {
-		opt.WaitTimeout = DefaultWaitTimeout
+		opt.WaitTimeout = defaultWaitTimeout
 	}
 	s := &Store{
 		client:     client,
