@@ -215,6 +215,12 @@ func TestWaitReplicasTimeout(t *testing.T) {
 		if !c.plan && d.Count != 3 {
 			t.Errorf("%s: count after the replica caught up = %d, want 3 (the master kept the unacknowledged count)", c.name, d.Count)
 		}
+		if c.plan {
+			st, err := ps[i].Inspect(t.Context(), d.Key)
+			if err != nil || len(st.Usage) != 1 || st.Usage[0].Used != 3 {
+				t.Errorf("%s: Inspect after the replica caught up = %+v, %v; want the quota used 3 times (the master kept the unacknowledged count)", c.name, st.Usage, err)
+			}
+		}
 	}
 }
 
