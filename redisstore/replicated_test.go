@@ -268,9 +268,10 @@ func clusterCaughtUp(t *testing.T, cc *redis.ClusterClient) {
 // On a Cluster the script and its WAIT go to the master of the key's
 // slot, in one round trip on that node's client (hooks added with
 // OnNewNode see it; the ClusterClient's own see nothing). A slot that
-// has moved answers MOVED, which the store does not follow: the request
-// is the failure policy's, nothing is counted twice, and the slot map is
-// read again, so that the next request is counted at the new master.
+// is migrating answers ASK, and one that has moved answers MOVED, which
+// the store does not follow: the request is the failure policy's,
+// nothing is counted twice, and the slot map is read again, so that the
+// next request is counted at the new master.
 func TestWaitReplicasCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 1, 2*time.Second)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -290,8 +291,8 @@ func TestWaitReplicasCluster(t *testing.T) {
 		t.Errorf("ClusterClient round trips %q, want none", got)
 	}
 
-	// Move the slot of a key nothing has counted yet to another master:
-	// the store's slot map still names the old one.
+	// Move the slot of a key nothing has counted yet to another master,
+	// as a resharding does: the store's slot map still names the old one.
 	b := netip.MustParseAddr("198.51.100.8")
 	base := redisBase("wait:", protect.Key{Prefix: netip.PrefixFrom(b, 32)})
 	from := cl.MasterOf(t, base)
@@ -302,7 +303,30 @@ func TestWaitReplicasCluster(t *testing.T) {
 			break
 		}
 	}
-	moveSlot(t, cl, base, from, to)
+	ctx := t.Context()
+	src, dst := cl.Node(from), cl.Node(to)
+	slot := src.Do("cluster", "keyslot", base)
+	srcID, dstID := src.Do("cluster", "myid"), dst.Do("cluster", "myid")
+	// While the slot migrates, a key the source lacks is answered ASK:
+	// not followed either.
+	dst.Do("cluster", "setslot", slot, "importing", srcID)
+	src.Do("cluster", "setslot", slot, "migrating", dstID)
+	nodeHook.take()
+	d, err := p.VerifyAddr(ctx, b)
+	if err != nil || d.Status != protect.Unavailable || d.Err == nil || !strings.Contains(d.Err.Error(), "ASK ") {
+		t.Fatalf("VerifyAddr while the slot migrates = %v, %v, %v; want unavailable with ASK", d.Status, err, d.Err)
+	}
+	if got := nodeHook.take(); got != "evalsha+wait" {
+		t.Errorf("round trips of the ASK request %q, want evalsha+wait (not followed)", got)
+	}
+	for _, n := range []*redistest.Server{dst, src} {
+		n.Do("cluster", "setslot", slot, "node", dstID)
+	}
+	for _, n := range cl.Nodes {
+		if n != src && n != dst && redistest.IsMaster(n.Addr) {
+			n.Do("cluster", "setslot", slot, "node", dstID)
+		}
+	}
 	redistest.Eventually(t, 10*time.Second, "the slot's move known to every node", func() error {
 		if got := cl.MasterOf(t, base); got != to {
 			return fmt.Errorf("master of %s is %s", base, got)
@@ -310,8 +334,7 @@ func TestWaitReplicasCluster(t *testing.T) {
 		return nil
 	})
 	nodeHook.take()
-	ctx := t.Context()
-	d, err := p.VerifyAddr(ctx, b)
+	d, err = p.VerifyAddr(ctx, b)
 	if err != nil || d.Status != protect.Unavailable || d.Err == nil || !strings.Contains(d.Err.Error(), "MOVED ") {
 		t.Fatalf("VerifyAddr after the slot moved = %v, %v, %v; want unavailable with MOVED", d.Status, err, d.Err)
 	}
@@ -328,25 +351,6 @@ func TestWaitReplicasCluster(t *testing.T) {
 	d, err = p.VerifyAddr(ctx, b)
 	if err != nil || d.Err != nil || d.Status != protect.Allowed || d.Count != 1 {
 		t.Errorf("VerifyAddr at the new master = %v count %d, %v, %v; want allowed, count 1", d.Status, d.Count, err, d.Err)
-	}
-}
-
-// moveSlot moves the slot of key, which holds no keys, from the master
-// from to the master to, as a resharding does (IMPORTING, MIGRATING,
-// then NODE on both and on every other master).
-func moveSlot(t *testing.T, cl *redistest.Cluster, key, from, to string) {
-	t.Helper()
-	src, dst := cl.Node(from), cl.Node(to)
-	slot := src.Do("cluster", "keyslot", key)
-	srcID, dstID := src.Do("cluster", "myid"), dst.Do("cluster", "myid")
-	dst.Do("cluster", "setslot", slot, "importing", srcID)
-	src.Do("cluster", "setslot", slot, "migrating", dstID)
-	dst.Do("cluster", "setslot", slot, "node", dstID)
-	src.Do("cluster", "setslot", slot, "node", dstID)
-	for _, n := range cl.Nodes {
-		if n != src && n != dst && redistest.IsMaster(n.Addr) {
-			n.Do("cluster", "setslot", slot, "node", dstID)
-		}
 	}
 }
 
