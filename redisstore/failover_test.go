@@ -58,8 +58,8 @@ func clusterFailover(t *testing.T) *failover {
 }
 
 // The same with Sentinel: one master, one replica, three sentinels; the
-// dead master, restarted, is made the new master's replica at once (as
-// the sentinels would, after a few seconds).
+// dead master, restarted, is made the new master's replica at once,
+// rather than waiting for the sentinels to make it one.
 func TestSentinelFailover(t *testing.T) {
 	s := redistest.StartSentinels(t, time.Second)
 	f := &failover{url: "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + redistest.MasterName, client: "198.51.100.7",
