@@ -224,6 +224,8 @@ var envVars = [...]envVar{
 	{"BAN_STATUS", "BanStatus", envNonZero("a 4xx or 5xx status", envSmall(func(c *settings) *int { return &c.BanStatus }))},
 	{"UNKNOWN_STATUS", "UnknownStatus", envNonZero("a 4xx or 5xx status", envSmall(func(c *settings) *int { return &c.UnknownStatus }))},
 	{"STATE_FILE", "", envString(func(c *settings) *string { return &c.stateFile })},
+	{"REDIS_WAIT_REPLICAS", "", envWaitReplicas}, // redis_wait.go
+	{"REDIS_WAIT_TIMEOUT", "", envWaitTimeout},
 }
 
 // Names returns the names, without a prefix, of every variable
@@ -248,7 +250,8 @@ func Names() []string {
 // BAN_NAMESPACE, NAME,
 // ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
 // BAN_STATUS, UNKNOWN_STATUS, STATE_FILE (a memory store's state file:
-// see Read).
+// see Read), REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT (redisstore's
+// Options.WaitReplicas and WaitTimeout).
 //
 // own names further variables under the prefix that the program reads
 // itself, without the prefix ("LISTEN", "PLANS"), so that they are not
@@ -400,6 +403,7 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 		errs = append(errs, configErr("%s (a name your program reads itself is declared to FromEnv or FromEnvPrefix)", msg))
 	}
 	errs = append(errs, validate(prefix, c.Config, vars0)...)
+	errs = append(errs, redisWaitErrors(prefix, &c, vars0, opts)...)
 	if len(errs) > 0 {
 		return protect.Config{}, errors.Join(errs...)
 	}
@@ -410,7 +414,7 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 		return protect.Config{}, configErr("%sSTATE_FILE and %sREDIS_URL are both set: the state file keeps one process's memory store, Redis is shared by every instance; set one", prefix, prefix)
 	}
 	if c.redisURL != "" {
-		store, err := redisstore.Dial(c.redisURL, opts.Redis)
+		store, err := redisstore.Dial(c.redisURL, c.redisWait.redisOptions(opts.Redis))
 		if err != nil {
 			// Dial's error quotes the URL with its password redacted;
 			// never quote it here.
@@ -435,6 +439,8 @@ type settings struct {
 	redisURL     string
 	stateFile    string
 	blockListDir string // where URL lists keep their last good copy (blocklists.go)
+	// REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT (redis_wait.go)
+	redisWait redisWait
 }
 
 func configErr(format string, args ...any) error {

@@ -41,6 +41,8 @@ func TestFromEnvReadsEveryName(t *testing.T) {
 		"HTTP_PROTECT_DRY_RUN=true",
 		"HTTP_PROTECT_BAN_STATUS=429",
 		"HTTP_PROTECT_UNKNOWN_STATUS=400",
+		"HTTP_PROTECT_REDIS_WAIT_REPLICAS=1",
+		"HTTP_PROTECT_REDIS_WAIT_TIMEOUT=20ms",
 		"PATH=/usr/bin",
 		"=C:=C:\\",
 	}

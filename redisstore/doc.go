@@ -36,6 +36,12 @@
 // server's answer makes a Cluster client read its slot map again, so
 // that a promoted replica takes the requests within seconds.
 //
+// Redis replicates asynchronously, so a master that dies may take with it
+// the counts it acknowledged last. Options.WaitReplicas closes that
+// window: each count is followed by WAIT in the same round trip, on the
+// same connection, and a count too few replicas acknowledged is an error
+// wrapping ErrNotReplicated, which the failure policy decides.
+//
 // Each counted request is one round trip: one EVALSHA of an embedded Lua
 // script. A client's keys are <Namespace>{<key>}:c (its counter),
 // <BanNamespace>{<key>}:b (its ban) and <BanNamespace>{<key>}:o (its

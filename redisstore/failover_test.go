@@ -15,49 +15,95 @@ import (
 )
 
 // recoveryBound is how soon after a replica's promotion decisions must
-// come from Redis again: a deadline, not a speed.
+// come from Redis again: a deadline, not a speed. With WaitReplicas, it
+// runs from the moment the restarted master is a replica in sync: until
+// then the promoted master has no replica to acknowledge a count.
 const recoveryBound = 5 * time.Second
 
-// A Cluster master dies under load: its replica is promoted, and within
-// recoveryBound of the promotion every decision comes from Redis again
-// (FailClosed: no 503 asked for later), with every ban written before
-// the kill in force and no count that Redis acknowledged lost.
 // maxLostOnFailover bounds the acknowledged counts a master's SIGKILL
-// may lose: those it had not yet replicated.
+// may lose without WaitReplicas: those it had not yet replicated.
 const maxLostOnFailover = 100
 
+// A Cluster master dies under load, with WaitReplicas 1: its replica is
+// promoted; nothing is acknowledged from the kill until the dead master,
+// restarted, is the new master's replica; within recoveryBound of that
+// every decision comes from Redis again (FailClosed: no 503 asked for
+// later), with every ban written before the kill in force and not one
+// acknowledged count lost.
 func TestClusterFailover(t *testing.T) {
+	f := clusterFailover(t)
+	f.rejoin = f.master.Restart // its nodes.conf makes it the promoted master's replica
+	f.waitReplicas = 1
+	f.run(t)
+}
+
+// The same without WaitReplicas: the promoted replica takes the requests
+// within recoveryBound of its promotion, and what the kill loses is
+// bounded by the replication window.
+func TestClusterFailoverDefault(t *testing.T) {
+	f := clusterFailover(t)
+	f.run(t)
+}
+
+// clusterFailover starts a Cluster of three masters with a replica each,
+// and the failover of the master of the load's key.
+func clusterFailover(t *testing.T) *failover {
 	cl := redistest.StartCluster(t, 3, 1, 2*time.Second)
 	const client = "198.51.100.7"
 	master := cl.MasterOf(t, "{"+client+"}")
 	replica := cl.ReplicaOf(t, master)
 	t.Logf("the key's slot is on %s, its replica %s", master, replica.Addr)
-	failover(t, "redis+cluster://"+strings.Join(cl.Addrs(), ","), client, cl.Node(master).Kill, replica.Addr)
+	return &failover{url: "redis+cluster://" + strings.Join(cl.Addrs(), ","), client: client,
+		master: cl.Node(master), promoted: replica.Addr}
 }
 
-// The same with Sentinel: one master, one replica, three sentinels.
+// The same with Sentinel: one master, one replica, three sentinels; the
+// dead master, restarted, is made the new master's replica at once,
+// rather than waiting for the sentinels to make it one.
 func TestSentinelFailover(t *testing.T) {
 	s := redistest.StartSentinels(t, time.Second)
-	failover(t, "redis+sentinel://"+strings.Join(s.SentinelAddrs(), ",")+"/"+redistest.MasterName, "198.51.100.7", s.Master.Kill, s.Replica.Addr)
+	f := &failover{url: "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + redistest.MasterName, client: "198.51.100.7",
+		master: s.Master, promoted: s.Replica.Addr, waitReplicas: 1}
+	f.rejoin = func() {
+		s.Master.Restart()
+		s.Master.Do("replicaof", "127.0.0.1", s.Replica.Port)
+	}
+	f.run(t)
+}
+
+// A failover is one test's topology and what it does to it.
+type failover struct {
+	url, client string
+	master      *redistest.Server // of client's key: SIGKILLed
+	promoted    string            // the address of the replica that takes over
+	// rejoin, with waitReplicas, restarts the killed master as the
+	// promoted one's replica, after the promotion.
+	rejoin       func()
+	waitReplicas int
 }
 
 // answer is one decision of the load.
 type answer struct {
 	asked     time.Duration // since the load began, when Verify was called
+	done      time.Duration // and when it returned
 	fromRedis bool          // Redis counted it and answered
 	skipped   bool          // the open circuit answered without calling Redis
 	count     int64
 }
 
-// failover runs three protectors, each on a store of its own dialed from
-// url, under load on client, kills the master with kill, waits for the
-// server at promoted to become master, and checks what the protectors
-// answered.
-func failover(t *testing.T, url, client string, kill func(), promoted string) {
+// run runs three protectors, each on a store of its own dialed from
+// f.url, under load on f.client, kills the master, waits for the replica
+// to become master (and with waitReplicas, rejoins the killed one as its
+// replica), and checks what the protectors answered.
+func (f *failover) run(t *testing.T) {
 	const ns = "failover:"
+	url, client, promoted := f.url, f.client, f.promoted
+	// A generous WAIT, as StoreTimeout below: a loaded machine's slow
+	// replica is not the failover under test.
+	opt := Options{Logger: discardLogger(), WaitReplicas: f.waitReplicas, WaitTimeout: 500 * time.Millisecond}
 	var ps []*protect.Protector
 	for range 3 {
-		s, err := Dial(url, Options{Logger: discardLogger()})
+		s, err := Dial(url, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +154,7 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 					if err != nil {
 						t.Errorf("VerifyAddr = %v", err)
 					}
-					a := answer{asked: asked, fromRedis: d.Err == nil && d.Status == protect.Allowed, skipped: errors.Is(d.Err, protect.ErrStoreUnavailable)}
+					a := answer{asked: asked, done: time.Since(start), fromRedis: d.Err == nil && d.Status == protect.Allowed, skipped: errors.Is(d.Err, protect.ErrStoreUnavailable)}
 					if a.fromRedis {
 						a.count = d.Count
 					} else if d.Status != protect.Unavailable {
@@ -124,7 +170,7 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 	}
 	time.Sleep(time.Second) // load before the kill
 	killed := time.Since(start)
-	kill()
+	f.master.Kill()
 	var promotedAt time.Duration
 	redistest.Eventually(t, 30*time.Second, promoted+" promoted to master", func() error {
 		if !redistest.IsMaster(promoted) {
@@ -133,14 +179,31 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 		promotedAt = time.Since(start)
 		return nil
 	})
+	// recovered is when Redis can decide again: the promotion, or with
+	// WaitReplicas, the killed master's return as the new one's replica.
+	recovered, rejoining := promotedAt, time.Duration(-1)
+	if f.waitReplicas > 0 {
+		rejoining = time.Since(start)
+		f.rejoin()
+		redistest.Eventually(t, 30*time.Second, f.master.Addr+" a replica in sync", func() error {
+			if redistest.IsMaster(f.master.Addr) {
+				return errors.New("a master")
+			}
+			if err := f.master.InSync(); err != nil {
+				return err
+			}
+			recovered = time.Since(start)
+			return nil
+		})
+	}
 	time.Sleep(recoveryBound + time.Second) // load after the bound
 	close(stop)
 	wg.Wait()
 
 	var (
-		acked, skipped, afterBound, lost int
-		last503, firstRedis              time.Duration = -1, -1
-		seen                                           = make(map[int64]bool)
+		acked, skipped, afterBound, lost, ackedDown int
+		last503, firstRedis                         time.Duration = -1, -1
+		seen                                                      = make(map[int64]bool)
 	)
 	for _, a := range answers {
 		if a.skipped {
@@ -148,7 +211,7 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 		}
 		if !a.fromRedis {
 			last503 = max(last503, a.asked)
-			if a.asked > promotedAt+recoveryBound {
+			if a.asked > recovered+recoveryBound {
 				afterBound++
 			}
 			continue
@@ -161,24 +224,35 @@ func failover(t *testing.T, url, client string, kill func(), promoted string) {
 			lost++
 		}
 		seen[a.count] = true
-		if a.asked > promotedAt && (firstRedis < 0 || a.asked < firstRedis) {
+		if a.asked > killed && a.done < rejoining {
+			// Acknowledged while the only replica was a master.
+			ackedDown++
+		}
+		if a.asked > recovered && (firstRedis < 0 || a.asked < firstRedis) {
 			firstRedis = a.asked
 		}
 	}
-	t.Logf("%d decisions: %d from Redis, %d refused by the open circuit; killed at %v, promoted %v later, Redis answered again %v after the promotion, last 503 asked %v after it",
-		len(answers), acked, skipped, killed.Round(time.Millisecond), (promotedAt - killed).Round(time.Millisecond),
-		(firstRedis - promotedAt).Round(time.Millisecond), (last503 - promotedAt).Round(time.Millisecond))
+	t.Logf("%d decisions: %d from Redis, %d refused by the open circuit; killed at %v, promoted %v later, able to acknowledge %v after the promotion; Redis answered again %v after that, last 503 asked %v after it",
+		len(answers), acked, skipped, killed.Round(time.Millisecond), (promotedAt - killed).Round(time.Millisecond), (recovered - promotedAt).Round(time.Millisecond),
+		(firstRedis - recovered).Round(time.Millisecond), (last503 - recovered).Round(time.Millisecond))
 	if afterBound != 0 || last503 < killed {
-		t.Errorf("503s asked over %v after the promotion = %d, last asked %v after the kill; want none after, and 503s while the master was dead", recoveryBound, afterBound, last503-killed)
+		t.Errorf("503s asked over %v after Redis could decide again = %d, last asked %v after the kill; want none after, and 503s while the master was dead", recoveryBound, afterBound, last503-killed)
 	}
 	if firstRedis < 0 {
 		t.Fatalf("no decision from Redis after the promotion")
 	}
-	// The replication window is what a SIGKILL can lose (docs/redis.md,
-	// "Failover"): a few counts of the last milliseconds, never more than
-	// the master acknowledged in a moment.
+	if ackedDown != 0 {
+		t.Errorf("counts acknowledged between the kill and the old master's return as a replica = %d, want 0 (no replica to have them)", ackedDown)
+	}
 	t.Logf("acknowledged counts the promoted replica never saw: %d", lost)
-	if lost > maxLostOnFailover {
+	switch {
+	case f.waitReplicas > 0 && lost != 0:
+		t.Errorf("acknowledged counts lost in the failover with WaitReplicas %d = %d, want 0", f.waitReplicas, lost)
+	case lost > maxLostOnFailover:
+		// The replication window is what a SIGKILL can lose
+		// (docs/redis.md, "Failover"): a few counts of the last
+		// milliseconds, never more than the master acknowledged in a
+		// moment.
 		t.Errorf("acknowledged counts lost in the failover = %d, want at most %d (the replication window)", lost, maxLostOnFailover)
 	}
 	st, err := ps[0].Inspect(ctx, protect.Key{Prefix: netip.PrefixFrom(addr, 32)})

@@ -39,7 +39,26 @@ func (onceCmd) NoRetry() bool { return true }
 // at most once per call.
 func (s *Store) once() onceScripter { return onceScripter{s} }
 
-func (o onceScripter) eval(ctx context.Context, name, payload string, keys []string, args []any) *redis.Cmd {
+// counting returns once() for the counting scripts (the take and plan
+// scripts), each followed by WAIT when Options.WaitReplicas asks
+// (replicated.go). It is one pointer too.
+func (s *Store) counting() countScripter { return countScripter{onceScripter{s}} }
+
+// countScripter is a onceScripter whose scripts are counts.
+type countScripter struct{ onceScripter }
+
+// Eval implements redis.Scripter.
+func (c countScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return c.eval(ctx, "eval", script, keys, args, c.s.waitReplicas > 0)
+}
+
+// EvalSha implements redis.Scripter.
+func (c countScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return c.eval(ctx, "evalsha", sha1, keys, args, c.s.waitReplicas > 0)
+}
+
+// eval runs one script once, followed by WAIT when replicated.
+func (o onceScripter) eval(ctx context.Context, name, payload string, keys []string, args []any, replicated bool) *redis.Cmd {
 	cmdArgs := make([]any, 3+len(keys), 3+len(keys)+len(args))
 	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, payload, len(keys)
 	for i, k := range keys {
@@ -49,29 +68,34 @@ func (o onceScripter) eval(ctx context.Context, name, payload string, keys []str
 	if len(keys) > 0 {
 		cmd.SetFirstKeyPos(3)
 	}
-	err := o.s.client.Process(ctx, onceCmd{cmd})
+	var err error
+	if replicated && len(keys) > 0 {
+		err = o.s.processReplicated(ctx, onceCmd{cmd}, keys[0]) // replicated.go
+	} else {
+		err = o.s.client.Process(ctx, onceCmd{cmd})
+	}
 	o.s.failed(ctx, err)
 	return cmd
 }
 
 // Eval implements redis.Scripter.
 func (o onceScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return o.eval(ctx, "eval", script, keys, args)
+	return o.eval(ctx, "eval", script, keys, args, false)
 }
 
 // EvalSha implements redis.Scripter.
 func (o onceScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return o.eval(ctx, "evalsha", sha1, keys, args)
+	return o.eval(ctx, "evalsha", sha1, keys, args, false)
 }
 
 // EvalRO implements redis.Scripter.
 func (o onceScripter) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return o.eval(ctx, "eval_ro", script, keys, args)
+	return o.eval(ctx, "eval_ro", script, keys, args, false)
 }
 
 // EvalShaRO implements redis.Scripter.
 func (o onceScripter) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return o.eval(ctx, "evalsha_ro", sha1, keys, args)
+	return o.eval(ctx, "evalsha_ro", sha1, keys, args, false)
 }
 
 // ScriptExists implements redis.Scripter.

@@ -150,7 +150,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 		args = append(slices.Clone(args), dmg.sha) // see damage.go; args are shared
 	}
 	for try := 0; ; try++ {
-		v, err := planScript.Run(ctx, s.once(), sp.scriptKeys(k), args...).Result()
+		v, err := planScript.Run(ctx, s.counting(), sp.scriptKeys(k), args...).Result()
 		if err != nil {
 			return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 		}

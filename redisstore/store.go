@@ -37,6 +37,22 @@ type Options struct {
 	// Logger receives refresh failures and configuration warnings
 	// [slog.Default()].
 	Logger *slog.Logger
+	// WaitReplicas is how many replicas of the key's master must have
+	// received a count before Take or TakePlan acknowledges it [0: none;
+	// negative is 0]: each counting script is followed by WAIT, in the same
+	// round trip on the same connection, and a count fewer replicas
+	// received is an error wrapping ErrNotReplicated, which the failure
+	// policy decides. It closes the window a master's death opens
+	// (docs/redis.md, "No count lost in a failover"), and costs a replica's round trip on
+	// every counted request; at least this many replicas must stay up,
+	// or every request is the failure policy's. It needs a *redis.Client
+	// (Sentinel's too), *redis.ClusterClient or *redis.Ring.
+	WaitReplicas int
+	// WaitTimeout is how long each WAIT waits for the replicas [50ms],
+	// and never more than half the time the call has left, so that WAIT
+	// answers before StoreTimeout ends the call. Zero or negative is the
+	// default.
+	WaitTimeout time.Duration
 }
 
 // Store is the Store shared by every instance of a service: one
@@ -64,6 +80,10 @@ type Store struct {
 	client   redis.UniversalClient
 	ownsConn bool
 	topo     topology // topology.go
+
+	// WAIT after each counting script (replicated.go).
+	waitReplicas int64
+	waitFor      time.Duration
 
 	cacheTTL time.Duration
 	maxCache int
@@ -123,6 +143,9 @@ func New(client redis.UniversalClient, opt Options) *Store {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	if opt.WaitTimeout <= 0 {
+		opt.WaitTimeout = defaultWaitTimeout
+	}
 	s := &Store{
 		client:     client,
 		cacheTTL:   opt.BanCacheTTL,
@@ -135,6 +158,10 @@ func New(client redis.UniversalClient, opt Options) *Store {
 		bound:      make(map[string]protect.Limits),
 		cache:      make(map[cacheKey]cachedBan),
 		stop:       make(chan struct{}),
+	}
+	s.waitReplicas, s.waitFor = int64(max(opt.WaitReplicas, 0)), opt.WaitTimeout
+	if s.waitReplicas > 0 && !canWait(client) {
+		s.log.Error("protect: every counted request is decided by the failure policy", "error", errWaitClient)
 	}
 	if !contextTimeouts(client) {
 		s.log.Warn("protect: redis client ignores context deadlines; set ContextTimeoutEnabled so that StoreTimeout bounds every call")
@@ -322,7 +349,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		args = append(slices.Clone(args), dmg.sha)
 	}
 	for try := 0; ; try++ {
-		v, err := takeScript.Run(ctx, s.once(), keys, args...).Result()
+		v, err := takeScript.Run(ctx, s.counting(), keys, args...).Result()
 		if err != nil {
 			return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 		}

@@ -62,14 +62,24 @@ func isReply(err error) bool {
 	return err != nil && errors.As(err, &re)
 }
 
+// isRedirect reports whether err is a Cluster's MOVED or ASK answer.
+func isRedirect(err error) bool {
+	if !isReply(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
 // failed is told of the error of each counting script and each read of
 // the range bans. On a Cluster, an error
 // that is not the server's answer (a refused or lost connection, a
 // deadline) may be a dead master: go-redis reads the slot map again only
 // after a MOVED, or every ClusterStateReloadInterval, and a dead master
 // answers no MOVED, so the store asks for the reload itself; go-redis
-// runs one reload at a time and coalesces the rest. On one node, a MOVED
-// or CROSSSLOT answer means a Cluster node behind a one-node client, said
+// runs one reload at a time and coalesces the rest. A MOVED or ASK that
+// reaches the store says the map is stale, and reloads it too. On one
+// node, a MOVED or CROSSSLOT answer means a Cluster node behind a one-node client, said
 // once in the log, as Dial says it at once.
 func (s *Store) failed(ctx context.Context, err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
@@ -77,12 +87,16 @@ func (s *Store) failed(ctx context.Context, err error) {
 	}
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
-		if !isReply(err) {
+		// A MOVED or ASK reaches the store only from a node's own client
+		// (replicated.go), which follows none: the map is stale. A WAIT
+		// short of replicas is the master's answer: the map is right.
+		var few *fewReplicas
+		if !isReply(err) && !errors.As(err, &few) || isRedirect(err) {
 			c.ReloadState(ctx)
 		}
 	case *redis.Client:
 		msg := err.Error()
-		if isReply(err) && (strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") || strings.HasPrefix(msg, "CROSSSLOT ")) &&
+		if (isRedirect(err) || isReply(err) && strings.HasPrefix(msg, "CROSSSLOT ")) &&
 			s.topo.warnedCluster.CompareAndSwap(false, true) {
 			s.log.Error("protect: the redis server is a Redis Cluster node behind a one-node client: every request is decided by the failure policy; use a redis+cluster:// URL or a redis.ClusterClient", "redis", s.Addr(), "error", msg)
 		}

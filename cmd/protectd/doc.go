@@ -40,6 +40,10 @@
 //	                               or more; required on TCP
 //	HTTP_PROTECT_STATE_FILE        a file that keeps the memory store's bans and plan
 //	                               state across restarts [none]; not with REDIS_URL
+//	HTTP_PROTECT_REDIS_WAIT_REPLICAS  with REDIS_URL: the replicas that must have
+//	                               each count before it is acknowledged [0: none]
+//	HTTP_PROTECT_REDIS_WAIT_TIMEOUT   how long a count waits for them, at most
+//	                               half of STORE_TIMEOUT [50ms]
 //
 // Block lists (docs/blocklists.md): HTTP_PROTECT_BLOCKLISTS names lists of
 // files and URLs, refused with 403 and code blocked before anything is
