@@ -2,6 +2,7 @@ package protect
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -79,6 +81,17 @@ type BlockSource interface {
 	BlockSet() *BlockSet
 }
 
+// A BlockSetPointer is a BlockSource that keeps its set in one
+// atomic.Pointer, which it hands over once: requests then load the set
+// themselves, without calling BlockSet, and an address that no list
+// holds costs them a few loads and no call. The source must only ever
+// Store into the pointer (never replace the pointer itself); a set it
+// stores is in force from the next request.
+type BlockSetPointer interface {
+	BlockSource
+	BlockSetPointer() *atomic.Pointer[BlockSet]
+}
+
 // A BlockSourceStatuser is a BlockSource that reports its health, for
 // Stats.BlockLists and metrics. A source that does not implement it is
 // reported up, with no age.
@@ -136,7 +149,11 @@ const (
 // blockLists are a protector's lists, in Config order: the first list
 // that holds an address decides.
 type blockLists struct {
-	lists  []*activeList
+	lists []*activeList
+	// sets holds the set pointer of every list, in order, when every one
+	// has one (a file, a URL, a BlockSetPointer); else nil. Requests
+	// then rule most unlisted addresses out without a call (misses).
+	sets   []*atomic.Pointer[BlockSet]
 	clock  func() time.Time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -145,7 +162,26 @@ type blockLists struct {
 type activeList struct {
 	name, source string
 	src          BlockSource
-	own          *listSource // nil for a live source
+	own          *listSource               // nil for a live source
+	set          *atomic.Pointer[BlockSet] // the set in force, when the list hands it over; else nil
+}
+
+// misses reports whether no list can hold the unmapped address a: an
+// IPv4 address in a /24 that no set meets, every set loaded directly. It
+// calls nothing, so that it costs the requests of a protector with lists
+// a few loads; false means the block list step must look.
+func (bl *blockLists) misses(a netip.Addr) bool {
+	if bl.sets == nil || !a.Is4() {
+		return false
+	}
+	b := a.As4()
+	x := binary.BigEndian.Uint32(b[:])
+	for _, p := range bl.sets {
+		if !p.Load().misses4(x) {
+			return false
+		}
+	}
+	return true
 }
 
 // newBlockLists checks the lists, loads the files and caches, and starts
@@ -171,14 +207,24 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 			if s, ok := c.Source.(fmt.Stringer); ok {
 				a.source = s.String()
 			}
+			if sp, ok := c.Source.(BlockSetPointer); ok {
+				a.set = sp.BlockSetPointer()
+			}
 		default:
 			a.own = newListSource(c, clock, log)
-			a.src, a.source = a.own, c.Path+shownURL(c.URL)
+			a.src, a.source, a.set = a.own, c.Path+shownURL(c.URL), &a.own.set
 			if err := a.own.start(); err != nil {
 				return nil, configErr("BlockLists[%d] %q: %w", i, c.Name, err)
 			}
 		}
 		bl.lists = append(bl.lists, a)
+	}
+	for _, a := range bl.lists {
+		if a.set == nil {
+			bl.sets = nil
+			break
+		}
+		bl.sets = append(bl.sets, a.set)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	bl.cancel = cancel

@@ -6,13 +6,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
-// staticSource is a BlockSource of one set.
+// staticSource is a BlockSource of one set; pointerSource is one that
+// hands its set over, as a CrowdSec bouncer does.
 type staticSource struct{ s *BlockSet }
 
 func (s staticSource) BlockSet() *BlockSet { return s.s }
+
+type pointerSource struct{ p atomic.Pointer[BlockSet] }
+
+func (s *pointerSource) BlockSet() *BlockSet                        { return s.p.Load() }
+func (s *pointerSource) BlockSetPointer() *atomic.Pointer[BlockSet] { return &s.p }
 
 // BenchmarkVerifyAddrBlockLists measures the hot path of an unlisted
 // address (10k keys, memory store) with no list and with 250k addresses
@@ -30,6 +37,8 @@ func BenchmarkVerifyAddrBlockLists(b *testing.B) {
 		}
 	}
 	set := NewBlockSet(kept)
+	ptr := &pointerSource{}
+	ptr.p.Store(set)
 	var file strings.Builder
 	for _, e := range kept {
 		file.WriteString(e.Prefix.String())
@@ -45,7 +54,8 @@ func BenchmarkVerifyAddrBlockLists(b *testing.B) {
 	}{
 		{"lists=0", nil},
 		{"entries=350k/file", []BlockList{{Name: "big", Path: path}}},
-		{"entries=350k/source", []BlockList{{Name: "big", Source: staticSource{set}}}},
+		{"entries=350k/source", []BlockList{{Name: "big", Source: ptr}}},
+		{"entries=350k/source-call", []BlockList{{Name: "big", Source: staticSource{set}}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p, err := New(Config{MaxRequests: 1 << 62, BanLimit: -1, Logger: discardLogger(), BlockLists: bc.lists})

@@ -164,6 +164,10 @@ func (b *Bouncer) String() string {
 // BlockSet implements protect.BlockSource: the decisions in force.
 func (b *Bouncer) BlockSet() *protect.BlockSet { return b.set.Load() }
 
+// BlockSetPointer implements protect.BlockSetPointer: requests load the
+// set the bouncer stores, without a call.
+func (b *Bouncer) BlockSetPointer() *atomic.Pointer[protect.BlockSet] { return &b.set }
+
 // BlockSourceStatus implements protect.BlockSourceStatuser: Up while the
 // LAPI answers, Errors the polls that failed, Checked the last answered.
 func (b *Bouncer) BlockSourceStatus() protect.BlockSourceStatus {
