@@ -150,10 +150,13 @@ const (
 // that holds an address decides.
 type blockLists struct {
 	lists []*activeList
-	// sets holds the set pointer of every list, in order, when every one
-	// has one (a file, a URL, a BlockSetPointer); else nil. Requests
-	// then rule most unlisted addresses out without a call (misses).
-	sets   []*atomic.Pointer[BlockSet]
+	// one is the set pointer of the only list, when there is one list
+	// and it hands its set over (a file, a URL, a BlockSetPointer): with
+	// it requests rule most unlisted addresses out inline (misses).
+	// Otherwise it is &look, which holds an empty set that never rules an
+	// address out.
+	one    *atomic.Pointer[BlockSet]
+	look   atomic.Pointer[BlockSet]
 	clock  func() time.Time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -166,22 +169,17 @@ type activeList struct {
 	set          *atomic.Pointer[BlockSet] // the set in force, when the list hands it over; else nil
 }
 
-// misses reports whether no list can hold the unmapped address a: an
-// IPv4 address in a /24 that no set meets, every set loaded directly. It
-// calls nothing, so that it costs the requests of a protector with lists
-// a few loads; false means the block list step must look.
+// misses reports whether the one list surely does not hold the unmapped
+// address a: an IPv4 address in a /24 its set does not meet. It is
+// inlined into the request path, so that such an address costs a
+// protector's requests a few loads and no call; false (several lists
+// among them) means the block list step must look.
 func (bl *blockLists) misses(a netip.Addr) bool {
-	if bl.sets == nil || !a.Is4() {
+	if !a.Is4() {
 		return false
 	}
-	b := a.As4()
-	x := binary.BigEndian.Uint32(b[:])
-	for _, p := range bl.sets {
-		if !p.Load().misses4(x) {
-			return false
-		}
-	}
-	return true
+	b := a.As16() // an IPv4 address's four bytes end its mapped form; As4 would not inline
+	return bl.one.Load().misses4(binary.BigEndian.Uint32(b[12:]))
 }
 
 // newBlockLists checks the lists, loads the files and caches, and starts
@@ -219,12 +217,10 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 		}
 		bl.lists = append(bl.lists, a)
 	}
-	for _, a := range bl.lists {
-		if a.set == nil {
-			bl.sets = nil
-			break
-		}
-		bl.sets = append(bl.sets, a.set)
+	bl.look.Store(&BlockSet{})
+	bl.one = &bl.look
+	if len(bl.lists) == 1 && bl.lists[0].set != nil {
+		bl.one = bl.lists[0].set
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	bl.cancel = cancel

@@ -319,8 +319,8 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 	if !ok {
 		a, err = netip.Addr{}, errUnspecified
 	}
-	// An address no list can hold passes the block list step here, by a
-	// call that calls nothing, rather than by screen.
+	// An address the one list surely does not hold passes the block list
+	// step here, inline, rather than by a call of screen.
 	if (p.lists == nil || err != nil || p.safe.set != nil || !p.lists.misses(a)) && p.screened(&d, a, err) {
 		p.decided(&d)
 		return d, nil
