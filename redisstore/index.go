@@ -246,8 +246,9 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 		case errors.Is(err, redis.Nil):
 			continue // lifted, or expired: the next listing prunes it
 		case err != nil && strings.Contains(err.Error(), "WRONGTYPE"):
-			s.log.Warn("protect: skipping a key that holds no ban record", "key", banKeys[i], "error", err)
-			continue
+			// Listed as damage, as take.lua and inspect.lua read it
+			// (read_ban), for an operator to see and lift.
+			rec = "not a ban record: a key of another type"
 		case err != nil:
 			return nil, fmt.Errorf("protect: redis list bans: %w", err)
 		}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,21 +12,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A hash at a ban key is not a ban: it stays an error for the failure
-// policy, and never reaches a response.
+// A hash at a ban key is no ban: it is damage to that one key, as a
+// string that is no ban record is. The request is decided as if it were
+// absent and counted, under FailClosed too, with no error for the failure
+// policy; the circuit stays closed; and lifting removes it.
 func TestRedisUnknownHashAtBanKey(t *testing.T) {
 	m := miniredis.RunT(t)
-	in := newInstance(t, m.Addr(), "protect:", protect.Config{OnStoreError: protect.FailOpen}, Options{RangeRefresh: -1})
+	in := newInstance(t, m.Addr(), "protect:", protect.Config{OnStoreError: protect.FailClosed}, Options{RangeRefresh: -1})
 	in.store.client.HSet(t.Context(), "protect:{192.0.2.10}:b", "x", "y")
-	d, _ := in.p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.10"))
-	if d.Err == nil || !strings.Contains(d.Err.Error(), "WRONGTYPE") || d.Refused() {
-		t.Fatalf("VerifyAddr(192.0.2.10) = %v, err %v; want served under FailOpen with the WRONGTYPE error kept for logs", d.Status, d.Err)
+	for i := range 3 {
+		d, err := in.p.VerifyAddr(t.Context(), netip.MustParseAddr("192.0.2.10"))
+		if err != nil || d.Status != protect.Allowed || d.Count != int64(i+1) {
+			t.Fatalf("VerifyAddr(192.0.2.10) #%d = %v, count %d, err %v, %v; want allowed, count %d", i+1, d.Status, d.Count, d.Err, err, i+1)
+		}
+	}
+	if st := in.p.Stats(); st.Malformed == 0 || st.StoreErrors != 0 {
+		t.Fatalf("Stats() = %d malformed, %d store errors; want the hash counted as malformed, no store error", st.Malformed, st.StoreErrors)
+	}
+	lifted, err := in.p.Lift(t.Context(), "192.0.2.10", "test")
+	if err != nil || len(lifted) != 1 || lifted[0].Malformed == "" || !strings.Contains(lifted[0].Malformed, "a hash key") {
+		t.Fatalf("Lift(192.0.2.10) = %+v, %v; want the hash lifted as a malformed record", lifted, err)
+	}
+	if m.Exists("protect:{192.0.2.10}:b") {
+		t.Fatal("the hash is still at the ban key after the lift")
 	}
 }
 
-// Listing bans skips an index entry whose key holds no ban record, and
-// still lists the others.
-func TestRedisListingSkipsStrayKeys(t *testing.T) {
+// Listing bans lists an index entry whose key holds a key of another
+// type as a damaged record, for an operator to see and lift, beside the
+// others.
+func TestRedisListingShowsStrayKeys(t *testing.T) {
 	m := miniredis.RunT(t)
 	in := newInstance(t, m.Addr(), "protect:", protect.Config{}, Options{RangeRefresh: -1})
 	in.store.client.HSet(t.Context(), "protect:{192.0.2.10}:b", "x", "y")
@@ -35,7 +51,9 @@ func TestRedisListingSkipsStrayKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	bans, err := in.p.Bans(t.Context(), protect.BanFilter{})
-	if err != nil || len(bans) != 1 || bans[0].Key.String() != "192.0.2.11" {
-		t.Fatalf("Bans() = %+v, %v; want only the ban on 192.0.2.11", bans, err)
+	slices.SortFunc(bans, func(a, b protect.Ban) int { return strings.Compare(a.Key.String(), b.Key.String()) })
+	if err != nil || len(bans) != 2 || bans[0].Key.String() != "192.0.2.10" || !strings.Contains(bans[0].Malformed, "a key of another type") ||
+		bans[1].Key.String() != "192.0.2.11" || bans[1].Malformed != "" {
+		t.Fatalf("Bans() = %+v, %v; want the hash at 192.0.2.10 as a malformed record and the ban on 192.0.2.11", bans, err)
 	}
 }

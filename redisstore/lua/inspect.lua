@@ -7,5 +7,5 @@
 local count = tonumber(redis.call('GET', KEYS[1]) or '0')
 local cttl = redis.call('PTTL', KEYS[1])
 local offenses = redis.call('ZCOUNT', KEYS[3], '(' .. (now_ms() - tonumber(ARGV[1])), '+inf')
-local rec = redis.call('GET', KEYS[2]) or ''
+local rec = read_ban(KEYS[2]) or ''
 return {count, cttl, offenses, rec, redis.call('PTTL', KEYS[2])}

@@ -46,6 +46,20 @@ local function ban_left(key)
   return left
 end
 
+-- read_ban returns the ban record at key, false when there is none. A key
+-- of another type (a hash or a list that something else wrote) reads as a
+-- text that no ban record is, so that Go contains it as damage to that one
+-- key, as it contains a string that is no ban record (codec.go), instead
+-- of a WRONGTYPE error that the failure policy would answer for that
+-- client on every request.
+local function read_ban(key)
+  local rec = redis.pcall('GET', key)
+  if type(rec) == 'table' and rec.err then
+    return 'not a ban record: a ' .. redis.call('TYPE', key)['ok'] .. ' key'
+  end
+  return rec
+end
+
 -- damaged reports whether rec is the damaged ban record the caller asked
 -- to ignore, by its SHA-1: Go, not Lua, decides what is readable, and the
 -- request is then decided as if the record were absent (codec.go).

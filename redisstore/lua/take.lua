@@ -16,7 +16,7 @@
 -- the key never expires), new (0 or 1), ban record}.
 local bans = KEYS[2] or KEYS[1]
 local counter, banKey = KEYS[1] .. ':c', bans .. ':b'
-local rec = redis.call('GET', banKey)
+local rec = read_ban(banKey)
 local ignored = false
 if rec then
   if not damaged(rec, ARGV[3]) then
