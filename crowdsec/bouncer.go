@@ -182,10 +182,10 @@ func (b *Bouncer) BlockSourceStatus() protect.BlockSourceStatus {
 // error. A poll that fails is logged when the state changes, and the next
 // one is tried at the next interval. Between polls, a decision leaves the
 // set when it ends, not at the next poll: the LAPI says nothing of a
-// decision that simply runs out. The set is made again at most once every
-// expireGap for that, so a decision may leave up to expireGap after its
-// end: a large set whose decisions each end at their own moment would
-// otherwise be rebuilt many times a second.
+// decision that simply runs out. Ended decisions leave in batches a short
+// while apart, so one may leave a little after its end
+// (docs/blocklists.md says how long): a large set whose decisions each end
+// at their own moment would otherwise be made again for every one.
 func (b *Bouncer) Run(ctx context.Context) error {
 	b.Poll(ctx)
 	t := time.NewTicker(b.opts.Interval)
