@@ -139,7 +139,7 @@ func TestBouncerRunEndsDecisionsOnTime(t *testing.T) {
 	}
 	gone := waitStatus(protect.Allowed, 10*time.Second)
 	if late := gone.Sub(m[0].Expires); late < 0 || late > time.Second {
-		t.Errorf("the decision left the set %v after its end, want within 1s of it", late)
+		t.Errorf("lateness of the decision's leaving the set = %v, want 0 to 1s after its end", late)
 	}
 	if got := b.BlockSourceStatus().Checked; !got.Equal(checked) {
 		t.Errorf("BlockSourceStatus().Checked = %v, want %v: no poll in between", got, checked)
@@ -307,7 +307,7 @@ func TestBouncerRunCoalescesEnds(t *testing.T) {
 	// The last decision ends a little under a second after the poll:
 	// allow Run's gap and a loaded machine's delay.
 	if empty > 2*time.Second {
-		t.Errorf("the set was empty %v after the start, want within 2s", empty)
+		t.Errorf("time until BlockSet().Len() = 0: got %v, want at most 2s", empty)
 	}
 	// The poll's set, then at most one rebuild per gap over the time the
 	// ends span, and the last.
