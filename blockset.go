@@ -32,13 +32,12 @@ type BlockEntry struct {
 // 32-bit ends (8 bytes an entry), IPv6 as two 128-bit ends, with a table
 // of where each /16 of IPv4 starts once the set is large, so that a
 // lookup is a few compares whatever the size (measured in
-// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). A set
-// of v4OccupancyMin IPv4 entries or more also keeps one bit for each /24
-// that an entry meets (2 MiB, at most 16 bytes an entry), so that most
-// addresses it does not hold, which every request but a listed one
-// brings, cost one load and no search. An
-// entry inside a wider one of the same set is dropped when the set is
-// made: the wider one answers for it.
+// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). A
+// large set also keeps one bit for each IPv4 /24 that an entry meets, so
+// that most addresses it does not hold, which every request but a listed
+// one brings, cost one load and no search. An entry inside a wider one
+// of the same set is dropped when the set is made: the wider one answers
+// for it.
 type BlockSet struct {
 	v4    []span4
 	v4idx []uint32 // v4idx[h] is the first i with v4[i].lo>>16 >= h; nil while v4 is small
@@ -60,8 +59,9 @@ func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b
 // the table costs 256 KiB, which a small set would not repay.
 const v4IndexMin = 4096
 
-// v4OccupancyMin is the size from which a set keeps its /24 bits: 2 MiB,
-// which a set this large repays with 16 bytes an entry or less.
+// v4OccupancyMin is the size from which a set keeps its /24 bits: one
+// bit for every /24 of IPv4, a fixed cost that only a set this large
+// repays (docs/blocklists.md gives the cost an entry).
 const v4OccupancyMin = 1 << 17
 
 // NewBlockSet makes a set of entries. Invalid prefixes are skipped, and

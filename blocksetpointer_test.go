@@ -53,7 +53,7 @@ func TestBlockSetPointer(t *testing.T) {
 			}
 		}
 		if got := tc.calls.Load(); got != tc.wantCalls {
-			t.Errorf("%s: BlockSet called %d times for 4 requests, want %d", tc.name, got, tc.wantCalls)
+			t.Errorf("%s: calls of BlockSet over 4 VerifyAddr = %d, want %d", tc.name, got, tc.wantCalls)
 		}
 	}
 	// A set stored later is in force from the next request.

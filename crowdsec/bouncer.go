@@ -182,17 +182,21 @@ func (b *Bouncer) BlockSourceStatus() protect.BlockSourceStatus {
 // error. A poll that fails is logged when the state changes, and the next
 // one is tried at the next interval. Between polls, a decision leaves the
 // set when it ends, not at the next poll: the LAPI says nothing of a
-// decision that simply runs out.
+// decision that simply runs out. Ended decisions leave in batches a short
+// while apart, so one may leave a little after its end
+// (docs/blocklists.md says how long): a large set whose decisions each end
+// at their own moment would otherwise be made again for every one.
 func (b *Bouncer) Run(ctx context.Context) error {
 	b.Poll(ctx)
 	t := time.NewTicker(b.opts.Interval)
 	defer t.Stop()
 	end := time.NewTimer(time.Hour)
 	defer end.Stop()
+	var expired time.Time // when expire last ran, by the wall clock
 	for {
 		var ended <-chan time.Time
 		if left, ok := b.untilNextEnd(); ok {
-			end.Reset(left)
+			end.Reset(max(left, expireGap-time.Since(expired)))
 			ended = end.C
 		}
 		select {
@@ -202,9 +206,14 @@ func (b *Bouncer) Run(ctx context.Context) error {
 			b.Poll(ctx)
 		case <-ended:
 			b.expire()
+			expired = time.Now()
 		}
 	}
 }
+
+// expireGap is the least time between two rebuilds of the set that Run
+// makes for decisions that ended; polls rebuild it too, as they need.
+const expireGap = 500 * time.Millisecond
 
 // untilNextEnd is how long until the first decision in force ends, by
 // the bouncer's clock; false when none will.

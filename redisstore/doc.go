@@ -38,7 +38,8 @@
 //
 // Redis replicates asynchronously, so a master that dies may take with it
 // the counts it acknowledged last. Options.WaitReplicas closes that
-// window: each count is followed by WAIT in the same round trip, on the
+// window, as long as a replica that acknowledged is the one promoted:
+// each count is followed by WAIT in the same round trip, on the
 // same connection, and a count too few replicas acknowledged is an error
 // wrapping ErrNotReplicated, which the failure policy decides.
 //

@@ -174,6 +174,7 @@ func TestWaitReplicasTimeout(t *testing.T) {
 	}{
 		{"closed", protect.FailClosed, false, protect.Unavailable},
 		{"open", protect.FailOpen, false, protect.Allowed},
+		{"local", protect.FailLocal, false, protect.Allowed},
 		{"plan closed", protect.FailClosed, true, protect.Unavailable},
 	}
 	// Each case has a store and a circuit of its own, and a key.
@@ -203,6 +204,11 @@ func TestWaitReplicasTimeout(t *testing.T) {
 		wantErr := fmt.Sprintf("protect: redis %s %s: not acknowledged by enough replicas: 0 of 1 within 20ms", what, d.Key)
 		if err != nil || d.Status != c.want || !errors.Is(d.Err, ErrNotReplicated) || d.Err.Error() != wantErr {
 			t.Errorf("%s: with the replica paused = %v, %v, %v; want %v, %q", c.name, d.Status, err, d.Err, c.want, wantErr)
+		}
+		// FailLocal counts the request in the local store too, beside
+		// the master's unacknowledged count (docs/redis.md says so).
+		if c.policy == protect.FailLocal && d.Count != 1 {
+			t.Errorf("%s: count with the replica paused = %d, want 1 (the local store's first)", c.name, d.Count)
 		}
 	}
 	replica.Resume()

@@ -84,15 +84,25 @@ func setupWarnings(conf map[string]string, server string) []protect.SetupWarning
 			Risk: "when Redis reaches maxmemory it evicts keys with a TTL: every temporary ban, offense history and counter, and the published limits (every automatic ban has a TTL), so banned clients are served again with nothing in the log" + limitNote,
 			Fix:  fixAdvice})
 	}
-	_, aofShown := conf["appendonly"]
-	_, saveShown := conf["save"]
-	if !aofShown && !saveShown {
+	aof, aofShown := conf["appendonly"]
+	save, saveShown := conf["save"]
+	switch {
+	case aof == "yes" || strings.TrimSpace(save) != "":
+		// AOF or snapshots, whatever the other shows.
+	case !aofShown && !saveShown:
 		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "not shown", Server: server,
 			Risk: "the server's CONFIG GET shows neither appendonly nor save, so it could not be checked: without either, Redis keeps nothing across a restart",
 			Fix:  "make sure AOF is on (appendonly yes); " + fixAdvice})
-		return out
-	}
-	if conf["appendonly"] != "yes" && strings.TrimSpace(conf["save"]) == "" {
+	case !aofShown || !saveShown:
+		// One is off and the other is not shown: it may be the one on.
+		value := fmt.Sprintf("appendonly %s, save not shown", aof)
+		if !aofShown {
+			value = `appendonly not shown, save ""`
+		}
+		out = append(out, protect.SetupWarning{Setting: "persistence", Value: value, Server: server,
+			Risk: "the server's CONFIG GET does not show one of appendonly and save, and the other is off, so it could not be checked: without either, Redis keeps nothing across a restart",
+			Fix:  "make sure AOF is on (appendonly yes); " + fixAdvice})
+	default:
 		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "appendonly no, save \"\"", Server: server,
 			Risk: "Redis keeps nothing across a restart: every ban, offense history and published limit is gone when it restarts",
 			Fix:  "turn on AOF (appendonly yes, appendfsync everysec); " + fixAdvice})

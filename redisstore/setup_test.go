@@ -84,6 +84,9 @@ func TestSetupWarningsHidden(t *testing.T) {
 		{"policy hidden", map[string]string{"appendonly": "yes"}, []string{"maxmemory-policy not shown"}},
 		{"persistence hidden", map[string]string{"maxmemory-policy": "noeviction"}, []string{"persistence not shown"}},
 		{"everything hidden", map[string]string{}, []string{"maxmemory-policy not shown", "persistence not shown"}},
+		{"save hidden, AOF off", map[string]string{"maxmemory-policy": "noeviction", "appendonly": "no"}, []string{"persistence appendonly no, save not shown"}},
+		{"appendonly hidden, no snapshots", map[string]string{"maxmemory-policy": "noeviction", "save": ""}, []string{"persistence appendonly not shown, save \"\""}},
+		{"appendonly hidden, snapshots", map[string]string{"maxmemory-policy": "noeviction", "save": "3600 1"}, nil},
 		{"lru, no persistence", map[string]string{"maxmemory-policy": "allkeys-lru", "appendonly": "no", "save": ""}, []string{"maxmemory-policy allkeys-lru", "persistence appendonly no, save \"\""}},
 	} {
 		var got []string

@@ -42,11 +42,15 @@ type Options struct {
 	// negative is 0]: each counting script is followed by WAIT, in the same
 	// round trip on the same connection, and a count fewer replicas
 	// received is an error wrapping ErrNotReplicated, which the failure
-	// policy decides. It closes the window a master's death opens
-	// (docs/redis.md, "No count lost in a failover"), and costs a replica's round trip on
-	// every counted request; at least this many replicas must stay up,
-	// or every request is the failure policy's. It needs a *redis.Client
-	// (Sentinel's too), *redis.ClusterClient or *redis.Ring.
+	// policy decides. It closes the window a master's death opens, as
+	// long as a replica that acknowledged is the one promoted
+	// (docs/redis.md, "No count lost in a failover"), and costs a
+	// replica's round trip on every counted request; at least this many
+	// replicas must stay up, or every request is the failure policy's.
+	// On a Cluster, a key of a migrating slot that has already moved is
+	// the failure policy's until the migration ends (its ASK is not
+	// followed). It needs a *redis.Client (Sentinel's too),
+	// *redis.ClusterClient or *redis.Ring.
 	WaitReplicas int
 	// WaitTimeout is how long each WAIT waits for the replicas [50ms],
 	// and never more than half the time the call has left, so that WAIT

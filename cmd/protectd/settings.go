@@ -68,7 +68,7 @@ func loadSettings(env []string) (settings, error) {
 	}
 	vars := make(map[string]string, 2)
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen || k == envBlockLists) {
 			vars[k] = v
 		}
 	}
@@ -105,7 +105,8 @@ func loadSettings(env []string) (settings, error) {
 		errs = append(errs, err)
 	}
 	if s.crowdsec != nil && slices.ContainsFunc(s.cfg.BlockLists, func(l protect.BlockList) bool { return l.Name == crowdsec.Name }) {
-		errs = append(errs, fmt.Errorf("%sBLOCKLISTS: a list named %q, the name %s's decisions take; name the file otherwise with NAME=PATH", envconfig.Prefix, crowdsec.Name, envCrowdsecURL))
+		errs = append(errs, fmt.Errorf("%s=%q: a list named %q, the name %s's decisions take; name the file otherwise with NAME=PATH",
+			envBlockLists, shorten(strings.TrimSpace(vars[envBlockLists])), crowdsec.Name, envCrowdsecURL))
 	}
 	if s.sinks, err = loadSinks(env); err != nil {
 		errs = append(errs, err)
@@ -165,7 +166,12 @@ func checkListen(v string) error {
 	return nil
 }
 
-// shorten cuts a long inline plans value for an error message.
+// envBlockLists is protect's variable of the block lists, which
+// loadSettings checks against HTTP_PROTECT_CROWDSEC_URL.
+const envBlockLists = envconfig.Prefix + "BLOCKLISTS"
+
+// shorten cuts a long value (inline plans, a list of block lists) for an
+// error message.
 func shorten(v string) string {
 	const max = 60
 	if len(v) > max {
