@@ -268,6 +268,14 @@ func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Cont
 		err = nil
 	}
 	p.stats.storeCall(ctx, time.Since(start), err)
+	if err != nil && errors.Is(err, ErrNotAcknowledged) {
+		// The store answered: the breaker counts a success, and the
+		// failure policy decides this request (malformed.go).
+		if g.brk.success() {
+			p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.cfg.Namespace))
+		}
+		return zero, storeerr.Explain(err, p.cfg.StoreTimeout)
+	}
 	if err == nil {
 		if g.brk.success() {
 			p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.cfg.Namespace))

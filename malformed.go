@@ -38,6 +38,16 @@ import (
 // the guard never counts it toward the circuit breaker.
 var ErrMalformed = errors.New("protect: malformed record")
 
+// ErrNotAcknowledged is wrapped by the error of a call that the store
+// answered without acknowledging it: a count fewer replicas received
+// than asked (redisstore.ErrNotReplicated), a Cluster node that says the
+// key lives elsewhere. The failure policy decides the request, as for
+// any store error, and Stats counts it among StoreErrors; but it is no
+// failure to the circuit breaker, which every key shares: the store is
+// up, and one master's lost replica or one migrating slot must not turn
+// it off for the keys of every other.
+var ErrNotAcknowledged = errors.New("protect: not acknowledged by the store")
+
 // A MalformedError reports one record a store cannot read. Its zero value
 // names no record. errors.Is(err, ErrMalformed) holds for every
 // MalformedError.

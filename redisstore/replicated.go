@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	protect "github.com/httpprotect/protect"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,7 +35,9 @@ import (
 // within Options.WaitTimeout, or whose WAIT reply was lost: the count is
 // not acknowledged, and the protector's failure policy decides the
 // request. The master did count it, and keeps it unless it dies before
-// its replicas receive it.
+// its replicas receive it. An answer that a ban refuses the request is
+// never this error, replicated or not: a refusal admits nothing that a
+// failover could count again.
 var ErrNotReplicated = errors.New("not acknowledged by enough replicas")
 
 // defaultWaitTimeout is Options.WaitTimeout's default: half the
@@ -52,7 +55,21 @@ func (e *fewReplicas) Error() string {
 	return fmt.Sprintf("%v: %d of %d within %v", ErrNotReplicated, e.got, e.want, e.within)
 }
 
-func (e *fewReplicas) Is(target error) bool { return target == ErrNotReplicated }
+// Is makes a shortfall ErrNotReplicated, and protect.ErrNotAcknowledged:
+// the master answered, so the store's one circuit breaker, which every
+// key shares, does not count it (a lost WAIT reply, which says nothing
+// of the server, is ErrNotReplicated alone).
+func (e *fewReplicas) Is(target error) bool {
+	return target == ErrNotReplicated || target == protect.ErrNotAcknowledged
+}
+
+// redirected is a Cluster node's MOVED or ASK to a counting script sent
+// with its WAIT, which the store does not follow: the node answered, so
+// it is protect.ErrNotAcknowledged, no failure to the circuit breaker.
+type redirected struct{ error }
+
+func (e redirected) Unwrap() error        { return e.error }
+func (e redirected) Is(target error) bool { return target == protect.ErrNotAcknowledged }
 
 // errWaitClient is the error of a counting call with WaitReplicas on a
 // client whose connections the store cannot choose.
@@ -112,9 +129,17 @@ func (s *Store) processReplicated(ctx context.Context, cmd onceCmd, key string) 
 	pipe.Process(ctx, wait)
 	pipe.Exec(ctx) // each command holds its own reply or error
 	if err := cmd.Err(); err != nil {
+		if isRedirect(err) {
+			err = redirected{err}
+			cmd.SetErr(err)
+		}
 		return err // NOSCRIPT among them: Script.Run sends EVAL, with a WAIT again
 	}
 	switch n, err := wait.Result(); {
+	case bannedReply(cmd.Val()):
+		// A refusal needs no replica: what a failover could lose of it is
+		// a ban, which the default mode risks too, and the protector
+		// must see a ban the script wrote (to log, count and escalate it).
 	case err != nil:
 		err = fmt.Errorf("%w: %w", ErrNotReplicated, err)
 		cmd.SetErr(err)
@@ -122,4 +147,20 @@ func (s *Store) processReplicated(ctx context.Context, cmd onceCmd, key string) 
 		cmd.SetErr(&fewReplicas{got: n, want: s.waitReplicas, within: within})
 	}
 	return cmd.Err()
+}
+
+// bannedReply reports whether v is a counting script's answer that a ban
+// refuses the request: take.lua's {count, ms left, new, record}, or
+// plan.lua's {0, count, ms left, new, record}, whose other answers have
+// 1 value or 3 per limit.
+func bannedReply(v any) bool {
+	a, ok := v.([]any)
+	switch {
+	case ok && len(a) == 4:
+		return true
+	case ok && len(a) == 5:
+		kind, ok := a[0].(int64)
+		return ok && kind == 0
+	}
+	return false
 }

@@ -230,6 +230,66 @@ func TestWaitReplicasTimeout(t *testing.T) {
 	}
 }
 
+// A ban the script writes, or finds, refuses the request whatever WAIT
+// says: the protector sees the new ban (logs it and counts it) and
+// decides Banned, not the failure policy's answer.
+func TestWaitReplicasBanNeedsNoReplica(t *testing.T) {
+	master, replica := startReplicated(t)
+	caughtUp(t, master.Client(t), "caught-up")
+	client := redis.NewClient(&redis.Options{Addr: master.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	s := New(client, Options{WaitReplicas: 1, WaitTimeout: 20 * time.Millisecond, RangeRefresh: -1, BanCacheTTL: -1, Logger: discardLogger()})
+	rec := &recorder{}
+	p, err := protect.New(protect.Config{Store: s, Namespace: "ban:", BanNamespace: "ban:", MaxRequests: 1, BanLimit: 2, TTL: time.Hour,
+		OnStoreError: protect.FailClosed, StoreTimeout: time.Second, Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(); s.Close() })
+	replica.Pause()
+	t.Cleanup(replica.Resume)
+	addr := netip.MustParseAddr("198.51.100.77")
+	for i, want := range []protect.Status{protect.Unavailable, protect.Unavailable, protect.Banned, protect.Banned} {
+		d, err := p.VerifyAddr(t.Context(), addr)
+		if err != nil || d.Status != want {
+			t.Fatalf("VerifyAddr(%s) #%d with the replica paused = %v, err %v, %v; want %v", addr, i+1, d.Status, d.Err, err, want)
+		}
+		if want == protect.Banned && (d.Err != nil || d.Ban == nil || d.Ban.Source != protect.SourceAuto) {
+			t.Fatalf("VerifyAddr(%s) #%d = ban %+v, err %v; want the automatic ban, no error", addr, i+1, d.Ban, d.Err)
+		}
+	}
+	if st := p.Stats(); st.AutoBans != 1 {
+		t.Errorf("Stats().AutoBans = %d, want 1: the ban written while WAIT fell short is counted", st.AutoBans)
+	}
+	if n := rec.Count("protect: ban added"); n != 1 {
+		t.Errorf("\"protect: ban added\" logged %d times, want 1", n)
+	}
+}
+
+// A shortfall is the failure policy's answer for its request, but no
+// failure to the circuit breaker that every key shares: the master
+// answered. Ten in a row leave the circuit closed, and each is still
+// asked of Redis.
+func TestWaitReplicasShortfallKeepsTheCircuitClosed(t *testing.T) {
+	master, replica := startReplicated(t)
+	caughtUp(t, master.Client(t), "caught-up")
+	client := redis.NewClient(&redis.Options{Addr: master.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { client.Close() })
+	p, _ := waitProtector(t, client, Options{WaitTimeout: 20 * time.Millisecond}, protect.FailClosed)
+	replica.Pause()
+	t.Cleanup(replica.Resume)
+	for i := range 10 {
+		addr := netip.AddrFrom4([4]byte{198, 51, 100, byte(100 + i)})
+		d, err := p.VerifyAddr(t.Context(), addr)
+		if err != nil || d.Status != protect.Unavailable || !errors.Is(d.Err, ErrNotReplicated) || !errors.Is(d.Err, protect.ErrNotAcknowledged) {
+			t.Fatalf("VerifyAddr(%s) with the replica paused = %v, %v, %v; want unavailable, not replicated", addr, d.Status, d.Err, err)
+		}
+	}
+	if st := p.Stats(); st.CircuitOpens != 0 || st.CircuitRejected != 0 || st.StoreErrors != 10 {
+		t.Errorf("Stats() = %d circuit opens, %d rejected, %d store errors; want 0, 0, 10", st.CircuitOpens, st.CircuitRejected, st.StoreErrors)
+	}
+}
+
 // caughtUp waits until the replica of the server of node has its every
 // write: a write of key, then WAIT on the same connection. A replica
 // fresh from its first sync, or resumed, may take a moment to answer.
