@@ -385,6 +385,11 @@ func TestWaitReplicasCluster(t *testing.T) {
 	if got := nodeHook.take(); got != "evalsha+wait" {
 		t.Errorf("round trips of the ASK request %q, want evalsha+wait (not followed)", got)
 	}
+	// The ASK asked go-redis for a reload of the slot map, which it runs
+	// in the background, at most once every 200ms. Let it run now, while
+	// the map still names the source: run after the move below, it would
+	// send the next request to the new master before any MOVED.
+	time.Sleep(time.Second)
 	for _, n := range []*redistest.Server{dst, src} {
 		n.Do("cluster", "setslot", slot, "node", dstID)
 	}
