@@ -42,7 +42,7 @@ func crowdsecOptions(env []string) (*crowdsec.Options, error) {
 	if interval != "" {
 		d, err := envconfig.EnvDuration(interval)
 		if err != nil {
-			return nil, fmt.Errorf("%s=%q: want a duration such as 10s, or a bare number of seconds", envCrowdsecInterval, interval)
+			return nil, fmt.Errorf("%s=%q: %w", envCrowdsecInterval, interval, err)
 		}
 		opts.Interval = d
 	}

@@ -126,8 +126,8 @@ func TestCrowdsecSettings(t *testing.T) {
 		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=500ms"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="500ms": crowdsec: Interval 500ms: want at least 1s`},
 		{[]string{envCrowdsecInterval + "=5s"}, "set HTTP_PROTECT_CROWDSEC_URL and HTTP_PROTECT_CROWDSEC_KEY too"},
 		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", "HTTP_PROTECT_BLOCKLISTS=" + csList}, fmt.Sprintf(`HTTP_PROTECT_BLOCKLISTS=%q: a list named "crowdsec", the name HTTP_PROTECT_CROWDSEC_URL's decisions take; name the file otherwise with NAME=PATH`, shorten(csList))},
-		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=-5"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="-5": want a duration such as 10s, or a bare number of seconds`},
-		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=10x"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="10x": want a duration such as 10s, or a bare number of seconds`},
+		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=-5"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="-5": want a duration such as 90s, 15m, 2d12h, or a bare number of seconds`},
+		{[]string{envCrowdsecURL + "=http://127.0.0.1:8080", envCrowdsecKey + "=secret", envCrowdsecInterval + "=10x"}, `HTTP_PROTECT_CROWDSEC_INTERVAL="10x": want a duration such as 90s, 15m, 2d12h, or a bare number of seconds`},
 	}
 	for _, tt := range tests {
 		_, err := loadSettings(append(tt.env, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"))
