@@ -41,16 +41,7 @@ func TestCrowdSecFirewallBouncer(t *testing.T) {
 	srv := newServer(newLAPI(p, []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil))), slog.Default())
 	go srv.Serve(api)
 	t.Cleanup(func() { srv.Close() })
-	app := pair.Listen(pair.Server, pair.ServerAddr.String()+":0")
-	go func() {
-		for {
-			c, err := app.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	app := pair.Serve(pair.Server, pair.ServerAddr.String()+":0")
 
 	const poll = time.Second
 	dir := t.TempDir()
@@ -97,7 +88,7 @@ prometheus:
 
 	until := func(what string, want bool) time.Duration {
 		t.Helper()
-		return pair.WaitReach(what, app.Addr().String(), want, 300*time.Millisecond, 5*poll)
+		return pair.WaitReach(what, app, want, 300*time.Millisecond, 5*poll)
 	}
 	// The bouncer is up once it made its table.
 	start := time.Now()
@@ -129,5 +120,5 @@ prometheus:
 	// logged, not asserted.
 	time.Sleep(2 * poll)
 	set, _ := pair.Exec(pair.Server, "nft", "list", "set", "ip", "crowdsec", "crowdsec-blacklists")
-	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", pair.Reaches(app.Addr().String(), 300*time.Millisecond), set)
+	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", pair.Reaches(app, 300*time.Millisecond), set)
 }

@@ -27,16 +27,7 @@ func TestNFTSinkReachesTheKernel(t *testing.T) {
 	if _, err := pair.Exec(pair.Server, "nft", "-f", "../../internal/nftsink/testdata/protect.nft"); err != nil {
 		t.Fatal(err)
 	}
-	app := pair.Listen(pair.Server, pair.ServerAddr.String()+":0")
-	go func() {
-		for {
-			c, err := app.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	app := pair.Serve(pair.Server, pair.ServerAddr.String()+":0")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p, err := protect.New(protect.Config{Logger: quiet})
 	if err != nil {
@@ -56,7 +47,7 @@ func TestNFTSinkReachesTheKernel(t *testing.T) {
 
 	until := func(what string, want bool) time.Duration {
 		t.Helper()
-		return pair.WaitReach(what, app.Addr().String(), want, 200*time.Millisecond, 10*nftsink.DefaultEvery)
+		return pair.WaitReach(what, app, want, 200*time.Millisecond, 10*nftsink.DefaultEvery)
 	}
 	until("before any ban", true)
 	ctx := context.Background()

@@ -169,6 +169,24 @@ func (p *Pair) Listen(ns, addr string) net.Listener {
 	return ln
 }
 
+// Serve listens on TCP address addr in namespace ns until the test ends,
+// accepting every connection and closing it at once: a server whose only
+// use is to be reached (Reaches, WaitReach). It returns the address.
+func (p *Pair) Serve(ns, addr string) string {
+	p.t.Helper()
+	ln := p.Listen(ns, addr)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // Dial connects to TCP address addr from namespace ns within timeout.
 func (p *Pair) Dial(ns, addr string, timeout time.Duration) (net.Conn, error) {
 	var c net.Conn

@@ -40,21 +40,8 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{Pair: pair, fd: pair.Fd(pair.Server)}
-	serve := func(addr string) string {
-		ln := pair.Listen(pair.Server, addr)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		return ln.Addr().String()
-	}
-	r.addr = serve(pair.ServerAddr.String() + ":0")
-	r.addr6 = serve("[" + pair.ServerAddr6.String() + "]:0")
+	r.addr = pair.Serve(pair.Server, pair.ServerAddr.String()+":0")
+	r.addr6 = pair.Serve(pair.Server, "["+pair.ServerAddr6.String()+"]:0")
 	p, err := protect.New(protect.Config{})
 	if err != nil {
 		t.Fatal(err)
