@@ -226,11 +226,15 @@ func (b *Bouncer) untilNextEnd() (time.Duration, bool) {
 	return max(b.nextEnd.Sub(b.opts.Clock()), 0), true
 }
 
+// ended reports whether a decision in the set has ended by now. It is
+// called with b.mu held.
+func (b *Bouncer) ended(now time.Time) bool { return !b.nextEnd.IsZero() && !now.Before(b.nextEnd) }
+
 // expire drops from the set the decisions ended by now.
 func (b *Bouncer) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if now := b.opts.Clock(); !b.nextEnd.IsZero() && !now.Before(b.nextEnd) {
+	if now := b.opts.Clock(); b.ended(now) {
 		b.rebuild(now)
 	}
 }
@@ -252,14 +256,14 @@ func (b *Bouncer) Poll(ctx context.Context) error {
 			b.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "protect/crowdsec: LAPI down; the last decisions stay in force",
 				slog.String("lapi", b.String()), slog.Int("decisions", b.set.Load().Len()), slog.String("err", err.Error()))
 		}
-		if !b.nextEnd.IsZero() && !now.Before(b.nextEnd) {
+		if b.ended(now) {
 			b.rebuild(now)
 		}
 		return err
 	}
 	b.up.Store(true)
 	b.checked.Store(now.UnixNano())
-	if b.changed || b.set.Load() == nil || !b.nextEnd.IsZero() && !now.Before(b.nextEnd) {
+	if b.changed || b.set.Load() == nil || b.ended(now) {
 		b.rebuild(now)
 	}
 	if b.logged != 1 {

@@ -45,6 +45,15 @@ func status(t *testing.T, p *protect.Protector, addr string) protect.Status {
 	return d.Status
 }
 
+// run runs b.Run until the test ends.
+func run(t *testing.T, b *crowdsec.Bouncer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 func poll(t *testing.T, b *crowdsec.Bouncer) {
 	t.Helper()
 	if err := b.Poll(t.Context()); err != nil {
@@ -116,10 +125,7 @@ func TestBouncerRunEndsDecisionsOnTime(t *testing.T) {
 	}
 	p := newProtector(t, b)
 	l.Cscli(t, "decisions", "add", "--ip", "192.0.2.88", "--duration", "4s")
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	run(t, b)
 	waitStatus := func(want protect.Status, within time.Duration) time.Time {
 		t.Helper()
 		deadline := time.Now().Add(within)
@@ -284,10 +290,7 @@ func TestBouncerRunCoalescesEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	run(t, b)
 	sets := map[*protect.BlockSet]bool{}
 	var empty time.Duration
 	for time.Since(start) < 5*time.Second {
