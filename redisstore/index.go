@@ -248,7 +248,7 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 		case err != nil && strings.Contains(err.Error(), "WRONGTYPE"):
 			// Listed as damage, as take.lua and inspect.lua read it
 			// (read_ban), for an operator to see and lift.
-			rec = "not a ban record: a key of another type"
+			rec = "not a ban record: a key of another type" // as read_ban (lua/prelude.lua) reads it
 		case err != nil:
 			return nil, fmt.Errorf("protect: redis list bans: %w", err)
 		}

@@ -30,7 +30,7 @@ func TestRedisUnknownHashAtBanKey(t *testing.T) {
 		t.Fatalf("Stats() = %d malformed, %d store errors; want the hash counted as malformed, no store error", st.Malformed, st.StoreErrors)
 	}
 	lifted, err := in.p.Lift(t.Context(), "192.0.2.10", "test")
-	if err != nil || len(lifted) != 1 || lifted[0].Malformed == "" || !strings.Contains(lifted[0].Malformed, "a hash key") {
+	if err != nil || len(lifted) != 1 || lifted[0].Malformed == "" || !strings.Contains(lifted[0].Malformed, "a key of another type") {
 		t.Fatalf("Lift(192.0.2.10) = %+v, %v; want the hash lifted as a malformed record", lifted, err)
 	}
 	if m.Exists("protect:{192.0.2.10}:b") {

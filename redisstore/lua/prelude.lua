@@ -55,7 +55,7 @@ end
 local function read_ban(key)
   local rec = redis.pcall('GET', key)
   if type(rec) == 'table' and rec.err then
-    return 'not a ban record: a ' .. redis.call('TYPE', key)['ok'] .. ' key'
+    return 'not a ban record: a key of another type' -- as index.go reads it
   end
   return rec
 end
