@@ -39,6 +39,8 @@ type lapiDecision struct {
 	Type     string `json:"type"`
 	Until    string `json:"until"`
 	Value    string `json:"value"`
+
+	prefix netip.Prefix // the ban's key, which Value writes: what GET /v1/decisions filters by
 }
 
 // lapiStream is the answer of /v1/decisions/stream. An empty list is
@@ -189,6 +191,7 @@ func decisionOf(b protect.Ban, now time.Time) (lapiDecision, bool) {
 		Scope:    "Range",
 		Type:     "ban",
 		Value:    p.String(),
+		prefix:   p,
 	}
 	if p.IsSingleIP() {
 		d.Scope, d.Value = "Ip", p.Addr().String()
@@ -305,11 +308,11 @@ func readSelection(q url.Values) (selection, error) {
 		sel.ip = a.Unmap().WithZone("")
 	}
 	if v := q.Get("range"); v != "" {
-		p, err := netip.ParsePrefix(v)
-		if err != nil {
+		k, err := protect.ParseKey(v) // unmapped, as ban keys are
+		if err != nil || !k.Prefix.IsValid() {
 			return sel, errors.New("range: not a CIDR")
 		}
-		sel.rng = unmapPrefix(p.Masked())
+		sel.rng = k.Prefix
 	}
 	if v := q.Get("contains"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -321,24 +324,16 @@ func readSelection(q url.Values) (selection, error) {
 	return sel, nil
 }
 
-// unmapPrefix is p with an IPv4-mapped address as IPv4.
-func unmapPrefix(p netip.Prefix) netip.Prefix {
-	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-		return netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-	}
-	return p
-}
-
 func (sel selection) match(d lapiDecision) bool {
 	switch {
 	case sel.typ != "" && !strings.EqualFold(sel.typ, d.Type),
 		sel.scope != "" && sel.scope != strings.ToLower(d.Scope),
 		sel.value != "" && sel.value != d.Value,
-		sel.ip.IsValid() && !decisionCovers(d, sel.ip):
+		sel.ip.IsValid() && !d.prefix.Contains(sel.ip):
 		return false
 	case sel.rng.IsValid():
-		p, ok := decisionPrefix(d)
-		if !ok || p.Addr().Is4() != sel.rng.Addr().Is4() {
+		p := d.prefix
+		if p.Addr().Is4() != sel.rng.Addr().Is4() {
 			return false
 		}
 		if sel.contains {
@@ -347,25 +342,6 @@ func (sel selection) match(d lapiDecision) bool {
 		return sel.rng.Bits() <= p.Bits() && sel.rng.Contains(p.Addr())
 	}
 	return true
-}
-
-// decisionPrefix is the network a decision covers: an address's own
-// /32 or /128, or its range.
-func decisionPrefix(d lapiDecision) (netip.Prefix, bool) {
-	if d.Scope == "Ip" {
-		a, err := netip.ParseAddr(d.Value)
-		if err != nil {
-			return netip.Prefix{}, false
-		}
-		return netip.PrefixFrom(a, a.BitLen()), true
-	}
-	p, err := netip.ParsePrefix(d.Value)
-	return p, err == nil
-}
-
-func decisionCovers(d lapiDecision, ip netip.Addr) bool {
-	p, ok := decisionPrefix(d)
-	return ok && p.Contains(ip)
 }
 
 // sortDecisions orders decisions by value, then id, so that an answer

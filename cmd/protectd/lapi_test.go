@@ -158,6 +158,7 @@ func TestLAPIDecisions(t *testing.T) {
 		{"/v1/decisions?range=2001:db8::/32&contains=false", "null", 200},
 		{"/v1/decisions?range=::ffff:198.51.100.0/120", list(dRange), 200},
 		{"/v1/decisions?range=nope", `{"message":"range: not a CIDR"}`, 400},
+		{"/v1/decisions?range=198.51.100.7/24", `{"message":"range: not a CIDR"}`, 400},
 		{"/v1/decisions?range=198.51.0.0/16&contains=maybe", `{"message":"contains: want true or false"}`, 400},
 		{"/v1/alerts", `{"message":"page not found"}`, 404},
 	}
