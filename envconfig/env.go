@@ -43,7 +43,7 @@ func (e errEnvValue) Error() string { return string(e) }
 
 func envDuration(field func(*settings) *time.Duration) func(*settings, string) error {
 	return func(c *settings, v string) error {
-		d, err := parseEnvDuration(v)
+		d, err := EnvDuration(v)
 		if err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ var envVars = [...]envVar{
 		return nil
 	}},
 	{"STORE_TIMEOUT", "StoreTimeout", func(c *settings, v string) error {
-		d, err := parseEnvDuration(v)
+		d, err := EnvDuration(v)
 		if err != nil {
 			return err
 		}
@@ -534,10 +534,7 @@ func editDistance(a, b string) int {
 // A program reads its own variables with it (protectd's
 // HTTP_PROTECT_CROWDSEC_INTERVAL and _NFT_INTERVAL), so that one syntax
 // holds for every variable it takes.
-func EnvDuration(v string) (time.Duration, error) { return parseEnvDuration(v) }
-
-// parseEnvDuration is EnvDuration.
-func parseEnvDuration(v string) (time.Duration, error) {
+func EnvDuration(v string) (time.Duration, error) {
 	if bareNumber(v) {
 		d, err := time.ParseDuration(v + "s")
 		if err != nil {
@@ -553,7 +550,7 @@ func parseEnvDuration(v string) (time.Duration, error) {
 }
 
 // bareNumber says whether v is digits with at most one '.', and at least
-// one digit: what parseEnvDuration reads as seconds. (strconv.ParseFloat
+// one digit: what EnvDuration reads as seconds. (strconv.ParseFloat
 // would also take "1e3", "Inf" and "0x10".)
 func bareNumber(v string) bool {
 	digits, dots := 0, 0

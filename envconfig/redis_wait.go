@@ -33,7 +33,7 @@ func envWaitReplicas(c *settings, v string) error {
 }
 
 func envWaitTimeout(c *settings, v string) error {
-	d, err := parseEnvDuration(v)
+	d, err := EnvDuration(v)
 	if err != nil {
 		return err
 	}
