@@ -232,7 +232,8 @@ func TestWaitReplicasTimeout(t *testing.T) {
 
 // A ban the script writes, or finds, refuses the request whatever WAIT
 // says: the protector sees the new ban (logs it and counts it) and
-// decides Banned, not the failure policy's answer.
+// decides Banned, not the failure policy's answer. So does a plan's
+// script that finds a ban.
 func TestWaitReplicasBanNeedsNoReplica(t *testing.T) {
 	master, replica := startReplicated(t)
 	caughtUp(t, master.Client(t), "caught-up")
@@ -246,8 +247,16 @@ func TestWaitReplicasBanNeedsNoReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close(); s.Close() })
+	// An operator's ban of a consumer, which a plan's script finds.
+	plan := mustPlan(t, "pro", protect.Quota{Name: "month", Limit: 1000, Period: protect.Monthly})
+	if _, err := p.Ban(t.Context(), "consumer:cus_9", protect.BanOptions{For: time.Hour, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
 	replica.Pause()
 	t.Cleanup(replica.Resume)
+	if d, err := p.VerifyConsumer(t.Context(), "cus_9", plan); err != nil || d.Status != protect.Banned || d.Err != nil {
+		t.Fatalf("VerifyConsumer(cus_9) with the replica paused = %v, err %v, %v; want banned by the operator's ban, no error", d.Status, d.Err, err)
+	}
 	addr := netip.MustParseAddr("198.51.100.77")
 	for i, want := range []protect.Status{protect.Unavailable, protect.Unavailable, protect.Banned, protect.Banned} {
 		d, err := p.VerifyAddr(t.Context(), addr)
@@ -261,8 +270,8 @@ func TestWaitReplicasBanNeedsNoReplica(t *testing.T) {
 	if st := p.Stats(); st.AutoBans != 1 {
 		t.Errorf("Stats().AutoBans = %d, want 1: the ban written while WAIT fell short is counted", st.AutoBans)
 	}
-	if n := rec.Count("protect: ban added"); n != 1 {
-		t.Errorf("\"protect: ban added\" logged %d times, want 1", n)
+	if n := rec.Count("protect: ban added"); n != 2 {
+		t.Errorf("\"protect: ban added\" logged %d times, want 2 (the operator's, the automatic one)", n)
 	}
 }
 
