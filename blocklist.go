@@ -2,7 +2,6 @@ package protect
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -152,7 +151,7 @@ type blockLists struct {
 	lists []*activeList
 	// one is the set pointer of the only list, when there is one list
 	// and it hands its set over (a file, a URL, a BlockSetPointer): with
-	// it requests rule most unlisted addresses out inline (misses).
+	// it VerifyAddr rules most unlisted addresses out inline (Protector.one).
 	// Otherwise it is &look, which holds an empty set that never rules an
 	// address out.
 	one    *atomic.Pointer[BlockSet]
@@ -167,19 +166,6 @@ type activeList struct {
 	src          BlockSource
 	own          *listSource               // nil for a live source
 	set          *atomic.Pointer[BlockSet] // the set in force, when the list hands it over; else nil
-}
-
-// misses reports whether the one list surely does not hold the unmapped
-// address a: an IPv4 address in a /24 its set does not meet. It is
-// inlined into the request path, so that such an address costs a
-// protector's requests a few loads and no call; false (several lists
-// among them) means the block list step must look.
-func (bl *blockLists) misses(a netip.Addr) bool {
-	if !a.Is4() {
-		return false
-	}
-	b := a.As16() // an IPv4 address's four bytes end its mapped form; with As4, misses exceeds the inlining budget
-	return bl.one.Load().misses4(binary.BigEndian.Uint32(b[12:]))
 }
 
 // newBlockLists checks the lists, loads the files and caches, and starts

@@ -40,8 +40,8 @@ type BlockEntry struct {
 // for it.
 type BlockSet struct {
 	v4    []span4
-	v4idx []uint32 // v4idx[h] is the first i with v4[i].lo>>16 >= h; nil while v4 is small
-	v4occ []uint64 // bit x>>8 is set when an entry meets the /24 of x; nil below v4OccupancyMin
+	v4idx []uint32              // v4idx[h] is the first i with v4[i].lo>>16 >= h; nil while v4 is small
+	v4occ *[1 << 24 / 64]uint64 // bit x>>8 is set when an entry meets the /24 of x; nil below v4OccupancyMin
 	v6    []span6
 	notes []string // parallel to v4 then v6; nil when no entry has a note
 	ends  []int64  // Expires as Unix nanoseconds, parallel as notes; nil when no entry has one
@@ -170,7 +170,7 @@ func NewBlockSet(entries []BlockEntry) *BlockSet {
 		s.v4idx[1<<16] = uint32(len(s.v4))
 	}
 	if len(s.v4) >= v4OccupancyMin {
-		s.v4occ = make([]uint64, 1<<24/64)
+		s.v4occ = new([1 << 24 / 64]uint64)
 		for _, sp := range s.v4 {
 			for n := sp.lo >> 8; ; n++ {
 				s.v4occ[n/64] |= 1 << (n % 64)

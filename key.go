@@ -221,8 +221,18 @@ type wordKey struct {
 }
 
 // wordsOf returns the wordKey of a masked prefix.
+//
+// An IPv4 address is read with As4, which stays in registers. As16's
+// array is written as two words and read back as one, and a load that
+// spans two stores waits until both reach the cache: that wait costs a
+// request more than the branch does.
 func wordsOf(p netip.Prefix) wordKey {
-	b := p.Addr().As16() // of an IPv4 address, its mapped form: no branch
+	a := p.Addr()
+	if a.Is4() {
+		b := a.As4()
+		return wordKey{lo: 0xffff<<32 | uint64(binary.BigEndian.Uint32(b[:])), bits: uint64(p.Bits())}
+	}
+	b := a.As16()
 	return wordKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), bits: uint64(p.Bits())}
 }
 
@@ -239,8 +249,8 @@ func (k wordKey) prefix() netip.Prefix {
 // first bytes.
 func (k Key) hint() uint64 {
 	if k.Prefix.IsValid() {
-		b := k.Prefix.Addr().As16()
-		return binary.LittleEndian.Uint64(b[8:]) ^ binary.LittleEndian.Uint64(b[:8])
+		w := wordsOf(k.Prefix)
+		return w.hi ^ w.lo
 	}
 	h := uint64(len(k.Name))
 	for i := 0; i < len(k.Name) && i < 8; i++ {
