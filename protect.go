@@ -192,8 +192,7 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
 		return p.consumerRequest(ctx, r, a, n)
 	}
-	d.Addr, d.Key = a, p.agg.key(a)
-	err = p.decide(ctx, &d, n)
+	err = p.decide(ctx, &d, p.agg.key(a), a, n)
 	return d, err
 }
 
@@ -285,8 +284,7 @@ func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a neti
 			k = p.consumerKeys.key(id)
 		}
 	}
-	d.Addr, d.Key = a, k
-	err = p.decide(ctx, &d, n)
+	err = p.decide(ctx, &d, k, a, n)
 	return d, err
 }
 
@@ -336,8 +334,7 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 		p.decided(&d)
 		return d, nil
 	}
-	d.Addr, d.Key = a, p.agg.key(a)
-	err = p.decide(ctx, &d, 1)
+	err = p.decide(ctx, &d, p.agg.key(a), a, 1)
 	p.decided(&d)
 	return d, err
 }
@@ -350,8 +347,7 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err 
 	if key == "" {
 		return p.unknown(fmt.Errorf("%w: empty consumer key", ErrUnknownClient)), nil
 	}
-	d.Key = p.consumerKeys.key(key)
-	err = p.decide(ctx, &d, 1)
+	err = p.decide(ctx, &d, p.consumerKeys.key(key), netip.Addr{}, 1)
 	return d, err
 }
 
@@ -361,16 +357,20 @@ func (p *Protector) unknown(err error) Decision {
 	return d
 }
 
-// decide runs steps 3–5 for d's key and address, counting n: it asks the
-// store (take), or the failure policy when the store fails, and writes the
-// answer into d, which holds nothing else yet: the hot path builds one
-// Decision, in its caller's frame, rather than copying one through every
-// call. The error is non-nil only when ctx ended.
-func (p *Protector) decide(ctx context.Context, d *Decision, n int64) error {
+// decide runs steps 3–5 for the key k of the address a, counting n: it
+// asks the store (take), or the failure policy when the store fails, and
+// writes the answer into d, which holds nothing yet: the hot path builds
+// one Decision, in its caller's frame, rather than copying one through
+// every call. k and a reach the store as they came, in registers: read
+// back from d, a Key written a word at a time just before would be
+// copied in 16-byte loads, which wait for those stores to reach the
+// cache. The error is non-nil only when ctx ended.
+func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
 	if p.cfg.Plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
-		return p.decidePlan(ctx, d, d.Key, d.Addr, p.cfg.Plan, n, true)
+		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)
 	}
-	res, err := p.space.Take(ctx, d.Key, d.Addr, n)
+	res, err := p.space.Take(ctx, k, a, n)
+	d.Addr, d.Key = a, k
 	if err != nil {
 		return p.takeFailed(ctx, d, n, err)
 	}
