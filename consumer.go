@@ -178,20 +178,22 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // a SHA-256 and an allocation per request, a hit in the cache neither.
 // Identifiers kept verbatim need no cache.
 //
-// The cache is a fixed array of 4-way sets, read without a lock: a set is
-// picked by a seeded hash of the identifier, and a miss replaces one way
-// of it. A way holds the key (a fixed 33 bytes) and two more seeded
-// 64-bit hashes of the identifier, never the identifier itself: a
+// The cache is a fixed array of 4-way sets, read without a lock. Two
+// seeded 64-bit hashes of the identifier are made; the low bits of the
+// first pick a set, and a miss replaces one way of it. A way holds the
+// key (a fixed 33 bytes) and both hashes, never the identifier itself: a
 // gateway may send identifiers of any length, up to its header cap, and
 // the cache must cost the same for each. So it is bounded in bytes
 // (keyCacheSets × 4 small entries, allocated on the first one), and an
 // attacker with many identifiers costs hashing, never memory. A hit needs
-// the 128 bits of both hashes to match, under seeds no client knows: two
-// identifiers that agree on them by chance, or by a client's design, are
-// out of reach.
+// all 128 bits of the two hashes to match (the 114 the set does not fix
+// are chance), under seeds no client knows: two identifiers that agree on
+// them by chance, or by a client's design, are out of reach. A third
+// hash for the set would buy 14 bits that nothing needs, for a hash's
+// cost on every request.
 type consumerKeys struct {
 	once  sync.Once
-	seeds [3]maphash.Seed // the set; the two halves of the check
+	seeds [2]maphash.Seed // the two halves of the check, the first's low bits the set
 	sets  []keyCacheSet
 }
 
@@ -203,7 +205,7 @@ type keyCacheSet struct {
 }
 
 type cachedKey struct {
-	check [2]uint64 // the identifier's hashes under seeds[1] and seeds[2]
+	check [2]uint64 // the identifier's hashes under seeds[0] and seeds[1]
 	name  string    // its key
 }
 
@@ -212,11 +214,11 @@ func (c *consumerKeys) key(id string) Key {
 		return Key{Name: id}
 	}
 	c.once.Do(func() {
-		c.seeds = [3]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed(), maphash.MakeSeed()}
+		c.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 		c.sets = make([]keyCacheSet, keyCacheSets)
 	})
-	set := &c.sets[maphash.String(c.seeds[0], id)&(keyCacheSets-1)]
-	check := [2]uint64{maphash.String(c.seeds[1], id), maphash.String(c.seeds[2], id)}
+	check := [2]uint64{maphash.String(c.seeds[0], id), maphash.String(c.seeds[1], id)}
+	set := &c.sets[check[0]&(keyCacheSets-1)]
 	for i := range set.ways {
 		if e := set.ways[i].Load(); e != nil && e.check == check {
 			return Key{Name: e.name}

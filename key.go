@@ -167,14 +167,22 @@ func verbatimKey(id string) bool {
 		return false
 	}
 	all, some := uint8(0xff), uint8(0)
-	run := 0 // letters and digits in a row
-	for i := 0; i < len(id); i++ {
-		c := keyChars[id[i]]
-		all &= c
-		some |= c
-		run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
-		if run >= 20 {
-			return false
+	if len(id) < 20 { // too short for a run of 20
+		for i := 0; i < len(id); i++ {
+			c := keyChars[id[i]]
+			all &= c
+			some |= c
+		}
+	} else {
+		run := 0 // letters and digits in a row
+		for i := 0; i < len(id); i++ {
+			c := keyChars[id[i]]
+			all &= c
+			some |= c
+			run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
+			if run >= 20 {
+				return false
+			}
 		}
 	}
 	if all&charOK == 0 || all&charAddr != 0 && some&charSep != 0 {

@@ -186,7 +186,7 @@ func (p *Protector) Check(ctx context.Context, r *http.Request) (d Decision, err
 // request runs the pipeline for r, counting n.
 func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d Decision, err error) {
 	a, err := p.res.resolve(r)
-	if p.screened(&d, a, err) {
+	if (p.one == nil || !p.passes(a, err)) && p.screened(&d, a, err) {
 		return d, nil
 	}
 	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
@@ -208,6 +208,19 @@ func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
 		return false
 	}
 	return p.screen(d, a, err)
+}
+
+// passes reports whether the client address a (err from resolving it)
+// surely passes steps 1 to 3 with no call of screen: an IPv4 address, no
+// safe networks, and one list (p.one, which the caller checked is set)
+// whose set meets no address of a's /24. As4, not As16: see wordsOf
+// (key.go).
+func (p *Protector) passes(a netip.Addr, err error) bool {
+	if err != nil || p.safe.set != nil || !a.Is4() {
+		return false
+	}
+	b := a.As4()
+	return p.one.Load().misses4(binary.BigEndian.Uint32(b[:]))
 }
 
 // screen is screened past its inlined test. The block list step, which
@@ -322,15 +335,7 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 	if !ok {
 		a, err = netip.Addr{}, errUnspecified
 	}
-	// An IPv4 address the one list surely does not hold (its /24 meets no
-	// entry) passes the block list step here, inline, rather than by a
-	// call of screen. As4, not As16: see wordsOf (key.go).
-	miss := false
-	if p.one != nil && err == nil && p.safe.set == nil && a.Is4() {
-		b := a.As4()
-		miss = p.one.Load().misses4(binary.BigEndian.Uint32(b[:]))
-	}
-	if !miss && p.screened(&d, a, err) {
+	if (p.one == nil || !p.passes(a, err)) && p.screened(&d, a, err) {
 		p.decided(&d)
 		return d, nil
 	}
