@@ -125,7 +125,7 @@ func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a neti
 		d.Count = res.Count
 	}
 	switch {
-	case res.Banned:
+	case res.Banned():
 		p.banned(ctx, d, &res.Result)
 	case stream && p.cfg.DryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
 		p.wouldBan(ctx, d, cost)

@@ -44,7 +44,7 @@ func TestStateFileKeepsVeryLongBans(t *testing.T) {
 	store = openDurable(t, path, clk, nil)
 	sp = space(store)
 	for _, p := range []netip.Prefix{manual, auto} {
-		if r, _ := sp.Take(ctx, Key{Prefix: p}, p.Addr(), 0); !r.Banned {
+		if r, _ := sp.Take(ctx, Key{Prefix: p}, p.Addr(), 0); !r.Banned() {
 			t.Errorf("Take(%v) after the restart = %+v, want banned (the ban has centuries left)", p, r)
 		}
 	}

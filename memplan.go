@@ -118,8 +118,8 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	}
 	t := sp.s.now()
 	if addr.IsValid() {
-		if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
-			res.Result, res.Decider = r, -1
+		if rangeBanned(sp.bns.ranges.Load(), addr, t, &res.Result) {
+			res.Decider = -1
 			return res, nil
 		}
 	}
@@ -157,7 +157,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	if !stream {
 		res.Count = 0 // a consumer's stream is not this call's business
 	}
-	if res.Banned {
+	if res.Banned() {
 		sh.mu.Unlock()
 		res.Decider = -1
 		return res, nil

@@ -327,7 +327,8 @@ func (sp *memSpace) nameKey(name string) (mk, bk nameKey, h uint64) {
 // Take implements Space.
 func (sp *memSpace) Take(_ context.Context, k Key, addr netip.Addr, n int64) (Result, error) {
 	t := sp.s.now()
-	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
+	var r Result
+	if rangeBanned(sp.bns.ranges.Load(), addr, t, &r) {
 		return r, nil
 	}
 	switch {

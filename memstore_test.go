@@ -123,10 +123,10 @@ func TestMemoryNamespaces(t *testing.T) {
 	if _, err := a.AddBan(ctx, Ban{Key: rng, Range: true, Source: SourceManual}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if r := mustTake(t, b, k, netip.MustParseAddr("10.0.0.1")); r.Banned {
+	if r := mustTake(t, b, k, netip.MustParseAddr("10.0.0.1")); r.Banned() {
 		t.Fatalf("namespace b: Take(%s) = banned, want allowed: a range ban in namespace a stays there", k)
 	}
-	if r := mustTake(t, a, k, netip.MustParseAddr("10.0.0.1")); !r.Banned || r.Ban == nil || !r.Ban.Range || r.Ban.Key != rng {
+	if r := mustTake(t, a, k, netip.MustParseAddr("10.0.0.1")); !r.Banned() || r.Ban == nil || !r.Ban.Range || r.Ban.Key != rng {
 		t.Fatalf("namespace a: Take(%s) = %+v, want banned by the range %s", k, r, rng)
 	}
 	if bans, err := b.Bans(ctx, BanFilter{}); err != nil || len(bans) != 0 {

@@ -503,7 +503,7 @@ type PlanResult struct {
 
 // Refused reports whether a ban or a limit refused the request.
 func (r *PlanResult) Refused() bool {
-	return r.Banned || r.Decider >= 0 && r.Limits[r.Decider].Refused()
+	return r.Banned() || r.Decider >= 0 && r.Limits[r.Decider].Refused()
 }
 
 // Fill sets r's Limits, Charged and Decider from the outcome of each

@@ -313,7 +313,7 @@ func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a neti
 func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decision, banned bool) {
 	k := p.agg.key(addr)
 	res, err := p.space.Take(ctx, k, addr, 0)
-	if err != nil || !res.Banned {
+	if err != nil || !res.Banned() {
 		return Decision{}, false
 	}
 	d = Decision{Addr: addr, Key: k, Limit: p.cfg.MaxRequests, Window: p.lim.TTL, DryRun: p.cfg.DryRun, hdr: p.hdr}
@@ -391,7 +391,7 @@ func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, re
 	d.Count = res.Count
 	d.Remaining = max(p.cfg.MaxRequests-res.Count, 0)
 	switch {
-	case res.Banned:
+	case res.Banned():
 		d.Remaining = 0
 		p.banned(ctx, d, res)
 	case p.cfg.DryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:

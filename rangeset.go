@@ -29,7 +29,7 @@ func (b *heldBan) result(t int64) Result { return BanResult(&b.ban, b.end, t) }
 // points at b: a store that keeps b unchanged once published hands it
 // out without a copy.
 func BanResult(b *Ban, end, now int64) Result {
-	r := Result{Banned: true, Ban: b}
+	r := Result{Ban: b}
 	if end != 0 {
 		r.BanLeft = time.Duration(end - now)
 	}
@@ -40,20 +40,21 @@ func BanResult(b *Ban, end, now int64) Result {
 // on every request.
 type rangeBans = rangeset.Set[Ban]
 
-// rangeBanned checks addr against the range bans r at ticks t.
-func rangeBanned(r *rangeBans, addr netip.Addr, t int64) (Result, bool) {
-	if r == nil { // no range bans: the common case, in one compare
-		return Result{}, false
-	}
-	return lookupRange(r, addr, t)
+// rangeBanned checks addr against the range bans r at ticks t, and
+// writes the answer of a ban that holds it into res. Written through a
+// pointer rather than returned: a Result returned from an inlined call
+// is stored a word at a time and copied in 16-byte loads, which wait for
+// those stores, on every request, banned or not.
+func rangeBanned(r *rangeBans, addr netip.Addr, t int64, res *Result) bool {
+	return r != nil && lookupRange(r, addr, t, res) // no range bans: the common case, in one compare
 }
 
-func lookupRange(r *rangeBans, addr netip.Addr, t int64) (Result, bool) {
+func lookupRange(r *rangeBans, addr netip.Addr, t int64, res *Result) bool {
 	e, ok := r.Lookup(addr, t)
-	if !ok {
-		return Result{}, false
+	if ok {
+		*res = BanResult(&e.Value, e.End, t)
 	}
-	return BanResult(&e.Value, e.End, t), true
+	return ok
 }
 
 // rangeList appends the live bans of r that f selects.

@@ -235,21 +235,26 @@ func (lim *Limits) Reason() string {
 
 // Result is the outcome of Space.Take. The zero Result is a request that
 // was not counted and not banned.
+//
+// It has four fields, the most a Go struct may have and still be kept in
+// registers: a Result passed from call to call is never stored to
+// memory and copied back. A fifth field would cost every request.
 type Result struct {
 	// Count is the stream's count, including what this Take counted. It
 	// is zero when a ban answered before counting.
 	Count int64
-	// Banned reports that the request is refused by a ban: Ban describes it.
-	Banned bool
 	// NewBan reports that this Take crossed BanLimit and wrote Ban.
 	NewBan bool
-	// Ban is the ban that refused the request when Banned, else nil. It
+	// Ban is the ban that refuses the request (see Banned), else nil. It
 	// may be shared: treat it as read-only.
 	Ban *Ban
 	// BanLeft is the time until the ban ends, by the store's clock; zero
 	// for a permanent ban.
 	BanLeft time.Duration
 }
+
+// Banned reports that the request is refused by a ban: r.Ban describes it.
+func (r Result) Banned() bool { return r.Ban != nil }
 
 // BanFilter selects bans in Space.Bans. The zero BanFilter selects every
 // ban.

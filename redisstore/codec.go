@@ -156,7 +156,7 @@ func decodeTake(v any, k protect.Key) (takeReply, error) {
 	if err != nil {
 		return takeReply{bad: &badRecord{rec: rec, err: err}}, nil
 	}
-	r := protect.Result{Count: count, Banned: true, NewBan: isNew == 1, Ban: &b}
+	r := protect.Result{Count: count, NewBan: isNew == 1, Ban: &b}
 	if !b.Permanent() {
 		r.BanLeft = time.Duration(left) * time.Millisecond
 	}

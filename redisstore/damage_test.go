@@ -217,7 +217,7 @@ func TestRedisDamageError(t *testing.T) {
 	}
 	res, err := sp.Take(t.Context(), protect.Key{Name: "cus_x"}, netip.Addr{}, 1)
 	var me *protect.MalformedError
-	if !errors.Is(err, protect.ErrMalformed) || !errors.As(err, &me) || me.Key != ns+"{cus_x}:b" || me.Record != `"garbage"` || res.Count != 1 || res.Banned {
+	if !errors.Is(err, protect.ErrMalformed) || !errors.As(err, &me) || me.Key != ns+"{cus_x}:b" || me.Record != `"garbage"` || res.Count != 1 || res.Banned() {
 		t.Fatalf("Take = %+v, %v; want count 1 and a MalformedError at %s{cus_x}:b", res, err, ns)
 	}
 }

@@ -182,7 +182,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 		case dmg != nil:
 			s.forgetDamage(sp.bns, k)
 		}
-		if res.Banned {
+		if res.Banned() {
 			s.remember(sp.bns, k, res.Result, t)
 		} else {
 			s.seenUnbanned(sp.bns, k, t)

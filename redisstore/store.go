@@ -382,7 +382,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		case dmg != nil:
 			s.forgetDamage(sp.bns, k) // lifted or replaced
 		}
-		if tr.res.Banned {
+		if tr.res.Banned() {
 			s.remember(sp.bns, k, tr.res, t)
 		} else {
 			s.seenUnbanned(sp.bns, k, t)

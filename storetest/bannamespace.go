@@ -51,10 +51,10 @@ func testBanNamespaces(t *testing.T, env *Env) {
 	if r := take(t, login, k, a, 1); !r.NewBan || r.Ban.Offense != 1 {
 		t.Fatalf("Take #6 through login = %+v, want a new ban", r)
 	}
-	if r := take(t, api, k, a, 1); !r.Banned || r.NewBan || r.Ban.Source != protect.SourceAuto || r.Count != 0 {
+	if r := take(t, api, k, a, 1); !r.Banned() || r.NewBan || r.Ban.Source != protect.SourceAuto || r.Count != 0 {
 		t.Fatalf("Take through api after login banned %s = %+v, want refused by login's ban, nothing counted", k, r)
 	}
-	if r := take(t, apart, k, a, 1); r.Banned || r.Count != 1 {
+	if r := take(t, apart, k, a, 1); r.Banned() || r.Count != 1 {
 		t.Fatalf("Take through another ban namespace = %+v, want count 1, not banned", r)
 	}
 	if st, err := api.Inspect(ctx, k); err != nil || st.Ban == nil || st.Offenses != 1 || st.Count != 1 {
@@ -63,7 +63,7 @@ func testBanNamespaces(t *testing.T, env *Env) {
 	if _, ok, err := api.Lift(ctx, k); !ok || err != nil {
 		t.Fatalf("Lift(%s) through api = %v, %v; want login's ban lifted", k, ok, err)
 	}
-	if r := take(t, login, k, a, 1); r.Banned || r.Count != 1 {
+	if r := take(t, login, k, a, 1); r.Banned() || r.Count != 1 {
 		t.Fatalf("Take through login after api lifted = %+v, want count 1 (the ban reset login's counter), not banned", r)
 	}
 	// The offense history is the ban namespace's: a second ban through
@@ -90,12 +90,12 @@ func testBanNamespaces(t *testing.T, env *Env) {
 		{apart, "apart", inside, ia, false},
 		{apart, "apart", consumer, netip.Addr{}, false},
 	} {
-		if r := take(t, c.sp, c.k, c.a, 1); r.Banned != c.banned {
+		if r := take(t, c.sp, c.k, c.a, 1); r.Banned() != c.banned {
 			t.Errorf("Take(%s) through %s = %+v, want banned %v", c.k, c.name, r, c.banned)
 		}
 	}
 	plan := newPlan(t, "shared", protect.Rate{Limit: 10, Period: env.Unit})
-	if r := takePlan(t, login, consumer, netip.Addr{}, plan, 1, false); !r.Banned || r.Decider != -1 {
+	if r := takePlan(t, login, consumer, netip.Addr{}, plan, 1, false); !r.Banned() || r.Decider != -1 {
 		t.Errorf("TakePlan(%s) through login = %+v, want refused by api's ban", consumer, r)
 	}
 	want := "[192.0.2.50 198.51.100.0/24 cus_shared]"
@@ -119,10 +119,10 @@ func testBanNamespaces(t *testing.T, env *Env) {
 	guest := env.scoped(t, "guest:", "plain:", lim)
 	k2, a2 := host("203.0.113.50")
 	addBan(t, plain, protect.Ban{Key: k2, Source: protect.SourceManual}, 30*env.Unit)
-	if r := take(t, guest, k2, a2, 1); !r.Banned {
+	if r := take(t, guest, k2, a2, 1); !r.Banned() {
 		t.Errorf("Take through a space whose BanNamespace is another's Namespace = %+v, want banned", r)
 	}
-	if r := take(t, api, k2, a2, 1); r.Banned {
+	if r := take(t, api, k2, a2, 1); r.Banned() {
 		t.Errorf("Take through an unrelated ban namespace = %+v, want not banned", r)
 	}
 }

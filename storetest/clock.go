@@ -166,5 +166,5 @@ func limitsOf(r protect.PlanResult, plan *protect.Plan) []protect.LimitState {
 // planResult formats r for a failure message.
 func planResult(r protect.PlanResult, plan *protect.Plan) string {
 	return fmt.Sprintf("{Banned:%v NewBan:%v Count:%d BanLeft:%v Charged:%v Decider:%d Limits:%+v}",
-		r.Banned, r.NewBan, r.Count, r.BanLeft, r.Charged, r.Decider, limitsOf(r, plan))
+		r.Banned(), r.NewBan, r.Count, r.BanLeft, r.Charged, r.Decider, limitsOf(r, plan))
 }

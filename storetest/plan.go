@@ -320,7 +320,7 @@ func testPlanBans(t *testing.T, env *Env) {
 	k := protect.Key{Name: "cus_banned"}
 	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual, Reason: "fraud"}, 30*u)
 	for _, cost := range []int64{1, 1, 0} {
-		if r := takePlan(t, sp, k, netip.Addr{}, plan, cost, false); !r.Banned || r.Decider != -1 || r.Charged || r.Ban.Reason != "fraud" || !r.Refused() {
+		if r := takePlan(t, sp, k, netip.Addr{}, plan, cost, false); !r.Banned() || r.Decider != -1 || r.Charged || r.Ban.Reason != "fraud" || !r.Refused() {
 			t.Fatalf("TakePlan(banned consumer, cost %d) = %+v; want banned, nothing charged", cost, r)
 		}
 	}
@@ -333,14 +333,14 @@ func testPlanBans(t *testing.T, env *Env) {
 	rng := protect.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
 	addBan(t, sp, protect.Ban{Key: rng, Range: true, Source: protect.SourceManual, Reason: "scanner"}, 30*u)
 	inside, ia := host("198.51.100.7")
-	if r := takePlan(t, sp, inside, ia, plan, 1, true); !r.Banned || r.Ban.Key != rng || r.Count != 0 {
+	if r := takePlan(t, sp, inside, ia, plan, 1, true); !r.Banned() || r.Ban.Key != rng || r.Count != 0 {
 		t.Fatalf("TakePlan(inside a banned range) = %+v; want banned by the range, nothing counted", r)
 	}
-	if r := takePlan(t, sp, protect.Key{Name: "cus_in_range"}, ia, plan, 1, false); !r.Banned {
+	if r := takePlan(t, sp, protect.Key{Name: "cus_in_range"}, ia, plan, 1, false); !r.Banned() {
 		t.Fatalf("TakePlan(a consumer from a banned range) = %+v; want banned", r)
 	}
 	outside, oa := host("198.51.101.7")
-	if r := takePlan(t, sp, outside, oa, plan, 1, true); r.Banned || r.Refused() {
+	if r := takePlan(t, sp, outside, oa, plan, 1, true); r.Banned() || r.Refused() {
 		t.Fatalf("TakePlan(outside the range) = %+v; want served", r)
 	}
 }
@@ -359,20 +359,20 @@ func testPlanStreamBans(t *testing.T, env *Env) {
 	for offense := 1; offense <= 3; offense++ {
 		for i := int64(1); i <= 5; i++ {
 			r := takePlan(t, sp, k, a, plan, 1, true)
-			if r.Banned || r.Count != i || r.Refused() != (i > 2) || r.Charged != (i <= 2) {
+			if r.Banned() || r.Count != i || r.Refused() != (i > 2) || r.Charged != (i <= 2) {
 				t.Fatalf("ban %d, request %d = %+v; want count %d, refused %v", offense, i, r, i, i > 2)
 			}
 		}
-		if r := takePlan(t, sp, k, a, plan, 0, true); r.Banned || r.Count != 5 {
+		if r := takePlan(t, sp, k, a, plan, 0, true); r.Banned() || r.Count != 5 {
 			t.Fatalf("ban %d, cost 0 = %+v; want count 5, nothing counted", offense, r)
 		}
 		r := takePlan(t, sp, k, a, plan, 1, true)
 		want := protect.BanLength(&lim, offense)
-		if !r.Banned || !r.NewBan || r.Count != 6 || r.Decider != -1 || r.Charged || r.Ban.Offense != offense || r.BanLeft != want ||
+		if !r.Banned() || !r.NewBan || r.Count != 6 || r.Decider != -1 || r.Charged || r.Ban.Offense != offense || r.BanLeft != want ||
 			r.Ban.Source != protect.SourceAuto || r.Ban.Reason != "stream passed the ban limit of 5 requests" {
 			t.Fatalf("ban %d: request 6 = %+v (ban %+v); want a new ban of %v (BanLength), offense %d", offense, r, r.Ban, want, offense)
 		}
-		if r := takePlan(t, sp, k, a, plan, 1, true); !r.Banned || r.NewBan || r.Count != 0 {
+		if r := takePlan(t, sp, k, a, plan, 1, true); !r.Banned() || r.NewBan || r.Count != 0 {
 			t.Fatalf("ban %d: request 7 = %+v; want banned, nothing counted", offense, r)
 		}
 		env.Wait(want + u)

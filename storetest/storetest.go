@@ -229,16 +229,16 @@ func testThresholds(t *testing.T, env *Env) {
 	sp := env.space(t, "", lim)
 	k, a := host("192.0.2.1")
 	for i := int64(1); i <= 5; i++ {
-		if r := take(t, sp, k, a, 1); r.Count != i || r.Banned {
+		if r := take(t, sp, k, a, 1); r.Count != i || r.Banned() {
 			t.Fatalf("Take #%d = %+v, want count %d, not banned", i, r, i)
 		}
 	}
 	r := take(t, sp, k, a, 1)
-	if !r.Banned || !r.NewBan || r.Count != 6 || r.Ban.Offense != 1 || r.Ban.Source != protect.SourceAuto ||
+	if !r.Banned() || !r.NewBan || r.Count != 6 || r.Ban.Offense != 1 || r.Ban.Source != protect.SourceAuto ||
 		r.Ban.Key != k || r.Ban.Range || r.BanLeft != lim.BanDuration || !r.Ban.Expires.Equal(r.Ban.Created.Add(lim.BanDuration)) {
 		t.Fatalf("Take #6 = %+v (ban %+v), want a new ban of %v, offense 1, count 6", r, r.Ban, lim.BanDuration)
 	}
-	if r := take(t, sp, k, a, 1); !r.Banned || r.NewBan || r.Count != 0 || r.Ban.Reason != "stream passed the ban limit of 5 requests" {
+	if r := take(t, sp, k, a, 1); !r.Banned() || r.NewBan || r.Count != 0 || r.Ban.Reason != "stream passed the ban limit of 5 requests" {
 		t.Fatalf("Take #7 = %+v, want banned by the existing ban, nothing counted", r)
 	}
 	never := lim
@@ -248,7 +248,7 @@ func testThresholds(t *testing.T, env *Env) {
 	for range 19 {
 		take(t, sp, k2, a2, 1)
 	}
-	if r := take(t, sp, k2, a2, 1); r.Banned || r.Count != 20 {
+	if r := take(t, sp, k2, a2, 1); r.Banned() || r.Count != 20 {
 		t.Fatalf("Take #20 with BanLimit -1 = %+v, want count 20, not banned", r)
 	}
 }
@@ -257,10 +257,10 @@ func testThresholds(t *testing.T, env *Env) {
 func testCountN(t *testing.T, env *Env) {
 	sp := env.space(t, "", limits(env.Unit))
 	k, a := host("192.0.2.3")
-	if r := take(t, sp, k, a, 3); r.Count != 3 || r.Banned {
+	if r := take(t, sp, k, a, 3); r.Count != 3 || r.Banned() {
 		t.Fatalf("Take(n=3) = %+v, want count 3", r)
 	}
-	if r := take(t, sp, k, a, 2); r.Count != 5 || r.Banned {
+	if r := take(t, sp, k, a, 2); r.Count != 5 || r.Banned() {
 		t.Fatalf("Take(n=2) = %+v, want count 5", r)
 	}
 	if r := take(t, sp, k, a, 4); !r.NewBan || r.Count != 9 || r.Ban.Offense != 1 {
@@ -274,7 +274,7 @@ func testDecideWithoutCounting(t *testing.T, env *Env) {
 	lim := limits(env.Unit)
 	sp := env.space(t, "", lim)
 	k, a := host("192.0.2.4")
-	if r := take(t, sp, k, a, 0); r.Count != 0 || r.Banned {
+	if r := take(t, sp, k, a, 0); r.Count != 0 || r.Banned() {
 		t.Fatalf("Take(n=0) on a new key = %+v, want the zero Result", r)
 	}
 	if st, _ := sp.Inspect(t.Context(), k); st.Count != 0 || st.CountTTL != 0 {
@@ -285,7 +285,7 @@ func testDecideWithoutCounting(t *testing.T, env *Env) {
 	}
 	env.Wait(6 * env.Unit)
 	for range 3 {
-		if r := take(t, sp, k, a, 0); r.Count != 5 || r.Banned {
+		if r := take(t, sp, k, a, 0); r.Count != 5 || r.Banned() {
 			t.Fatalf("Take(n=0) = %+v, want count 5", r)
 		}
 	}
@@ -294,7 +294,7 @@ func testDecideWithoutCounting(t *testing.T, env *Env) {
 		t.Fatalf("Take after TTL of counted silence = %+v, want count 1 (Take(n=0) must not reset the expiry)", r)
 	}
 	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual, Reason: "check"}, 30*env.Unit)
-	if r := take(t, sp, k, a, 0); !r.Banned || r.Ban.Reason != "check" {
+	if r := take(t, sp, k, a, 0); !r.Banned() || r.Ban.Reason != "check" {
 		t.Fatalf("Take(n=0) on a banned key = %+v, want banned", r)
 	}
 }
@@ -339,7 +339,7 @@ func testEscalation(t *testing.T, env *Env) {
 			t.Fatalf("ban #%d = %+v, want a new ban of %v (BanLength), offense %d", offense, r, want, offense)
 		}
 		env.Wait(want + env.Unit) // the ban expires by itself
-		if r := take(t, sp, k, a, 1); r.Banned || r.Count != 1 {
+		if r := take(t, sp, k, a, 1); r.Banned() || r.Count != 1 {
 			t.Fatalf("Take after ban #%d ended = %+v, want count 1, not banned", offense, r)
 		}
 	}
@@ -365,21 +365,21 @@ func testManualBans(t *testing.T, env *Env) {
 	}
 	addBan(t, sp, protect.Ban{Key: consumer, Reason: "fraud", Source: protect.SourceManual}, 30*env.Unit)
 
-	if r := take(t, sp, k, a, 1); !r.Banned || !r.Ban.Permanent() || r.BanLeft != 0 || r.Ban.Reason != "abuse | spam" || r.Ban.By != "ops@host" {
+	if r := take(t, sp, k, a, 1); !r.Banned() || !r.Ban.Permanent() || r.BanLeft != 0 || r.Ban.Reason != "abuse | spam" || r.Ban.By != "ops@host" {
 		t.Fatalf("Take(permanently banned) = %+v (ban %+v)", r, r.Ban)
 	}
 	inside, ia := host("198.51.100.77")
-	if r := take(t, sp, inside, ia, 1); !r.Banned || r.Ban.Key != rng || !r.Ban.Range || r.BanLeft <= 0 || r.BanLeft > 30*env.Unit {
+	if r := take(t, sp, inside, ia, 1); !r.Banned() || r.Ban.Key != rng || !r.Ban.Range || r.BanLeft <= 0 || r.BanLeft > 30*env.Unit {
 		t.Fatalf("Take(inside the range) = %+v (ban %+v)", r, r.Ban)
 	}
-	if r := take(t, sp, inside, ia, 0); !r.Banned || r.Ban.Key != rng {
+	if r := take(t, sp, inside, ia, 0); !r.Banned() || r.Ban.Key != rng {
 		t.Fatalf("Take(inside the range, n=0) = %+v, want banned", r)
 	}
 	outside, oa := host("198.51.101.77")
-	if r := take(t, sp, outside, oa, 1); r.Banned {
+	if r := take(t, sp, outside, oa, 1); r.Banned() {
 		t.Fatalf("Take(outside the range) = %+v, want not banned", r)
 	}
-	if r := take(t, sp, consumer, netip.Addr{}, 1); !r.Banned || r.Ban.Reason != "fraud" {
+	if r := take(t, sp, consumer, netip.Addr{}, 1); !r.Banned() || r.Ban.Reason != "fraud" {
 		t.Fatalf("Take(banned consumer) = %+v", r)
 	}
 	if got := keys(bans(t, sp, protect.BanFilter{})); fmt.Sprint(got) != "[198.51.100.0/24 cus_alpha 203.0.113.7]" &&
@@ -402,7 +402,7 @@ func testManualBans(t *testing.T, env *Env) {
 		k protect.Key
 		a netip.Addr
 	}{{k, a}, {inside, ia}, {consumer, netip.Addr{}}} {
-		if r := take(t, sp, c.k, c.a, 1); r.Banned {
+		if r := take(t, sp, c.k, c.a, 1); r.Banned() {
 			t.Fatalf("Take(%s) after its lift = %+v, want not banned", c.k, r)
 		}
 	}
@@ -429,7 +429,7 @@ func testKeyBanResetsCounter(t *testing.T, env *Env) {
 	}
 	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual}, 3*env.Unit)
 	env.Wait(4 * env.Unit)
-	if r := take(t, sp, k, a, 1); r.Banned || r.Count != 1 {
+	if r := take(t, sp, k, a, 1); r.Banned() || r.Count != 1 {
 		t.Fatalf("Take after a 3-unit ban ended = %+v, want count 1", r)
 	}
 }
@@ -473,7 +473,7 @@ func testRangeBanResetsCounters(t *testing.T, env *Env) {
 		if tg.reset {
 			want = 1
 		}
-		if r := take(t, sp, tg.k, tg.a, 1); r.Banned || r.Count != want {
+		if r := take(t, sp, tg.k, tg.a, 1); r.Banned() || r.Count != want {
 			t.Errorf("Take(%s) after a range ban and its lift = %+v, want count %d", tg.k, r, want)
 		}
 	}
@@ -525,7 +525,7 @@ func testNamespaces(t *testing.T, env *Env) {
 		t.Fatalf("Bans in another namespace = %v, want none", keys(got))
 	}
 	same := env.space(t, "", lim)
-	if r := take(t, same, k, a, 1); !r.Banned {
+	if r := take(t, same, k, a, 1); !r.Banned() {
 		t.Fatalf("Take through a second space of the namespace = %+v, want banned", r)
 	}
 	if got := keys(bans(t, same, protect.BanFilter{})); fmt.Sprint(got) != "[192.0.2.9]" {
@@ -583,7 +583,7 @@ func testConcurrentExactness(t *testing.T, env *Env) {
 			case r.NewBan:
 				newBans++
 				seen[r.Count]++
-			case r.Banned:
+			case r.Banned():
 				banned++
 			default:
 				seen[r.Count]++
