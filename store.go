@@ -236,9 +236,10 @@ func (lim *Limits) Reason() string {
 // Result is the outcome of Space.Take. The zero Result is a request that
 // was not counted and not banned.
 //
-// It has four fields, the most a Go struct may have and still be kept in
-// registers: a Result passed from call to call is never stored to
-// memory and copied back. A fifth field would cost every request.
+// It has four fields, the most of a struct the Go compiler keeps in
+// registers: passed from the store to the Decision, a Result is never
+// stored a word at a time and copied back in 16-byte loads, which wait
+// for those stores. A fifth field would cost every request that wait.
 type Result struct {
 	// Count is the stream's count, including what this Take counted. It
 	// is zero when a ban answered before counting.
