@@ -151,7 +151,8 @@ type blockLists struct {
 	lists []*activeList
 	// one is the set pointer of the only list, when there is one list
 	// and it hands its set over (a file, a URL, a BlockSetPointer): with
-	// it VerifyAddr rules most unlisted addresses out inline (Protector.one).
+	// it VerifyAddr, Verify and Check rule most unlisted IPv4 addresses
+	// out before the block list step (Protector.passes).
 	// Otherwise it is &look, which holds an empty set that never rules an
 	// address out.
 	one    *atomic.Pointer[BlockSet]

@@ -234,8 +234,8 @@ func (s *BlockSet) Match(a netip.Addr) (BlockEntry, bool) {
 
 // misses4 reports whether the set surely does not hold the IPv4 address
 // x: no entry meets its /24; false means find4 must look. It is inlined
-// into the request path, where it answers without a call for most
-// addresses a large set does not hold.
+// into Protector.passes and screen, where it answers for most addresses a
+// large set does not hold with one load and no further call.
 func (s *BlockSet) misses4(x uint32) bool {
 	return s == nil || s.v4occ != nil && s.v4occ[x>>14]&(1<<(x>>8%64)) == 0
 }

@@ -186,11 +186,12 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // the cache must cost the same for each. So it is bounded in bytes
 // (keyCacheSets × 4 small entries, allocated on the first one), and an
 // attacker with many identifiers costs hashing, never memory. A hit needs
-// all 128 bits of the two hashes to match (the 114 the set does not fix
-// are chance), under seeds no client knows: two identifiers that agree on
-// them by chance, or by a client's design, are out of reach. A third
-// hash for the set would buy 14 bits that nothing needs, for a hash's
-// cost on every request.
+// all 128 bits of the two hashes to match, under seeds no client knows;
+// the bits that picked the set match in every way of it, so chance must
+// match the other 128 − log2(keyCacheSets). Two identifiers that agree
+// on them by chance, or by a client's design, are out of reach: a hash
+// of its own for the set would add bits that nothing needs, and one more
+// hash to every identifier the cache is asked for.
 type consumerKeys struct {
 	once  sync.Once
 	seeds [2]maphash.Seed // the two halves of the check, the first's low bits the set

@@ -162,12 +162,16 @@ const (
 	charSep               // '.' or ':', which an address must hold
 )
 
+// tokenRun is how many letters and digits in a row make an identifier
+// the shape of a random token, which ConsumerKey hashes.
+const tokenRun = 20
+
 func verbatimKey(id string) bool {
 	if id == "" || len(id) > maxVerbatimKey {
 		return false
 	}
 	all, some := uint8(0xff), uint8(0)
-	if len(id) < 20 { // too short for a run of 20
+	if len(id) < tokenRun { // too short to hold a run
 		for i := 0; i < len(id); i++ {
 			c := keyChars[id[i]]
 			all &= c
@@ -180,7 +184,7 @@ func verbatimKey(id string) bool {
 			all &= c
 			some |= c
 			run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
-			if run >= 20 {
+			if run >= tokenRun {
 				return false
 			}
 		}
@@ -232,8 +236,9 @@ type wordKey struct {
 //
 // An IPv4 address is read with As4, which stays in registers. As16's
 // array is written as two words and read back as one, and a load that
-// spans two stores waits until both reach the cache: that wait costs a
-// request more than the branch does.
+// spans two stores waits until both reach the cache. With As4 and the
+// branch, wordsOf is past the inlining budget, so it is a call of its own;
+// an IPv6 address is still read with As16.
 func wordsOf(p netip.Prefix) wordKey {
 	a := p.Addr()
 	if a.Is4() {
@@ -253,8 +258,8 @@ func (k wordKey) prefix() netip.Prefix {
 }
 
 // hint is a cheap spread of k, for picking a stripe of counters
-// (stats.go): the low words of its address, or its name's length and
-// first bytes.
+// (stats.go): the two words of its address (wordsOf) XORed, or its
+// name's length and first bytes.
 func (k Key) hint() uint64 {
 	if k.Prefix.IsValid() {
 		w := wordsOf(k.Prefix)

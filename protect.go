@@ -34,7 +34,7 @@ type Protector struct {
 	esc *escalation // prefix escalation (escalate.go); nil when off
 
 	lists *blockLists               // Config.BlockLists (blocklist.go); nil when none
-	one   *atomic.Pointer[BlockSet] // lists.one, a load nearer VerifyAddr; nil when no lists
+	one   *atomic.Pointer[BlockSet] // lists.one, a load nearer the request path (passes); nil when no lists
 
 	closeOnce sync.Once
 	closeErr  error
@@ -214,7 +214,8 @@ func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
 // surely passes steps 1 to 3 with no call of screen: an IPv4 address, no
 // safe networks, and one list (p.one, which the caller checked is set)
 // whose set meets no address of a's /24. As4, not As16: see wordsOf
-// (key.go).
+// (key.go). As4's panics put passes past the inlining budget, so it is a
+// call, but one that calls nothing.
 func (p *Protector) passes(a netip.Addr, err error) bool {
 	if err != nil || p.safe.set != nil || !a.Is4() {
 		return false
@@ -366,8 +367,9 @@ func (p *Protector) unknown(err error) Decision {
 // asks the store (take), or the failure policy when the store fails, and
 // writes the answer into d, which holds nothing yet: the hot path builds
 // one Decision, in its caller's frame, rather than copying one through
-// every call. k and a reach the store as they came, in registers: read
-// back from d, a Key written a word at a time just before would be
+// every call. k and a reach the store as they came, a word at a time
+// (k comes on the stack, as decide's arguments overflow the registers):
+// read back from d, a Key written a word at a time just before would be
 // copied in 16-byte loads, which wait for those stores to reach the
 // cache. The error is non-nil only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
