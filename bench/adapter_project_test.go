@@ -6,13 +6,20 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/netip"
 
 	protect "github.com/httpprotect/protect"
 )
 
-type projectAdapter struct{ p *protect.Protector }
+// projectAdapter is every in-memory and Redis peer of the project, so
+// that two of them differ only in their configuration (project-mem-lists
+// is project-mem with a list), never in the code the harness calls.
+type projectAdapter struct {
+	p    *protect.Protector
+	done func() error // what Close does after closing p; nil for nothing
+}
 
 func (a *projectAdapter) Allow(ctx context.Context, key string) (bool, error) {
 	addr, err := netip.ParseAddr(key)
@@ -26,7 +33,13 @@ func (a *projectAdapter) Allow(ctx context.Context, key string) (bool, error) {
 	return !d.Refused(), nil
 }
 
-func (a *projectAdapter) Close() error { return a.p.Close() }
+func (a *projectAdapter) Close() error {
+	err := a.p.Close()
+	if a.done != nil {
+		err = errors.Join(err, a.done())
+	}
+	return err
+}
 
 func projectConfig(p Policy) protect.Config {
 	return protect.Config{TTL: p.Window, MaxRequests: int64(p.Limit), BanLimit: -1, OnStoreError: protect.FailOpen}

@@ -17,15 +17,6 @@ import (
 	protect "github.com/httpprotect/protect"
 )
 
-type projectListsAdapter struct {
-	projectAdapter
-	dir string
-}
-
-func (a *projectListsAdapter) Close() error {
-	return errors.Join(a.p.Close(), os.RemoveAll(a.dir))
-}
-
 // writeBigList writes the list: n random IPv4 addresses and m random
 // ranges (/16 to /28), outside 10.0.0.0/8. It returns the first address.
 func writeBigList(path string, n, m int) (first netip.Addr, err error) {
@@ -57,7 +48,7 @@ func writeBigList(path string, n, m int) (first netip.Addr, err error) {
 	return first, errors.Join(w.Flush(), f.Close())
 }
 
-func newProjectLists(p Policy) (*projectListsAdapter, error) {
+func newProjectLists(p Policy) (*projectAdapter, error) {
 	dir, err := os.MkdirTemp("", "protect-bench-")
 	if err != nil {
 		return nil, err
@@ -80,7 +71,7 @@ func newProjectLists(p Policy) (*projectListsAdapter, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("project-mem-lists: BlockListMatches(%s) = %v, want the list", first, m)
 	}
-	return &projectListsAdapter{projectAdapter: projectAdapter{p: pr}, dir: dir}, nil
+	return &projectAdapter{p: pr, done: func() error { return os.RemoveAll(dir) }}, nil
 }
 
 func init() {
