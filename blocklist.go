@@ -152,11 +152,8 @@ type blockLists struct {
 	// one is the set pointer of the only list, when there is one list
 	// and it hands its set over (a file, a URL, a BlockSetPointer): with
 	// it VerifyAddr, Verify and Check rule most unlisted IPv4 addresses
-	// out before the block list step (Protector.passes).
-	// Otherwise it is &look, which holds an empty set that never rules an
-	// address out.
+	// out before the block list step (Protector.passes). nil otherwise.
 	one    *atomic.Pointer[BlockSet]
-	look   atomic.Pointer[BlockSet]
 	clock  func() time.Time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -204,8 +201,6 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 		}
 		bl.lists = append(bl.lists, a)
 	}
-	bl.look.Store(&BlockSet{})
-	bl.one = &bl.look
 	if len(bl.lists) == 1 && bl.lists[0].set != nil {
 		bl.one = bl.lists[0].set
 	}

@@ -171,22 +171,14 @@ func verbatimKey(id string) bool {
 		return false
 	}
 	all, some := uint8(0xff), uint8(0)
-	if len(id) < tokenRun { // too short to hold a run
-		for i := 0; i < len(id); i++ {
-			c := keyChars[id[i]]
-			all &= c
-			some |= c
-		}
-	} else {
-		run := 0 // letters and digits in a row
-		for i := 0; i < len(id); i++ {
-			c := keyChars[id[i]]
-			all &= c
-			some |= c
-			run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
-			if run >= tokenRun {
-				return false
-			}
+	run := 0 // letters and digits in a row
+	for i := 0; i < len(id); i++ {
+		c := keyChars[id[i]]
+		all &= c
+		some |= c
+		run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
+		if run >= tokenRun {
+			return false
 		}
 	}
 	if all&charOK == 0 || all&charAddr != 0 && some&charSep != 0 {

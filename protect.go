@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 )
 
 // A Protector decides, request by request, whether a client may pass. It
@@ -33,8 +32,7 @@ type Protector struct {
 
 	esc *escalation // prefix escalation (escalate.go); nil when off
 
-	lists *blockLists               // Config.BlockLists (blocklist.go); nil when none
-	one   *atomic.Pointer[BlockSet] // lists.one, a load nearer the request path (passes); nil when no lists
+	lists *blockLists // Config.BlockLists (blocklist.go); nil when none
 
 	closeOnce sync.Once
 	closeErr  error
@@ -100,9 +98,6 @@ func New(cfg Config) (*Protector, error) {
 	if p.lists, err = newBlockLists(c.BlockLists, c.Clock, c.Logger); err != nil {
 		p.Close()
 		return nil, err
-	}
-	if p.lists != nil {
-		p.one = p.lists.one
 	}
 	if p.guard == nil && !p.cfg.DryRun {
 		p.publish() // in process: at once, it costs nothing
@@ -211,16 +206,16 @@ func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
 	return p.screen(d, a, err)
 }
 
-// oneSet returns the set of the one list (see Protector.one), nil when
+// oneSet returns the set of the one list (blockLists.one), nil when
 // there is none. Callers load it before they resolve or normalise the
 // address: the loads from p to the set do not depend on it, so they run
 // while that work does, and only the load of a's bit is left when the
 // address is known.
 func (p *Protector) oneSet() *BlockSet {
-	if p.one == nil {
+	if p.lists == nil || p.lists.one == nil {
 		return nil
 	}
-	return p.one.Load()
+	return p.lists.one.Load()
 }
 
 // passes reports whether the client address a (err from resolving it)
