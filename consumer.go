@@ -120,7 +120,7 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.
 
 // planDecision writes the store's answer res into d.
 func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, res *PlanResult) {
-	d.Addr, d.Key, d.DryRun, d.plan = a, k, p.cfg.DryRun, plan
+	d.Addr, d.Key, d.DryRun, d.hdr = a, k, p.cfg.DryRun, &plan.hdr
 	if stream {
 		d.Count = res.Count
 	}
@@ -146,7 +146,7 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 		if st.RetryAfter > 0 {
 			t = st.RetryAfter
 		}
-		d.planLeft[j] = st.Remaining
+		d.planLeft[j] = uint32(min(max(st.Remaining, 0), maxPlanLeft))
 		d.planReset[j] = uint32(min(seconds(t), math.MaxUint32))
 	}
 	i := res.Decider

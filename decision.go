@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"math"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -80,6 +81,13 @@ func (s Status) Code() string {
 // with it.
 type Decision struct {
 	Status Status
+	// DryRun reports a decision made with Config.DryRun: it is logged and
+	// its headers are written, but it never refuses.
+	DryRun bool
+	// code sits beside Status and DryRun, so that the three fill one word:
+	// a Decision is returned, and copied, by value, and every word of it
+	// is a store on every request.
+	code uint16 // the refusal status code; 0: the Status's own
 	// Addr is the resolved client address, unmapped and zone-free; zero
 	// for VerifyKey and when the address is unknown.
 	Addr netip.Addr
@@ -123,32 +131,35 @@ type Decision struct {
 	// stream limit and for decisions no limit made (bans, unknown
 	// clients).
 	Policy string
-	// DryRun reports a decision made with Config.DryRun: it is logged and
-	// its headers are written, but it never refuses.
-	DryRun bool
 	// Err explains an Unknown decision (it wraps ErrUnknownClient), or
 	// holds a store error that the failure policy absorbed. It is for
 	// logs: it never reaches a response.
 	Err error
 
-	code int           // the refusal status code
-	hdr  *headerValues // the protector's field values; nil when not counted
-
-	// Under a plan: the plan, and each limit's r and t for the RateLimit
-	// field, kept inline so that deciding allocates nothing.
-	plan      *Plan
-	planLeft  [MaxPlanLimits]int64
+	// hdr holds the field values of the protector, or under a plan those
+	// of the plan (hdr.plan); nil when nothing was counted.
+	hdr *headerValues
+	// Under a plan, each limit's r and t for the RateLimit field, kept
+	// inline so that deciding allocates nothing, and in 32 bits, as
+	// every request copies them (r stops at maxPlanLeft).
+	planLeft  [MaxPlanLimits]uint32
 	planReset [MaxPlanLimits]uint32 // seconds
 }
+
+// maxPlanLeft is the most a plan's RateLimit field reports left of one
+// limit: a limit of more reports this until its remaining falls below.
+// It understates, which a client can only read as "slow down".
+const maxPlanLeft = math.MaxUint32
 
 // headerValues are a protector's RateLimit field values, made once: the
 // policy, and the RateLimit value for each remaining count while the
 // stream is counted (t is then always the TTL). Writing them allocates
 // nothing.
 type headerValues struct {
-	name   string // Config.Name: the item's key in both fields
+	name   string // the item's key in both fields: Config.Name, or a plan's first limit's name
 	policy []string
-	rate   [][]string // rate[r] is `"<name>";r=<r>;t=<ttl>`
+	rate   [][]string // rate[r] is `"<name>";r=<r>;t=<ttl>`; nil for a plan
+	plan   *Plan      // the plan whose values these are; nil for a protector's
 }
 
 // maxPrecomputed bounds the RateLimit values made in advance.
@@ -196,7 +207,7 @@ func (d Decision) StatusCode() int {
 		return http.StatusOK
 	}
 	if d.code != 0 {
-		return d.code
+		return int(d.code)
 	}
 	switch d.Status {
 	case Banned, Blocked:
@@ -233,18 +244,14 @@ func (d Decision) StatusCode() int {
 // the hot path does not allocate: replace them (Header.Set), never modify
 // them in place.
 func (d Decision) WriteHeaders(h http.Header) {
-	if d.plan != nil {
-		own := d.plan.limits[0].name
-		setField(h, "Ratelimit-Policy", own, d.plan.policy)
-		if d.Status != Banned {
-			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
-		} else {
-			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
-		}
-	} else if d.hdr != nil {
+	if d.hdr != nil {
 		own := d.hdr.name
 		setField(h, "Ratelimit-Policy", own, d.hdr.policy)
 		switch {
+		case d.hdr.plan != nil && d.Status != Banned:
+			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
+		case d.hdr.plan != nil:
+			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
 		case d.Status != Banned && d.Remaining < int64(len(d.hdr.rate)):
 			setField(h, "Ratelimit", own, d.hdr.rate[d.Remaining])
 		case d.Status != Banned:
@@ -285,14 +292,14 @@ func (d Decision) WriteResponse(w http.ResponseWriter) {
 func (d *Decision) planRateLimit() string {
 	var buf [256]byte
 	b := buf[:0]
-	for i := range d.plan.limits {
+	for i, l := range d.hdr.plan.limits {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, '"')
-		b = append(b, d.plan.limits[i].name...)
+		b = append(b, l.name...)
 		b = append(b, `";r=`...)
-		b = strconv.AppendInt(b, d.planLeft[i], 10)
+		b = strconv.AppendUint(b, uint64(d.planLeft[i]), 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendUint(b, uint64(d.planReset[i]), 10)
 	}
@@ -305,7 +312,7 @@ func (d Decision) problem(code int) []byte {
 	switch d.Status {
 	case Limited:
 		detail = "Too many requests without a pause. Pause for retry_after seconds and the limit starts over."
-		if d.plan != nil {
+		if d.hdr != nil && d.hdr.plan != nil {
 			detail = "Too many requests for this plan's rate. Retry after retry_after seconds."
 			if d.RetryAfter <= 0 {
 				detail = "This request costs more than this plan's rate ever allows at once."

@@ -206,7 +206,8 @@ func floorDiv(a, b int64) int64 {
 type Plan struct {
 	name   string
 	limits []planLimit
-	policy []string // the RateLimit-Policy field, shared by every response
+	policy []string     // the RateLimit-Policy field, shared by every response
+	hdr    headerValues // the fields' values for a Decision: its hdr points here
 }
 
 // planLimit is one limit of a plan, validated, with what deciding it
@@ -391,6 +392,7 @@ func (p *Plan) prepare() {
 		pol = strconv.AppendInt(pol, seconds(l.window), 10)
 	}
 	p.policy = []string{string(pol)}
+	p.hdr = headerValues{name: p.limits[0].name, policy: p.policy, plan: p}
 }
 
 // Name returns the plan's name.

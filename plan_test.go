@@ -465,6 +465,25 @@ func TestPlanHeadersAreStructuredFields(t *testing.T) {
 	}
 }
 
+// A limit of more than 2^32-1 reports r=4294967295 in RateLimit, an
+// understatement, until what it has left falls below; Decision.Remaining
+// keeps the exact count.
+func TestPlanRateLimitLeftStops(t *testing.T) {
+	p, _ := newTestProtector(t, Config{})
+	plan := mustPlan(t, "big", Quota{Name: "monthly", Limit: 1<<40 + 10, Period: Monthly}, Rate{Name: "small", Limit: 5, Period: time.Second})
+	d := consume(t, p, "acme", plan)
+	if got, want := headers(d).Get("RateLimit"), `"monthly";r=4294967295;t=129600, "small";r=4;t=1`; got != want {
+		t.Fatalf("VerifyConsumer(acme) RateLimit = %q, want %q", got, want)
+	}
+	if d.Policy != "small" || d.Remaining != 4 {
+		t.Fatalf("VerifyConsumer(acme) = %s with %d left, want small with 4", d.Policy, d.Remaining)
+	}
+	big := mustPlan(t, "big", Quota{Name: "monthly", Limit: 1<<40 + 10, Period: Monthly})
+	if d := consume(t, p, "globex", big); d.Remaining != 1<<40+9 || headers(d).Get("RateLimit") != `"monthly";r=4294967295;t=129600` {
+		t.Fatalf("VerifyConsumer(globex) = %d left, RateLimit %q; want %d and r=4294967295", d.Remaining, headers(d).Get("RateLimit"), int64(1<<40+9))
+	}
+}
+
 // sfString formats parsed list members in order, parameters as given.
 func sfString(items []sfItem, keys ...string) string {
 	var b strings.Builder

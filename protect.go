@@ -375,7 +375,7 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err 
 }
 
 func (p *Protector) unknown(err error) Decision {
-	d := Decision{Status: Unknown, Err: err, DryRun: p.cfg.DryRun, code: p.cfg.UnknownStatus}
+	d := Decision{Status: Unknown, Err: err, DryRun: p.cfg.DryRun, code: uint16(p.cfg.UnknownStatus)}
 	p.logDryRun(&d)
 	return d
 }
@@ -434,7 +434,7 @@ func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, re
 //
 //go:noinline
 func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
-	d.Status, d.code, d.Remaining, d.RetryAfter = Banned, p.cfg.BanStatus, 0, p.lim.BanDuration
+	d.Status, d.code, d.Remaining, d.RetryAfter = Banned, uint16(p.cfg.BanStatus), 0, p.lim.BanDuration
 	if n > 0 && d.Count-n <= p.lim.BanLimit {
 		p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "protect: dry run: would ban",
 			slog.String("key", d.Key.String()), slog.String("addr", addrString(d.Addr)),
@@ -447,7 +447,7 @@ func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
 //
 //go:noinline
 func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
-	d.Status, d.code, d.Ban = Banned, p.cfg.BanStatus, res.Ban
+	d.Status, d.code, d.Ban = Banned, uint16(p.cfg.BanStatus), res.Ban
 	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 	if res.NewBan {
 		p.stats.stripe(0).autoBans.Add(1)
