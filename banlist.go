@@ -159,8 +159,8 @@ func (p *Protector) target(s string) (target, error) {
 		if name == "" {
 			return target{}, fmt.Errorf("%w: %q names no consumer", ErrBadTarget, s)
 		}
-		if h, ok := hashedKey(name); ok {
-			return target{key: Key{Name: h}}, nil
+		if k, ok := keptKey(name); ok { // the key itself, as listings show it
+			return target{key: Key{Name: k}}, nil
 		}
 		return target{key: ConsumerKey(name)}, nil
 	}

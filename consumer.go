@@ -174,9 +174,11 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 }
 
 // consumerKeys caches the keys of consumer identifiers that ConsumerKey
-// hashes (secrets, and identifiers shaped like addresses): hashing costs
-// a SHA-256 and an allocation per request, a hit in the cache neither.
-// Identifiers kept verbatim need no cache.
+// does not keep verbatim: hashing costs a SHA-256 and an allocation per
+// request, and an identifier shaped like an address an allocation ("~"
+// and itself); a hit in the cache costs neither. Identifiers kept
+// verbatim need no cache. What follows is about hashed identifiers; see
+// addrKey for the others.
 //
 // The cache is a fixed array of 4-way sets, read without a lock. Two
 // seeded 64-bit hashes of the identifier are made; the low bits of the
@@ -211,13 +213,17 @@ type cachedKey struct {
 }
 
 func (c *consumerKeys) key(id string) Key {
-	if verbatimKey(id) {
+	form := keyFormOf(id)
+	if form == formVerbatim {
 		return Key{Name: id}
 	}
 	c.once.Do(func() {
 		c.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 		c.sets = make([]keyCacheSet, keyCacheSets)
 	})
+	if form == formAddr {
+		return c.addrKey(id)
+	}
 	check := [2]uint64{maphash.String(c.seeds[0], id), maphash.String(c.seeds[1], id)}
 	set := &c.sets[check[0]&(keyCacheSets-1)]
 	for i := range set.ways {
@@ -228,4 +234,21 @@ func (c *consumerKeys) key(id string) Key {
 	k := ConsumerKey(id)
 	set.ways[set.next.Add(1)%4].Store(&cachedKey{check: check, name: k.Name})
 	return k
+}
+
+// addrKey is key for an identifier shaped like an address, whose key is
+// "~" and itself. It is no secret and at most maxVerbatimKey bytes, so
+// a hit compares the key with it, exactly, and one hash picks the set.
+// The way's check stays zero, which both hashes of an identifier match
+// by a chance of 2^-128.
+func (c *consumerKeys) addrKey(id string) Key {
+	set := &c.sets[maphash.String(c.seeds[0], id)&(keyCacheSets-1)]
+	for i := range set.ways {
+		if e := set.ways[i].Load(); e != nil && len(e.name) == len(id)+1 && e.name[1:] == id {
+			return Key{Name: e.name}
+		}
+	}
+	name := "~" + id
+	set.ways[set.next.Add(1)%4].Store(&cachedKey{name: name})
+	return Key{Name: name}
 }

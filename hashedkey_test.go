@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,35 @@ func TestHashedKeyCase(t *testing.T) {
 	}
 	if d, _ := p.VerifyKey(t.Context(), id); d.Status != Banned {
 		t.Fatalf("VerifyKey(%q) after a ban on consumer:%s = %v, want Banned", id, upper, d.Status)
+	}
+}
+
+// A consumer whose id looks like an address is named, in a target, by
+// the id or by its key ("~" and the id), as listings show it; either
+// bans the consumer and never the address.
+func TestAddressShapedConsumerTarget(t *testing.T) {
+	p, _ := newTestProtector(t, Config{})
+	const id = "203.0.113.7"
+	want := Key{Name: "~" + id}
+	for _, s := range []string{id, "~" + id} {
+		k, isRange, err := p.Target(ConsumerPrefix + s)
+		if err != nil || isRange || k != want {
+			t.Errorf("Target(consumer:%s) = %v %v %v; want %v", s, k, isRange, err, want)
+		}
+	}
+	if k, err := ParseKey("~" + id); err != nil || k != want {
+		t.Errorf("ParseKey(~%s) = %v %v; want %v", id, k, err, want)
+	}
+	if k, err := ParseKey("~x.y"); err == nil {
+		t.Errorf("ParseKey(~x.y) = %v, want an error: no form of ConsumerKey's", k)
+	}
+	if _, err := p.Ban(t.Context(), ConsumerPrefix+"~"+id, BanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.VerifyKey(t.Context(), id); d.Status != Banned {
+		t.Fatalf("VerifyKey(%q) after a ban on consumer:~%s = %v, want Banned", id, id, d.Status)
+	}
+	if d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr(id)); d.Status != Allowed {
+		t.Fatalf("VerifyAddr(%s) after a ban on the consumer = %v, want Allowed", id, d.Status)
 	}
 }

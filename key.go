@@ -66,8 +66,8 @@ func ParseKey(s string) (Key, error) {
 		}
 		return Key{Prefix: p}, nil
 	}
-	if h, ok := hashedKey(s); ok {
-		return Key{Name: h}, nil
+	if k, ok := keptKey(s); ok {
+		return Key{Name: k}, nil
 	}
 	k := ConsumerKey(s)
 	if k.Name != s {
@@ -90,6 +90,19 @@ func looksLikeAddr(s string) bool {
 		}
 	}
 	return true
+}
+
+// keptKey reports whether s has one of the forms ConsumerKey gives an id
+// it does not keep verbatim, "~" and a hash or "~" and an address-shaped
+// id, and returns it as ConsumerKey writes it.
+func keptKey(s string) (string, bool) {
+	if h, ok := hashedKey(s); ok {
+		return h, true
+	}
+	if len(s) > 1 && s[0] == '~' && keyFormOf(s[1:]) == formAddr {
+		return s, true
+	}
+	return "", false
 }
 
 // hashedKey reports whether s has the form ConsumerKey gives a hashed key,
@@ -117,13 +130,18 @@ const maxVerbatimKey = 32
 // clearly an identifier is hashed: a key is kept verbatim only when it is at
 // most 32 bytes of [A-Za-z0-9._:@/-], has no run of 20 or more letters and
 // digits (the shape of a random token), and does not start like a
-// well-known secret ("sk_", "ghp_", …), and does not look like an address
-// (a consumer named "203.0.113.7" must not share Redis keys with that
-// address). Everything else becomes "~" + 32 hex digits of its SHA-256,
-// which no verbatim key can equal.
+// well-known secret ("sk_", "ghp_", …). Such a key that looks like an
+// address ("203.0.113.7", "10.0.0.0/8") is kept as "~" and itself, as a
+// consumer named 203.0.113.7 must not share Redis keys with that address.
+// Everything else becomes "~" + 32 hex digits of its SHA-256. No two of
+// the three forms can be equal: a verbatim key has no "~", and an
+// address has a dot or a colon, which hex digits do not.
 func ConsumerKey(id string) Key {
-	if verbatimKey(id) {
+	switch keyFormOf(id) {
+	case formVerbatim:
 		return Key{Name: id}
+	case formAddr:
+		return Key{Name: "~" + id}
 	}
 	sum := sha256.Sum256([]byte(id))
 	return Key{Name: "~" + hex.EncodeToString(sum[:16])}
@@ -166,9 +184,19 @@ const (
 // the shape of a random token, which ConsumerKey hashes.
 const tokenRun = 20
 
-func verbatimKey(id string) bool {
+// A keyForm is how ConsumerKey keeps an identifier.
+type keyForm uint8
+
+const (
+	formVerbatim keyForm = iota // as it is
+	formAddr                    // "~" and itself: it looks like an address
+	formHashed                  // "~" and 32 hex digits of its SHA-256
+)
+
+// keyFormOf returns the form ConsumerKey keeps id in.
+func keyFormOf(id string) keyForm {
 	if id == "" || len(id) > maxVerbatimKey {
-		return false
+		return formHashed
 	}
 	all, some := uint8(0xff), uint8(0)
 	run := 0 // letters and digits in a row
@@ -176,23 +204,26 @@ func verbatimKey(id string) bool {
 		c := keyChars[id[i]]
 		all &= c
 		some |= c
-		run = (run + 1) * int(c>>1&1) // charAlnum is 1<<1: reset on anything else
+		run = (run + 1) & -int(c>>1&1) // charAlnum is 1<<1: reset on anything else
 		if run >= tokenRun {
-			return false
+			return formHashed
 		}
 	}
-	if all&charOK == 0 || all&charAddr != 0 && some&charSep != 0 {
-		return false // a byte not allowed, or an address (see looksLikeAddr)
+	if all&charOK == 0 {
+		return formHashed // a byte not allowed
 	}
 	switch id[0] { // the first letters of secretPrefixes
 	case 's', 'r', 'p', 'g', 'x', 'A', 'e':
 		for i := range secretPrefixes { // by index: ranging over the array would copy it
 			if strings.HasPrefix(id, secretPrefixes[i]) {
-				return false
+				return formHashed
 			}
 		}
 	}
-	return true
+	if all&charAddr != 0 && some&charSep != 0 {
+		return formAddr // see looksLikeAddr
+	}
+	return formVerbatim
 }
 
 // aggregator maps a client address to the key it is counted under.

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// A consumer key is the identifier itself or a hash of it: never a
-// transformed secret, and always a key ParseKey reads back.
+// A consumer key is the identifier itself, "~" and an address-shaped
+// identifier, or a hash: never a transformed secret, and always a key
+// ParseKey reads back.
 func FuzzConsumerKey(f *testing.F) {
 	for _, s := range []string{"cus_alpha", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "", "{slot}", "~" + strings.Repeat("a", 32), "a b"} {
 		f.Add(s)
@@ -16,15 +17,19 @@ func FuzzConsumerKey(f *testing.F) {
 		k := ConsumerKey(id)
 		switch {
 		case k.Name == id:
-			if !verbatimKey(id) {
-				t.Fatalf("ConsumerKey(%q) = %q verbatim, but verbatimKey(%q) = false", id, k.Name, id)
+			if f := keyFormOf(id); f != formVerbatim {
+				t.Fatalf("ConsumerKey(%q) = %q verbatim, but keyFormOf(%q) = %d", id, k.Name, id, f)
+			}
+		case k.Name == "~"+id:
+			if f := keyFormOf(id); f != formAddr || !looksLikeAddr(id) {
+				t.Fatalf("ConsumerKey(%q) = %q, but keyFormOf(%q) = %d, looksLikeAddr %v", id, k.Name, id, f, looksLikeAddr(id))
 			}
 		case len(k.Name) == 33 && k.Name[0] == '~':
 			if _, err := hex.DecodeString(k.Name[1:]); err != nil {
 				t.Fatalf("ConsumerKey(%q) = %q, want ~ and 32 hex digits", id, k.Name)
 			}
 		default:
-			t.Fatalf("ConsumerKey(%q) = %q, want the id itself or ~ and 32 hex digits", id, k.Name)
+			t.Fatalf("ConsumerKey(%q) = %q, want the id itself, ~ and itself, or ~ and 32 hex digits", id, k.Name)
 		}
 		if strings.ContainsAny(k.Name, "{}") {
 			t.Fatalf("ConsumerKey(%q) = %q, want no { or }: they would break the hash tag", id, k.Name)

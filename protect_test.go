@@ -361,6 +361,23 @@ func TestConsumerKeys(t *testing.T) {
 			t.Errorf("VerifyKey(%q).Key = %q, want a hash", secret, k)
 		}
 	}
+	// An id shaped like an address is kept as "~" and itself: never the
+	// address's key, and ParseKey reads it back. A longer one is hashed.
+	for _, tt := range []struct{ id, want string }{
+		{"203.0.113.7", "~203.0.113.7"},
+		{"2001:db8::1", "~2001:db8::1"},
+		{"10.0.0.0/8", "~10.0.0.0/8"},
+		{"2001:db8:1:2:3:4:5:6/128", "~2001:db8:1:2:3:4:5:6/128"},
+	} {
+		d, _ := p.VerifyKey(ctx, tt.id)
+		back, err := ParseKey(d.Key.String())
+		if d.Key.Name != tt.want || d.Key.Prefix.IsValid() || err != nil || back != d.Key {
+			t.Errorf("VerifyKey(%q).Key = %+v, ParseKey of it %+v, %v; want name %q, read back", tt.id, d.Key, back, err, tt.want)
+		}
+	}
+	if d, _ := p.VerifyKey(ctx, "2001:0db8:0000:0000:0000:0000:0001"); len(d.Key.Name) != 33 || d.Key.Name[0] != '~' || strings.Contains(d.Key.Name, ":") {
+		t.Errorf("VerifyKey(a 34-byte address-shaped id).Key = %q, want a hash", d.Key.Name)
+	}
 	if d, _ := p.VerifyKey(ctx, ""); d.Status != Unknown || !d.Refused() {
 		t.Fatalf("VerifyKey(\"\") = %v, want unknown, refused", d.Status)
 	}
