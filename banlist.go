@@ -136,8 +136,9 @@ const ConsumerPrefix = "consumer:"
 // address becomes its counting key ("2001:db8:1:2::99" →
 // "2001:db8:1:2::/64"); a CIDR is a range, or a counting key when it is
 // exactly one ("2001:db8:1:2::/64"); "consumer:NAME" is the consumer key
-// Verify uses for NAME (or NAME itself, in lowercase, when it is already a
-// hashed key). Anything else is an error wrapping ErrBadTarget: a typo must not ban or
+// Verify uses for NAME (or NAME itself when it is already a consumer key
+// that is not verbatim: a hashed one, in lowercase, or "~" and an
+// address, "consumer:~203.0.113.7" as listings show it). Anything else is an error wrapping ErrBadTarget: a typo must not ban or
 // lift something nobody meant. So is a CIDR inside 6to4, NAT64 or Teredo
 // whose clients Verify counts as the IPv4 addresses they embed: a ban on
 // it would be listed and never hold. isRange reports a range ban target.

@@ -175,15 +175,15 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 
 // consumerKeys caches the keys of consumer identifiers that ConsumerKey
 // does not keep verbatim: hashing costs a SHA-256 and an allocation per
-// request, and an identifier shaped like an address an allocation ("~"
-// and itself); a hit in the cache costs neither. Identifiers kept
+// request, and an address a parse and two allocations ("~" and itself,
+// and its way); a hit in the cache costs none of these. Identifiers kept
 // verbatim need no cache. What follows is about hashed identifiers; see
 // addrKey for the others.
 //
 // The cache is a fixed array of 4-way sets, read without a lock. Two
 // seeded 64-bit hashes of the identifier are made; the low bits of the
 // first pick a set, and a miss replaces one way of it. A way holds the
-// key (a fixed 33 bytes) and both hashes, never the identifier itself: a
+// key (at most 33 bytes) and both hashes, never the identifier itself: a
 // gateway may send identifiers of any length, up to its header cap, and
 // the cache must cost the same for each. So it is bounded in bytes
 // (keyCacheSets × 4 small entries, allocated on the first one), and an
@@ -213,7 +213,7 @@ type cachedKey struct {
 }
 
 func (c *consumerKeys) key(id string) Key {
-	form := keyFormOf(id)
+	form := keyShapeOf(id)
 	if form == formVerbatim {
 		return Key{Name: id}
 	}
@@ -221,34 +221,45 @@ func (c *consumerKeys) key(id string) Key {
 		c.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 		c.sets = make([]keyCacheSet, keyCacheSets)
 	})
+	h := maphash.String(c.seeds[0], id)
+	set := &c.sets[h&(keyCacheSets-1)]
 	if form == formAddr {
-		return c.addrKey(id)
+		if k, ok := set.addrHit(id); ok {
+			return k
+		}
 	}
-	check := [2]uint64{maphash.String(c.seeds[0], id), maphash.String(c.seeds[1], id)}
-	set := &c.sets[check[0]&(keyCacheSets-1)]
+	check := [2]uint64{h, maphash.String(c.seeds[1], id)}
 	for i := range set.ways {
 		if e := set.ways[i].Load(); e != nil && e.check == check {
 			return Key{Name: e.name}
 		}
+	}
+	// A miss. Only here is an address-shaped id parsed: one that is no
+	// address (a token of hex digits and colons) is hashed, and its
+	// next request is a hit above.
+	if form == formAddr && isAddrOrCIDR(id) {
+		name := "~" + id
+		set.ways[set.next.Add(1)%4].Store(&cachedKey{name: name})
+		return Key{Name: name}
 	}
 	k := ConsumerKey(id)
 	set.ways[set.next.Add(1)%4].Store(&cachedKey{check: check, name: k.Name})
 	return k
 }
 
-// addrKey is key for an identifier shaped like an address, whose key is
-// "~" and itself. It is no secret and at most maxVerbatimKey bytes, so
-// a hit compares the key with it, exactly, and one hash picks the set.
-// The way's check stays zero, which both hashes of an identifier match
-// by a chance of 2^-128.
-func (c *consumerKeys) addrKey(id string) Key {
-	set := &c.sets[maphash.String(c.seeds[0], id)&(keyCacheSets-1)]
-	for i := range set.ways {
-		if e := set.ways[i].Load(); e != nil && len(e.name) == len(id)+1 && e.name[1:] == id {
-			return Key{Name: e.name}
+// addrHit looks up an identifier shaped like an address (keyShapeOf),
+// whose key, when it is an address or CIDR, is "~" and itself. An address
+// is no secret and at most maxVerbatimKey bytes, so a hit compares the
+// key with it, exactly, and the first hash alone picks the set. Only an
+// id that parsed as an address is stored so, and a hashed key (hex
+// digits alone) never equals "~" and an id with a dot or a colon. The
+// way's check stays zero, which both hashes of an identifier match by a
+// chance of 2^-128.
+func (s *keyCacheSet) addrHit(id string) (_ Key, ok bool) {
+	for i := range s.ways {
+		if e := s.ways[i].Load(); e != nil && len(e.name) == len(id)+1 && e.name[1:] == id {
+			return Key{Name: e.name}, true
 		}
 	}
-	name := "~" + id
-	set.ways[set.next.Add(1)%4].Store(&cachedKey{name: name})
-	return Key{Name: name}
+	return Key{}, false
 }

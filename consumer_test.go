@@ -3,7 +3,9 @@ package protect
 import (
 	"fmt"
 	"hash/maphash"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -14,6 +16,11 @@ func modelKeyForm(id string) keyForm {
 		return formHashed
 	}
 	if looksLikeAddr(id) {
+		_, errAddr := netip.ParseAddr(id)
+		_, errPrefix := netip.ParsePrefix(id)
+		if errAddr != nil && errPrefix != nil {
+			return formHashed // hex digits with a dot or a colon: maybe a token
+		}
 		return formAddr
 	}
 	return formVerbatim
@@ -50,7 +57,7 @@ func modelVerbatimKey(id string) bool {
 }
 
 func FuzzKeyForm(f *testing.F) {
-	for _, s := range []string{"cus_alpha", "10.0.0.1", "2001:db8::1", "fe80::1%eth0", "sk_live_x", "AKIAXXXX", "a.b", "dead:beef", "abcdefghijklmnopqrst", "a%b", "ab/cd", "", "é"} {
+	for _, s := range []string{"cus_alpha", "10.0.0.1", "2001:db8::1", "fe80::1%eth0", "sk_live_x", "AKIAXXXX", "a.b", "dead:beef", "abcdefghijklmnopqrst", "a%b", "ab/cd", "", "é", "10.0.0.1/8", "3f9c2e1a:7b4d8e0f", "1.2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
@@ -65,7 +72,7 @@ func FuzzKeyForm(f *testing.F) {
 func TestConsumerKeysCache(t *testing.T) {
 	var c consumerKeys
 	for range 2 {
-		for _, id := range []string{"cus_alpha", "10.0.0.1", "sk_live_0123456789abcdefghij", "2001:db8::1"} {
+		for _, id := range []string{"cus_alpha", "10.0.0.1", "sk_live_0123456789abcdefghij", "2001:db8::1", "3f9c2e1a:7b4d8e0f", "dead.beef"} {
 			if got, want := c.key(id), ConsumerKey(id); got != want {
 				t.Fatalf("consumerKeys.key(%q) = %v, want %v", id, got, want)
 			}
@@ -79,7 +86,7 @@ func TestConsumerKeysCache(t *testing.T) {
 	}
 	// A repeated id that is not verbatim is a hit: no SHA-256, no
 	// allocation.
-	for _, id := range []string{"10.200.0.1", "sk_live_0123456789abcdefghij"} {
+	for _, id := range []string{"10.200.0.1", "sk_live_0123456789abcdefghij", "3f9c2e1a:7b4d8e0f"} {
 		c.key(id)
 		if allocs := testing.AllocsPerRun(100, func() { c.key(id) }); allocs != 0 {
 			t.Fatalf("consumerKeys.key(%q) again allocates %v times, want 0 (a cache hit)", id, allocs)
@@ -104,4 +111,32 @@ func TestConsumerKeysCache(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Goroutines that share the cache's sets, with ids of every form, each
+// get their own id's key: a way is replaced whole, never seen half
+// written (run with -race), and a hit is never another id's.
+func TestConsumerKeysConcurrent(t *testing.T) {
+	var c consumerKeys
+	ids := make([]string, 0, 3*4096)
+	for i := range 4096 {
+		ids = append(ids, fmt.Sprintf("10.0.%d.%d", i>>8, i&255), fmt.Sprintf("%04x:%04x:%04x", i, i, i), fmt.Sprintf("sk_live_%020d", i))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 3 {
+				for i := range ids {
+					id := ids[(i*7+g*911+r*31)%len(ids)]
+					if got, want := c.key(id), ConsumerKey(id); got != want {
+						t.Errorf("consumerKeys.key(%q) = %v, want %v", id, got, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

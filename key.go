@@ -130,9 +130,11 @@ const maxVerbatimKey = 32
 // clearly an identifier is hashed: a key is kept verbatim only when it is at
 // most 32 bytes of [A-Za-z0-9._:@/-], has no run of 20 or more letters and
 // digits (the shape of a random token), and does not start like a
-// well-known secret ("sk_", "ghp_", …). Such a key that looks like an
-// address ("203.0.113.7", "10.0.0.0/8") is kept as "~" and itself, as a
-// consumer named 203.0.113.7 must not share Redis keys with that address.
+// well-known secret ("sk_", "ghp_", …). Such a key made of hex digits,
+// dots, colons and slashes is kept verbatim only when it is an address or
+// CIDR ("203.0.113.7", "10.0.0.0/8"), and then as "~" and itself, as a
+// consumer named 203.0.113.7 must not share Redis keys with that address;
+// any other ("3f9c2e1a:7b4d8e0f") is hashed, as a token may look so.
 // Everything else becomes "~" + 32 hex digits of its SHA-256. No two of
 // the three forms can be equal: a verbatim key has no "~", and an
 // address has a dot or a colon, which hex digits do not.
@@ -189,12 +191,25 @@ type keyForm uint8
 
 const (
 	formVerbatim keyForm = iota // as it is
-	formAddr                    // "~" and itself: it looks like an address
+	formAddr                    // "~" and itself: it is an address or CIDR
 	formHashed                  // "~" and 32 hex digits of its SHA-256
 )
 
 // keyFormOf returns the form ConsumerKey keeps id in.
 func keyFormOf(id string) keyForm {
+	f := keyShapeOf(id)
+	if f == formAddr && !isAddrOrCIDR(id) {
+		// Hex digits with a dot or a colon are as often a token
+		// ("3f9c2e1a:7b4d8e0f…"), which must not reach a Redis key name.
+		return formHashed
+	}
+	return f
+}
+
+// keyShapeOf is keyFormOf but for its last step: formAddr means that id
+// is shaped like an address (see looksLikeAddr), not that it is one.
+// consumerKeys.key looks such an id up before it pays for the parse.
+func keyShapeOf(id string) keyForm {
 	if id == "" || len(id) > maxVerbatimKey {
 		return formHashed
 	}
@@ -221,9 +236,21 @@ func keyFormOf(id string) keyForm {
 		}
 	}
 	if all&charAddr != 0 && some&charSep != 0 {
-		return formAddr // see looksLikeAddr
+		return formAddr // shaped like one; see keyFormOf
 	}
 	return formVerbatim
+}
+
+// isAddrOrCIDR reports whether s parses as an IP address or a CIDR (host
+// bits may be set): the address-shaped ids ConsumerKey keeps as "~" and
+// themselves.
+func isAddrOrCIDR(s string) bool {
+	if strings.IndexByte(s, '/') >= 0 {
+		_, err := netip.ParsePrefix(s)
+		return err == nil
+	}
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
 
 // aggregator maps a client address to the key it is counted under.

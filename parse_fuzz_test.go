@@ -21,8 +21,8 @@ func FuzzConsumerKey(f *testing.F) {
 				t.Fatalf("ConsumerKey(%q) = %q verbatim, but keyFormOf(%q) = %d", id, k.Name, id, f)
 			}
 		case k.Name == "~"+id:
-			if f := keyFormOf(id); f != formAddr || !looksLikeAddr(id) {
-				t.Fatalf("ConsumerKey(%q) = %q, but keyFormOf(%q) = %d, looksLikeAddr %v", id, k.Name, id, f, looksLikeAddr(id))
+			if f := keyFormOf(id); f != formAddr || !looksLikeAddr(id) || !isAddrOrCIDR(id) {
+				t.Fatalf("ConsumerKey(%q) = %q, but keyFormOf(%q) = %d, looksLikeAddr %v, isAddrOrCIDR %v", id, k.Name, id, f, looksLikeAddr(id), isAddrOrCIDR(id))
 			}
 		case len(k.Name) == 33 && k.Name[0] == '~':
 			if _, err := hex.DecodeString(k.Name[1:]); err != nil {
@@ -34,8 +34,8 @@ func FuzzConsumerKey(f *testing.F) {
 		if strings.ContainsAny(k.Name, "{}") {
 			t.Fatalf("ConsumerKey(%q) = %q, want no { or }: they would break the hash tag", id, k.Name)
 		}
-		if back, err := ParseKey(k.Name); err == nil && back != k {
-			t.Fatalf("ParseKey(%q) = %+v, want %+v", k.Name, back, k)
+		if back, err := ParseKey(k.Name); err != nil || back != k {
+			t.Fatalf("ParseKey(%q) = %+v, %v; want %+v", k.Name, back, err, k)
 		}
 	})
 }

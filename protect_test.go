@@ -375,6 +375,13 @@ func TestConsumerKeys(t *testing.T) {
 			t.Errorf("VerifyKey(%q).Key = %+v, ParseKey of it %+v, %v; want name %q, read back", tt.id, d.Key, back, err, tt.want)
 		}
 	}
+	// Hex digits with dots or colons that are no address are a token's
+	// shape: hashed, as before address-shaped ids were kept.
+	for _, secret := range []string{"0123456789abcdef.0123456789abcde", "deadbeef:cafebabe:0123456789abcd", "dead.beef"} {
+		if d, _ := p.VerifyKey(ctx, secret); len(d.Key.Name) != 33 || d.Key.Name[0] != '~' || strings.ContainsAny(d.Key.Name, ".:") {
+			t.Errorf("VerifyKey(%q).Key = %q, want a hash", secret, d.Key.Name)
+		}
+	}
 	if d, _ := p.VerifyKey(ctx, "2001:0db8:0000:0000:0000:0000:0001"); len(d.Key.Name) != 33 || d.Key.Name[0] != '~' || strings.Contains(d.Key.Name, ":") {
 		t.Errorf("VerifyKey(a 34-byte address-shaped id).Key = %q, want a hash", d.Key.Name)
 	}
