@@ -59,7 +59,7 @@ func TestAddressShapedConsumerTarget(t *testing.T) {
 		t.Errorf("ParseKey(~x.y) = %v, want an error: no form of ConsumerKey's", k)
 	}
 	if _, err := p.Ban(t.Context(), ConsumerPrefix+"~"+id, BanOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("Ban(consumer:~%s) = %v, want no error", id, err)
 	}
 	if d, _ := p.VerifyKey(t.Context(), id); d.Status != Banned {
 		t.Fatalf("VerifyKey(%q) after a ban on consumer:~%s = %v, want Banned", id, id, d.Status)

@@ -18,11 +18,11 @@ func FuzzConsumerKey(f *testing.F) {
 		switch {
 		case k.Name == id:
 			if f := keyFormOf(id); f != formVerbatim {
-				t.Fatalf("ConsumerKey(%q) = %q verbatim, but keyFormOf(%q) = %d", id, k.Name, id, f)
+				t.Fatalf("keyFormOf(%q) = %d, want %d (formVerbatim): ConsumerKey keeps it as it is", id, f, formVerbatim)
 			}
 		case k.Name == "~"+id:
 			if f := keyFormOf(id); f != formAddr || !looksLikeAddr(id) || !isAddrOrCIDR(id) {
-				t.Fatalf("ConsumerKey(%q) = %q, but keyFormOf(%q) = %d, looksLikeAddr %v, isAddrOrCIDR %v", id, k.Name, id, f, looksLikeAddr(id), isAddrOrCIDR(id))
+				t.Fatalf("keyFormOf(%q), looksLikeAddr, isAddrOrCIDR = %d, %v, %v; want %d (formAddr), true, true: ConsumerKey keeps it as %q", id, f, looksLikeAddr(id), isAddrOrCIDR(id), formAddr, k.Name)
 			}
 		case len(k.Name) == 33 && k.Name[0] == '~':
 			if _, err := hex.DecodeString(k.Name[1:]); err != nil {

@@ -382,8 +382,9 @@ func TestConsumerKeys(t *testing.T) {
 			t.Errorf("VerifyKey(%q).Key = %q, want a hash", secret, d.Key.Name)
 		}
 	}
-	if d, _ := p.VerifyKey(ctx, "2001:0db8:0000:0000:0000:0000:0001"); len(d.Key.Name) != 33 || d.Key.Name[0] != '~' || strings.Contains(d.Key.Name, ":") {
-		t.Errorf("VerifyKey(a 34-byte address-shaped id).Key = %q, want a hash", d.Key.Name)
+	// An address of more than 32 bytes: hashed by its length alone.
+	if d, _ := p.VerifyKey(ctx, "2001:db8:1111:2222:3333:4444:5555:6666"); len(d.Key.Name) != 33 || d.Key.Name[0] != '~' || strings.Contains(d.Key.Name, ":") {
+		t.Errorf("VerifyKey(a 38-byte address).Key = %q, want a hash", d.Key.Name)
 	}
 	if d, _ := p.VerifyKey(ctx, ""); d.Status != Unknown || !d.Refused() {
 		t.Fatalf("VerifyKey(\"\") = %v, want unknown, refused", d.Status)
