@@ -15,13 +15,10 @@ import (
 )
 
 // recoveryBound is how soon after a replica's promotion decisions must
-// come from Redis again: a deadline, not a speed (the first decision
-// comes well within a second). With WaitReplicas, it runs from the
-// moment the restarted master is a replica in sync: until then the
-// promoted master has no replica to acknowledge a count. It allows for
-// a machine that runs every package's tests at once, where late 503s
-// have been asked more than 5s after the sync.
-const recoveryBound = 10 * time.Second
+// come from Redis again: a deadline, not a speed. With WaitReplicas, it
+// runs from the moment the restarted master is a replica in sync: until
+// then the promoted master has no replica to acknowledge a count.
+const recoveryBound = 5 * time.Second
 
 // maxLostOnFailover bounds the acknowledged counts a master's SIGKILL
 // may lose without WaitReplicas: those it had not yet replicated.
