@@ -61,7 +61,12 @@ func clusterFailover(t *testing.T) *failover {
 // dead master, restarted, is made the new master's replica at once,
 // rather than waiting for the sentinels to make it one.
 func TestSentinelFailover(t *testing.T) {
-	s := redistest.StartSentinels(t, time.Second)
+	// Three seconds before a sentinel calls a master down, not one: while
+	// the restarted master's full sync forks the promoted one, on a machine
+	// that runs every package's tests at once, the promoted master has
+	// gone a second without an answer, and the sentinels failed back to
+	// the restarted one, a second failover that this test does not make.
+	s := redistest.StartSentinels(t, 3*time.Second)
 	f := &failover{url: "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + redistest.MasterName, client: "198.51.100.7",
 		master: s.Master, promoted: s.Replica.Addr, waitReplicas: 1}
 	f.rejoin = func() {
