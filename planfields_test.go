@@ -1,20 +1,17 @@
 package protect
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 )
 
-// The Decision's size is what 16a0f4b made it: each word of it is zeroed
-// and copied on every request, so a field added unpacked shows here
-// first.
+// The Decision stays 256 bytes: each word of it is zeroed and copied on
+// every request, so a field added unpacked shows here first.
 func TestDecisionSize(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the figure is for 64-bit platforms")
@@ -22,33 +19,6 @@ func TestDecisionSize(t *testing.T) {
 	if got := unsafe.Sizeof(Decision{}); got != 256 {
 		t.Fatalf("unsafe.Sizeof(Decision{}) = %d, want 256", got)
 	}
-}
-
-// planDownStore is a store outside the process whose TakePlan fails while
-// down is set.
-type planDownStore struct {
-	remoteStore
-	down *atomic.Bool
-}
-
-type planDownSpace struct {
-	Space
-	down *atomic.Bool
-}
-
-func (s planDownStore) Space(sc Scope) (Space, error) {
-	sp, err := s.remoteStore.Space(sc)
-	if err != nil {
-		return nil, err
-	}
-	return planDownSpace{sp, s.down}, nil
-}
-
-func (sp planDownSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
-	if sp.down.Load() {
-		return PlanResult{}, errDown
-	}
-	return sp.Space.TakePlan(ctx, k, a, plan, cost, stream)
 }
 
 // A plan's fields and problem body come from the plan the Decision's hdr
@@ -98,7 +68,7 @@ func TestPlanFieldsOnEveryPath(t *testing.T) {
 		{FailOpen, Allowed, "", ""},
 		{FailClosed, Unavailable, "", ""},
 	} {
-		s := planDownStore{remoteStore{NewMemoryStore(MemoryOptions{})}, new(atomic.Bool)}
+		s := downStore{remoteStore{NewMemoryStore(MemoryOptions{})}, new(atomic.Bool)}
 		t.Cleanup(func() { s.Close() })
 		p, err := New(Config{Store: s, OnStoreError: tt.fp, Logger: discardLogger()})
 		if err != nil {
