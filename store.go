@@ -89,7 +89,7 @@ type Space interface {
 	// Take decides a request of key k from client address addr (the zero
 	// Addr when there is none) and counts n for it:
 	//
-	//   - k, or a range ban containing addr, is banned: Result.Banned,
+	//   - k, or a range ban containing addr, is banned: Result.Ban set,
 	//     nothing counted;
 	//   - n is 0: nothing is written; Result.Count is the count as it is;
 	//   - otherwise the counter goes up by n and its expiry is reset to
@@ -105,7 +105,7 @@ type Space interface {
 	// plan, at a cost of cost, in one atomic step whatever the number of
 	// limits:
 	//
-	//   - k, or a range ban containing addr, is banned: Result.Banned,
+	//   - k, or a range ban containing addr, is banned: Result.Ban set,
 	//     Decider -1, nothing counted or charged;
 	//   - with stream, k's stream counter then counts cost exactly as
 	//     Take does, refused or not, and crossing BanLimit writes the
