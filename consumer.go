@@ -178,7 +178,7 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // request, and an address a parse and two allocations ("~" and itself,
 // and its way); a hit in the cache costs none of these. Identifiers kept
 // verbatim need no cache. What follows is about hashed identifiers; see
-// addrKey for the others.
+// addrHit for addresses.
 //
 // The cache is a fixed array of 4-way sets, read without a lock. Two
 // seeded 64-bit hashes of the identifier are made; the low bits of the
@@ -242,7 +242,7 @@ func (c *consumerKeys) key(id string) Key {
 		set.ways[set.next.Add(1)%4].Store(&cachedKey{name: name})
 		return Key{Name: name}
 	}
-	k := ConsumerKey(id)
+	k := hashKey(id) // the form is known: ConsumerKey would only look again
 	set.ways[set.next.Add(1)%4].Store(&cachedKey{check: check, name: k.Name})
 	return k
 }

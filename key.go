@@ -93,8 +93,8 @@ func looksLikeAddr(s string) bool {
 }
 
 // keptKey reports whether s has one of the forms ConsumerKey gives an id
-// it does not keep verbatim, "~" and a hash or "~" and an address-shaped
-// id, and returns it as ConsumerKey writes it.
+// it does not keep verbatim, "~" and a hash or "~" and an address or
+// CIDR, and returns it as ConsumerKey writes it.
 func keptKey(s string) (string, bool) {
 	if h, ok := hashedKey(s); ok {
 		return h, true
@@ -145,6 +145,11 @@ func ConsumerKey(id string) Key {
 	case formAddr:
 		return Key{Name: "~" + id}
 	}
+	return hashKey(id)
+}
+
+// hashKey is ConsumerKey's key for an id it hashes.
+func hashKey(id string) Key {
 	sum := sha256.Sum256([]byte(id))
 	return Key{Name: "~" + hex.EncodeToString(sum[:16])}
 }
