@@ -51,7 +51,7 @@ func FuzzBanRecord(f *testing.F) {
 		switch {
 		case err != nil:
 			t.Fatalf("decodeTake(%q) = %v; a ban record's damage is not the reply's", rec, err)
-		case tr.bad == nil && (!tr.res.Banned() || !tr.res.NewBan || tr.res.Ban == nil || tr.res.Count != 3):
+		case tr.bad == nil && (!tr.res.Banned() || !tr.res.NewBan || tr.res.Count != 3):
 			t.Fatalf("decodeTake(%q) = %+v; want a new ban", rec, tr.res)
 		case tr.bad != nil && (tr.res.Banned() || tr.bad.rec != rec):
 			t.Fatalf("decodeTake(%q) = %+v, %+v; want a bad record and no ban", rec, tr.res, tr.bad)
