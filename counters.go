@@ -10,11 +10,25 @@ package protect
 // place. Slots hold no pointers for address keys, so the
 // garbage collector never scans them. Not safe for concurrent use: its
 // shard's mutex guards it.
+//
+// One counter, the front, sits outside the slots, in the table's first
+// words: beside its shard's lock, on the lock's cache line. A key that
+// one client hammers from several cores then moves one line between them
+// per request, not two (the lock's and its slot's), which is what made
+// a hot key slower in parallel than alone. The front goes to the first
+// key counted while it is empty or over, and to a key counted in the
+// slots that has more than twice the front's count: the busiest key of
+// a shard ends up there, and two keys of like counts do not swap on
+// every request. An index of -1 (frontIndex) names it.
 type counterTable[K comparable] struct {
+	front counterSlot[K]
 	slots []counterSlot[K]
-	used  int
+	used  int            // counters in slots; the front is not one of them
 	hash  func(K) uint64 // the caller's hash; needed to move slots
 }
+
+// frontIndex is the index that names the front counter.
+const frontIndex = -1
 
 type counterSlot[K comparable] struct {
 	key K
@@ -28,8 +42,28 @@ const minTableSize = 16
 // bits of h, so the table uses the bottom ones.
 func (t *counterTable[K]) index(h uint64) int { return int(h) & (len(t.slots) - 1) }
 
-// find returns the slot holding k, or the empty slot where k would go.
+// at returns the counter at index i: a slot, or the front.
+func (t *counterTable[K]) at(i int) *counterSlot[K] {
+	if i == frontIndex {
+		return &t.front
+	}
+	return &t.slots[i]
+}
+
+// count is the number of counters held, the front included.
+func (t *counterTable[K]) count() int {
+	if t.front.n != 0 {
+		return t.used + 1
+	}
+	return t.used
+}
+
+// find returns the index of the counter holding k (frontIndex, or its
+// slot), or, with ok false, the empty slot where k would go in the slots.
 func (t *counterTable[K]) find(k K, h uint64) (i int, ok bool) {
+	if t.front.n != 0 && t.front.key == k {
+		return frontIndex, true
+	}
 	if len(t.slots) == 0 {
 		return -1, false
 	}
@@ -45,8 +79,38 @@ func (t *counterTable[K]) find(k K, h uint64) (i int, ok bool) {
 	}
 }
 
-// insert puts k, known to be absent, in the table and returns its slot.
-func (t *counterTable[K]) insert(k K, h uint64, n, exp int64) int {
+// insert puts k, known to be absent, in the table and returns its index:
+// in the front when that is empty or over at now (an expired counter
+// counts as none, so dropping it changes nothing), else in the slots.
+func (t *counterTable[K]) insert(k K, h uint64, n, exp, now int64) int {
+	if t.front.n == 0 || t.front.exp <= now {
+		t.front = counterSlot[K]{key: k, n: n, exp: exp}
+		return frontIndex
+	}
+	return t.insertSlot(k, h, n, exp)
+}
+
+// promotes reports whether a request at now moves the counter found at
+// index i to the front: one in the slots does when the front is empty or
+// over (an empty one is over at 0) or has less than half its count.
+func (t *counterTable[K]) promotes(i int, now int64) bool {
+	return i != frontIndex && (t.front.exp <= now || t.slots[i].n-t.front.n > t.front.n) // n > 2×front.n, without overflow
+}
+
+// promote moves the counter in slot i to the front; a front still
+// counting at now goes back into the slots. It returns frontIndex.
+func (t *counterTable[K]) promote(i int, now int64) int {
+	s, f := t.slots[i], t.front
+	t.remove(i)
+	t.front = s
+	if f.n != 0 && f.exp > now {
+		t.insertSlot(f.key, t.hash(f.key), f.n, f.exp)
+	}
+	return frontIndex
+}
+
+// insertSlot puts k, known to be absent, in the slots and returns its slot.
+func (t *counterTable[K]) insertSlot(k K, h uint64, n, exp int64) int {
 	if (t.used+1)*4 > len(t.slots)*3 { // keep the load under 3/4
 		t.resize(max(2*len(t.slots), minTableSize))
 	}
@@ -56,9 +120,14 @@ func (t *counterTable[K]) insert(k K, h uint64, n, exp int64) int {
 	return i
 }
 
-// remove empties slot i and shifts later slots of the same probe run back,
-// so no tombstones are needed and lookups stay short.
+// remove deletes the counter at index i. A slot emptied shifts later
+// slots of the same probe run back, so no tombstones are needed and
+// lookups stay short.
 func (t *counterTable[K]) remove(i int) {
+	if i == frontIndex {
+		t.front = counterSlot[K]{}
+		return
+	}
 	mask := len(t.slots) - 1
 	for j := (i + 1) & mask; t.slots[j].n != 0; j = (j + 1) & mask {
 		home := t.index(t.hash(t.slots[j].key))
@@ -93,12 +162,21 @@ func (t *counterTable[K]) resize(size int) {
 // is past it too: while the 16 hold nothing within limit, the search goes
 // on through the table.
 func (t *counterTable[K]) evict(start uint64, now, limit int64) {
-	if t.used == 0 {
+	total := t.count()
+	if total == 0 {
 		return
 	}
+	// The front is the first one found, when it holds a counter.
+	victim, seen := -2, 0
+	if t.front.n != 0 {
+		if t.front.exp <= now {
+			t.remove(frontIndex)
+			return
+		}
+		victim, seen = frontIndex, 1
+	}
 	mask := len(t.slots) - 1
-	victim, seen := -1, 0
-	for i := int(start>>17) & mask; seen < t.used; i = (i + 1) & mask {
+	for i := int(start>>17) & mask; seen < total; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.n == 0 {
 			continue
@@ -108,10 +186,12 @@ func (t *counterTable[K]) evict(start uint64, now, limit int64) {
 			victim = i
 			break
 		}
-		if victim < 0 || s.n < t.slots[victim].n || s.n == t.slots[victim].n && s.exp < t.slots[victim].exp {
+		if victim == -2 {
+			victim = i
+		} else if v := t.at(victim); s.n < v.n || s.n == v.n && s.exp < v.exp {
 			victim = i
 		}
-		if seen >= 16 && (limit <= 0 || t.slots[victim].n <= limit) {
+		if seen >= 16 && (limit <= 0 || t.at(victim).n <= limit) {
 			break
 		}
 	}
@@ -121,6 +201,9 @@ func (t *counterTable[K]) evict(start uint64, now, limit int64) {
 // sweep removes every counter expired at now and shrinks a table that has
 // emptied out, so memory taken by a flood of addresses is given back.
 func (t *counterTable[K]) sweep(now int64) {
+	if t.front.n != 0 && t.front.exp <= now {
+		t.remove(frontIndex)
+	}
 	for i := 0; i < len(t.slots); {
 		if s := &t.slots[i]; s.n != 0 && s.exp <= now {
 			t.remove(i) // a later slot may have moved into i: look again

@@ -3,6 +3,7 @@ package protect
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestCounterTableModel drives counterTable and a Go map with the same
@@ -20,15 +21,23 @@ func TestCounterTableModel(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			tab := counterTable[uint64]{hash: hash}
 			model := map[uint64]counterSlot[uint64]{}
-			check := func(step int) {
+			check := func(step int, now int64) {
 				t.Helper()
-				if tab.used != len(model) {
-					t.Fatalf("step %d: counterTable.used = %d, want %d (the model's)", step, tab.used, len(model))
+				// The table may drop a counter over at now whenever it
+				// likes (inserting into, or promoting to, an expired
+				// front does): one over counts as none.
+				for k, c := range model {
+					if _, ok := tab.find(k, hash(k)); !ok && c.exp <= now {
+						delete(model, k)
+					}
+				}
+				if tab.count() != len(model) {
+					t.Fatalf("step %d: counterTable.count() = %d, want %d (the model's)", step, tab.count(), len(model))
 				}
 				for k, want := range model {
 					i, ok := tab.find(k, hash(k))
-					if !ok || tab.slots[i] != want {
-						t.Fatalf("step %d: find(%d) = %v, slot %+v; want true, %+v", step, k, ok, tab.slots[i], want)
+					if !ok || *tab.at(i) != want {
+						t.Fatalf("step %d: find(%d) = %v, counter %+v; want true, %+v", step, k, ok, *tab.at(i), want)
 					}
 				}
 			}
@@ -38,12 +47,16 @@ func TestCounterTableModel(t *testing.T) {
 				switch op := rng.IntN(10); {
 				case op < 5: // count
 					if i, ok := tab.find(k, hash(k)); ok {
-						tab.slots[i].n++
-						tab.slots[i].exp = now + rng.Int64N(500)
-						model[k] = tab.slots[i]
+						if tab.promotes(i, now) {
+							i = tab.promote(i, now)
+						}
+						c := tab.at(i)
+						c.n++
+						c.exp = now + rng.Int64N(500)
+						model[k] = *c
 					} else {
-						i := tab.insert(k, hash(k), 1, now+rng.Int64N(500))
-						model[k] = tab.slots[i]
+						i := tab.insert(k, hash(k), 1, now+rng.Int64N(500), now)
+						model[k] = *tab.at(i)
 					}
 				case op < 8: // remove
 					if i, ok := tab.find(k, hash(k)); ok {
@@ -58,10 +71,10 @@ func TestCounterTableModel(t *testing.T) {
 						}
 					}
 				default: // evict
-					before := tab.used
+					before := tab.count()
 					tab.evict(rng.Uint64(), now, 0)
-					if before > 0 && tab.used != before-1 {
-						t.Fatalf("step %d: evict() removed %d counters, want 1", step, before-tab.used)
+					if before > 0 && tab.count() != before-1 {
+						t.Fatalf("step %d: evict() removed %d counters, want 1", step, before-tab.count())
 					}
 					for mk := range model {
 						if _, ok := tab.find(mk, hash(mk)); !ok {
@@ -69,7 +82,7 @@ func TestCounterTableModel(t *testing.T) {
 						}
 					}
 				}
-				check(step)
+				check(step, now)
 			}
 		})
 	}
@@ -80,11 +93,86 @@ func TestCounterTableShrinks(t *testing.T) {
 	hash := func(k uint64) uint64 { return k * 0x9e3779b97f4a7c15 }
 	tab := counterTable[uint64]{hash: hash}
 	for k := range uint64(100000) {
-		tab.insert(k, hash(k), 1, int64(k%2))
+		tab.insert(k, hash(k), 1, int64(k%2), 0)
 	}
 	big := len(tab.slots)
 	tab.sweep(1) // drops the even keys' counters (exp 0 ≤ 1) and the odd ones (exp 1 ≤ 1)
-	if tab.used != 0 || len(tab.slots) != minTableSize {
-		t.Fatalf("sweep(1) of everything: used = %d in %d slots (from %d); want 0 in %d", tab.used, len(tab.slots), big, minTableSize)
+	if tab.count() != 0 || len(tab.slots) != minTableSize {
+		t.Fatalf("sweep(1) of everything: count() = %d in %d slots (from %d); want 0 in %d", tab.count(), len(tab.slots), big, minTableSize)
+	}
+}
+
+// A shard is 128 bytes, and its lock and front counter share its first
+// cache line, for either kind of key (memtable.go's shard says why).
+func TestShardLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the figures are for 64-bit platforms")
+	}
+	check := func(name string, size, frontEnd uintptr) {
+		t.Helper()
+		if size != 128 || frontEnd > 64 {
+			t.Errorf("shard[%s]: size %d, front ends at byte %d; want 128, at most 64", name, size, frontEnd)
+		}
+	}
+	var a shard[addrKey]
+	check("addrKey", unsafe.Sizeof(a), unsafe.Offsetof(a.counters)+unsafe.Offsetof(a.counters.front)+unsafe.Sizeof(a.counters.front))
+	var n shard[nameKey]
+	check("nameKey", unsafe.Sizeof(n), unsafe.Offsetof(n.counters)+unsafe.Offsetof(n.counters.front)+unsafe.Sizeof(n.counters.front))
+}
+
+// The front goes to the first key counted, and then to a key in the slots
+// that has more than twice its count; the front it takes goes back into
+// the slots with its count. An expired front goes to whichever key is
+// counted next.
+func TestCounterTableFront(t *testing.T) {
+	hash := func(k uint64) uint64 { return k * 0x9e3779b97f4a7c15 }
+	tab := counterTable[uint64]{hash: hash}
+	count := func(k uint64, now int64) {
+		t.Helper()
+		if i, ok := tab.find(k, hash(k)); ok {
+			if tab.promotes(i, now) {
+				i = tab.promote(i, now)
+			}
+			tab.at(i).n++
+			tab.at(i).exp = now + 100
+		} else {
+			tab.insert(k, hash(k), 1, now+100, now)
+		}
+	}
+	where := func(k uint64) (front bool, n int64) {
+		t.Helper()
+		i, ok := tab.find(k, hash(k))
+		if !ok {
+			t.Fatalf("find(%d) = _, false; want it found", k)
+		}
+		return i == frontIndex, tab.at(i).n
+	}
+	steps := []struct {
+		key   uint64
+		now   int64
+		front uint64 // the key in the front after the step
+		n     int64  // its count
+	}{
+		{1, 0, 1, 1},
+		{2, 1, 1, 1}, // 2 goes into the slots: the front is taken
+		{2, 2, 1, 1}, // found at 1: not more than twice 1
+		{2, 3, 1, 1}, // found at 2: not more than twice 1
+		{2, 4, 2, 4}, // found at 3, more than twice 1: 2 moves to the front
+		{1, 5, 2, 4},
+		{3, 200, 3, 1}, // the front is over at 200: 3 takes it
+	}
+	for i, s := range steps {
+		count(s.key, s.now)
+		if front, n := where(s.front); !front || n != s.n {
+			t.Fatalf("step %d (count %d at %d): key %d in front %v with count %d; want in front with %d", i, s.key, s.now, s.front, front, n, s.n)
+		}
+	}
+	if front, n := where(1); front || n != 2 {
+		t.Fatalf("key 1 in front %v with count %d; want in the slots with 2", front, n)
+	}
+	if got := tab.count(); got != 2 {
+		// 3 in the front; 1 in the slots (over, not yet swept); 2 was the
+		// front that 3 replaced when it was over.
+		t.Fatalf("count() = %d, want 2", got)
 	}
 }

@@ -26,10 +26,14 @@ type table[K tableKey] struct {
 
 type shard[K tableKey] struct {
 	mu       sync.Mutex
-	counters counterTable[K]
+	counters counterTable[K] // its front counter shares mu's cache line
 	bans     map[K]*heldBan
 	offenses map[K]*offenseLog
-	_        [64]byte // 128 bytes a shard: no two shards' locks share a cache line
+	// 128 bytes a shard, and the slice of them is allocated 128-aligned
+	// (every size class of a power of two times 128 is): no two shards'
+	// locks share a cache line, and each lock shares its line with its
+	// front counter.
+	_ [24]byte
 }
 
 // tableKey is a store-internal key that knows its public Key.
@@ -74,7 +78,7 @@ func (t *table[K]) len() int {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		n += sh.counters.used
+		n += sh.counters.count()
 		sh.mu.Unlock()
 	}
 	return n
@@ -104,24 +108,27 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *Limits, epoch *tim
 	i, ok := ct.find(mk, h)
 	if n == 0 {
 		var r Result
-		if ok && ct.slots[i].exp > tk {
-			r.Count = ct.slots[i].n
+		if ok && ct.at(i).exp > tk {
+			r.Count = ct.at(i).n
 		}
 		sh.mu.Unlock()
 		return r
 	}
 	count := n
 	if ok {
-		c := &ct.slots[i]
+		if ct.promotes(i, tk) {
+			i = ct.promote(i, tk)
+		}
+		c := ct.at(i)
 		if c.exp > tk {
 			count = satAdd(c.n, n)
 		}
 		c.n, c.exp = count, satAdd(tk, int64(lim.TTL))
 	} else {
-		if ct.used >= t.perShard {
+		if ct.count() >= t.perShard {
 			ct.evict(h, tk, lim.MaxRequests)
 		}
-		i = ct.insert(mk, h, count, satAdd(tk, int64(lim.TTL)))
+		i = ct.insert(mk, h, count, satAdd(tk, int64(lim.TTL)), tk)
 	}
 	if lim.BanLimit < 0 || count <= lim.BanLimit {
 		sh.mu.Unlock()
@@ -230,8 +237,8 @@ func (t *table[K]) inspect(mk, bk K, h uint64, tk int64, lim *Limits) KeyState {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	var st KeyState
-	if i, ok := sh.counters.find(mk, h); ok && sh.counters.slots[i].exp > tk {
-		c := sh.counters.slots[i]
+	if i, ok := sh.counters.find(mk, h); ok && sh.counters.at(i).exp > tk {
+		c := sh.counters.at(i)
 		st.Count, st.CountTTL = c.n, time.Duration(c.exp-tk)
 	}
 	if b, ok := sh.bans[bk]; ok && b.live(tk) {
@@ -278,6 +285,9 @@ func (t *table[K]) dropCounters(inside func(K) bool) {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		ct := &sh.counters
+		if ct.front.n != 0 && inside(ct.front.key) {
+			ct.remove(frontIndex)
+		}
 		for j := 0; j < len(ct.slots); {
 			if s := &ct.slots[j]; s.n != 0 && inside(s.key) {
 				ct.remove(j) // a later slot may have moved into j: look again
