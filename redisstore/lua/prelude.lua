@@ -18,12 +18,21 @@ local function now_ms()
   return math.floor(now_us() / 1000)
 end
 
+-- counting_limits reads the first two fields of a space's limits (below):
+-- the ttl, as text for PEXPIRE, and the ban limit, which are all that a
+-- count within the limit needs; and where the other fields start.
+local function counting_limits(s)
+  local ttl, limit, rest = string.match(s, '^(%d+)|(%-?%d+)|()')
+  return ttl, tonumber(limit), rest
+end
+
 -- limits parses a space's limits, "ttl|ban limit|first ban|factor|max
 -- ban|offense window|ban reason", times in ms, ban limit negative for
 -- never; Space in store.go writes them.
 local function limits(s)
-  local ttl, limit, first, factor, cap, window, reason = string.match(s, '^(%d+)|(%-?%d+)|(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$')
-  return {ttl = tonumber(ttl), limit = tonumber(limit), first = tonumber(first), factor = tonumber(factor),
+  local ttl, limit, rest = counting_limits(s)
+  local first, factor, cap, window, reason = string.match(s, '^(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$', rest)
+  return {ttl = tonumber(ttl), limit = limit, first = tonumber(first), factor = tonumber(factor),
     cap = tonumber(cap), window = tonumber(window), reason = reason}
 end
 

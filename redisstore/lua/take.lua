@@ -29,13 +29,15 @@ if ARGV[1] == '0' then
   if ignored then return {count} end
   return count
 end
-local lim = limits(ARGV[2])
+-- A count within the limit needs the first two of the limits alone: the
+-- whole text is read only for a ban.
+local ttl, limit = counting_limits(ARGV[2])
 local count = redis.call('INCRBY', counter, ARGV[1]) -- as text: no float on the way
-redis.call('PEXPIRE', counter, lim.ttl)
-if lim.limit < 0 or count <= lim.limit then
+redis.call('PEXPIRE', counter, ttl)
+if limit < 0 or count <= limit then
   if ignored then return {count} end
   return count
 end
 local len
-len, rec = escalate(counter, bans, KEYS[3], now_ms(), lim)
+len, rec = escalate(counter, bans, KEYS[3], now_ms(), limits(ARGV[2]))
 return {count, len, 1, rec}
