@@ -21,8 +21,11 @@ end
 -- counting_limits reads the first two fields of a space's limits (below):
 -- the ttl, as text for PEXPIRE, and the ban limit, which are all that a
 -- count within the limit needs; and where the other fields start.
+-- A text that does not parse raises an error before the script writes
+-- anything.
 local function counting_limits(s)
   local ttl, limit, rest = string.match(s, '^(%d+)|(%-?%d+)|()')
+  if not rest then error('protect: limits ' .. s .. ': not ttl|ban limit|...') end
   return ttl, tonumber(limit), rest
 end
 
@@ -32,6 +35,9 @@ end
 local function limits(s)
   local ttl, limit, rest = counting_limits(s)
   local first, factor, cap, window, reason = string.match(s, '^(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$', rest)
+  -- An error, before escalate deletes the counter: a ban that cannot be
+  -- written must not hand the client a fresh count.
+  if not reason or not tonumber(factor) then error('protect: limits ' .. s .. ': not ttl|ban limit|first ban|factor|max ban|offense window|reason') end
   return {ttl = tonumber(ttl), limit = limit, first = tonumber(first), factor = tonumber(factor),
     cap = tonumber(cap), window = tonumber(window), reason = reason}
 end
