@@ -59,7 +59,8 @@ func (t *counterTable[K]) count() int {
 }
 
 // find returns the index of the counter holding k (frontIndex, or its
-// slot), or, with ok false, the empty slot where k would go in the slots.
+// slot), or, with ok false, the empty slot where k would go in the slots
+// (-1, which is frontIndex, when there are no slots: use i only if ok).
 func (t *counterTable[K]) find(k K, h uint64) (i int, ok bool) {
 	if t.front.n != 0 && t.front.key == k {
 		return frontIndex, true
@@ -92,9 +93,14 @@ func (t *counterTable[K]) insert(k K, h uint64, n, exp, now int64) int {
 
 // promotes reports whether a request at now moves the counter found at
 // index i to the front: one in the slots does when the front is empty or
-// over (an empty one is over at 0) or has less than half its count.
+// over (an empty one is over at 0), or when it is live and has more than
+// twice the front's count (an expired one's count is no count).
 func (t *counterTable[K]) promotes(i int, now int64) bool {
-	return i != frontIndex && (t.front.exp <= now || t.slots[i].n-t.front.n > t.front.n) // n > 2×front.n, without overflow
+	if i == frontIndex {
+		return false
+	}
+	s := &t.slots[i]
+	return t.front.exp <= now || s.exp > now && s.n-t.front.n > t.front.n // n > 2×front.n, without overflow
 }
 
 // promote moves the counter in slot i to the front; a front still
@@ -153,7 +159,8 @@ func (t *counterTable[K]) resize(size int) {
 }
 
 // evict removes one counter to make room: the one worth least among the
-// first 16 found from a pseudo-random start. An expired counter is worth
+// first 16 found, the front first, then the slots from a pseudo-random
+// start. An expired counter is worth
 // nothing; otherwise the lowest count goes, the one expiring first on a
 // tie. A flood of fresh keys thus evicts its own kind, at count 1, never
 // a busy client's counter, which would come back at 1 and hand that

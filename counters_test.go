@@ -159,7 +159,9 @@ func TestCounterTableFront(t *testing.T) {
 		{2, 3, 1, 1}, // found at 2: not more than twice 1
 		{2, 4, 2, 4}, // found at 3, more than twice 1: 2 moves to the front
 		{1, 5, 2, 4},
+		{1, 6, 2, 4},   // 1 at 3: not more than twice 4
 		{3, 200, 3, 1}, // the front is over at 200: 3 takes it
+		{1, 201, 3, 1}, // 1's 3, over at 106, is no count: 1 stays in the slots (count adds to it, as take would not)
 	}
 	for i, s := range steps {
 		count(s.key, s.now)
@@ -167,12 +169,12 @@ func TestCounterTableFront(t *testing.T) {
 			t.Fatalf("step %d (count %d at %d): key %d in front %v with count %d; want in front with %d", i, s.key, s.now, s.front, front, n, s.n)
 		}
 	}
-	if front, n := where(1); front || n != 2 {
-		t.Fatalf("key 1 in front %v with count %d; want in the slots with 2", front, n)
+	if front, n := where(1); front || n != 4 {
+		t.Fatalf("where(1) = %v, %d; want false, 4 (in the slots: an over counter is not promoted)", front, n)
 	}
 	if got := tab.count(); got != 2 {
-		// 3 in the front; 1 in the slots (over, not yet swept); 2 was the
-		// front that 3 replaced when it was over.
+		// 3 in the front; 1 in the slots; 2 was the front that 3
+		// replaced when it was over.
 		t.Fatalf("count() = %d, want 2", got)
 	}
 }

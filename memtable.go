@@ -29,10 +29,12 @@ type shard[K tableKey] struct {
 	counters counterTable[K] // its front counter shares mu's cache line
 	bans     map[K]*heldBan
 	offenses map[K]*offenseLog
-	// 128 bytes a shard, and the slice of them is allocated 128-aligned
-	// (every size class of a power of two times 128 is): no two shards'
-	// locks share a cache line, and each lock shares its line with its
-	// front counter.
+	// 128 bytes a shard: no two shards' locks share a cache line. The
+	// slice is 128-aligned for up to 4 shards and from 256, but from 8 to
+	// 128 (the default) the runtime's 8-byte malloc header (pointerful
+	// objects over 512 bytes) puts it 8 bytes past a line: the front,
+	// ending at byte 48 of the shard, still shares mu's line (at 56), and
+	// the bytes a shard writes stay in its own 128.
 	_ [24]byte
 }
 
