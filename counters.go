@@ -17,9 +17,10 @@ package protect
 // per request, not two (the lock's and its slot's), which is what made
 // a hot key slower in parallel than alone. The front goes to the first
 // key counted while it is empty or over, and to a key counted in the
-// slots that has more than twice the front's count: the busiest key of
-// a shard ends up there, and two keys of like counts do not swap on
-// every request. An index of -1 (frontIndex) names it.
+// slots that has more than twice the front's count: a key much busier
+// than the others of its shard ends up there, and two keys of like
+// counts do not swap on every request. An index of -1 (frontIndex)
+// names it.
 type counterTable[K comparable] struct {
 	front counterSlot[K]
 	slots []counterSlot[K]

@@ -67,3 +67,44 @@ func TestLuaScriptsCarryPrelude(t *testing.T) {
 		}
 	}
 }
+
+// A limits text that does not parse is an error before the script writes
+// anything that would help the client: with a bad head no count is made,
+// and with a bad tail (read only for a ban) the request that should ban
+// fails with its counter kept, so the next one is past the limit again
+// rather than counted from nothing.
+func TestTakeScriptMalformedLimits(t *testing.T) {
+	for _, target := range redisTargets {
+		t.Run(target.Name, func(t *testing.T) {
+			ctx := t.Context()
+			c := dial(target.Addr(t))
+			t.Cleanup(func() { c.Close() })
+			base := uniqueNamespace(t, c) + "{k}"
+			counter := base + ":c"
+			take := func(limits string) (any, error) {
+				t.Helper()
+				return takeScript.Run(ctx, c, []string{base}, 1, limits).Result()
+			}
+			if got, err := take("x|2|1000|2|86400000|86400000|r"); err == nil {
+				t.Fatalf("take(bad head) = %v, nil; want an error", got)
+			}
+			if n, err := c.Exists(ctx, counter).Result(); err != nil || n != 0 {
+				t.Fatalf("EXISTS %s after take(bad head) = %d, %v; want 0, nil", counter, n, err)
+			}
+			const badTail = "60000|2|1000|two|86400000|86400000|r"
+			for want := int64(1); want <= 2; want++ {
+				if got, err := take(badTail); err != nil || got != want {
+					t.Fatalf("take(bad tail) #%d = %v, %v; want %d, nil (within the limit the tail is not read)", want, got, err, want)
+				}
+			}
+			for i := 3; i <= 4; i++ {
+				if got, err := take(badTail); err == nil {
+					t.Fatalf("take(bad tail) #%d = %v, nil; want an error (the ban cannot be written)", i, got)
+				}
+				if got, err := c.Get(ctx, counter).Int64(); err != nil || got != int64(i) {
+					t.Fatalf("GET %s after take(bad tail) #%d = %d, %v; want %d, nil (kept)", counter, i, got, err, i)
+				}
+			}
+		})
+	}
+}
