@@ -32,8 +32,10 @@ type planShard struct {
 	// dirty lists the entries changed or gone since the state file's
 	// writer last took them; only with a state file.
 	dirty   []planRef
-	durable bool     // a state file keeps the plan states: list the changes
-	_       [15]byte // keep neighbouring shards' locks off one cache line
+	durable bool // a state file keeps the plan states: list the changes
+	// 64 bytes a shard, so that no two shards' locks share a cache line
+	// (TestShardSize).
+	_ [23]byte
 }
 
 // planRef names a plan entry for the state file's writer: the entry at h

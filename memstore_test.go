@@ -181,13 +181,16 @@ func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// Shards are 128 bytes, so that a lock written by one core never shares a
-// cache line with a neighbouring shard's.
+// Shards are 128 bytes (a plan shard 64), so that a lock written by one
+// core never shares a cache line with a neighbouring shard's.
 func TestShardSize(t *testing.T) {
 	if got := unsafe.Sizeof(shard[addrKey]{}); got != 128 {
 		t.Fatalf("unsafe.Sizeof(shard[addrKey]{}) = %d, want 128", got)
 	}
 	if got := unsafe.Sizeof(shard[nameKey]{}); got != 128 {
 		t.Fatalf("unsafe.Sizeof(shard[nameKey]{}) = %d, want 128", got)
+	}
+	if got := unsafe.Sizeof(planShard{}); got != 64 {
+		t.Fatalf("unsafe.Sizeof(planShard{}) = %d, want 64", got)
 	}
 }
