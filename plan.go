@@ -206,8 +206,9 @@ func floorDiv(a, b int64) int64 {
 type Plan struct {
 	name   string
 	limits []planLimit
-	policy []string     // the RateLimit-Policy field, shared by every response
-	hdr    headerValues // the fields' values for a Decision: its hdr points here
+	// hdr is the fields' values, shared by every response (hdr.policy is
+	// the RateLimit-Policy field): a Decision's hdr points here.
+	hdr headerValues
 }
 
 // planLimit is one limit of a plan, validated, with what deciding it
@@ -391,8 +392,7 @@ func (p *Plan) prepare() {
 		pol = append(pol, ";w="...)
 		pol = strconv.AppendInt(pol, seconds(l.window), 10)
 	}
-	p.policy = []string{string(pol)}
-	p.hdr = headerValues{name: p.limits[0].name, policy: p.policy, plan: p}
+	p.hdr = headerValues{name: p.limits[0].name, policy: []string{string(pol)}, plan: p}
 }
 
 // Name returns the plan's name.
@@ -400,7 +400,7 @@ func (p *Plan) Name() string { return p.name }
 
 // String returns the plan as its RateLimit-Policy field states it,
 // after its name: pro: "burst";q=10;w=1, "monthly";q=100000;w=2592000.
-func (p *Plan) String() string { return p.name + ": " + p.policy[0] }
+func (p *Plan) String() string { return p.name + ": " + p.hdr.policy[0] }
 
 // Limits returns the plan's limits in order, as NewPlan completed them:
 // every name set, every Burst filled in.
@@ -415,7 +415,7 @@ func (p *Plan) Limits() []PlanLimit {
 // Policy returns the RateLimit-Policy field value of the plan: every limit
 // as "<name>";q=<Limit>;w=<seconds>, w being a rate's Period or a quota's
 // nominal window (a month is 2592000 seconds there).
-func (p *Plan) Policy() string { return p.policy[0] }
+func (p *Plan) Policy() string { return p.hdr.policy[0] }
 
 // inc returns the increment of TAT for a request of cost c under rate l,
 // as q µs + r/Limit µs; never reports a cost above the burst, which no
