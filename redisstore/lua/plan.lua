@@ -100,14 +100,15 @@ local count = 0
 if stream ~= '' then
   count = tonumber(vals[n + 2]) or 0
   if cost > 0 then
-    local lim = limits(stream)
+    -- As in take.lua: the whole limits text is read only for a ban.
+    local ttl, limit = counting_limits(stream)
     count = count + cost
-    if lim.limit >= 0 and count > lim.limit then
-      local len, rec = escalate(keys[n + 2], bans, KEYS[3], math.floor(now / 1000), lim)
+    if limit >= 0 and count > limit then
+      local len, rec = escalate(keys[n + 2], bans, KEYS[3], math.floor(now / 1000), limits(stream))
       return {0, count, len, 1, rec}
     end
     -- What take.lua's INCRBY and PEXPIRE do, in one call.
-    redis.call('SET', keys[n + 2], string.format('%d', count), 'PX', lim.ttl)
+    redis.call('SET', keys[n + 2], string.format('%d', count), 'PX', ttl)
   end
 end
 
