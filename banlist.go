@@ -138,10 +138,11 @@ const ConsumerPrefix = "consumer:"
 // exactly one ("2001:db8:1:2::/64"); "consumer:NAME" is the consumer key
 // Verify uses for NAME (or NAME itself when it is already a consumer key
 // that is not verbatim: a hashed one, in lowercase, or "~" and an
-// address, "consumer:~203.0.113.7" as listings show it). Anything else is an error wrapping ErrBadTarget: a typo must not ban or
-// lift something nobody meant. So is a CIDR inside 6to4, NAT64 or Teredo
-// whose clients Verify counts as the IPv4 addresses they embed: a ban on
-// it would be listed and never hold. isRange reports a range ban target.
+// address, "consumer:~203.0.113.7" as listings show it). Anything else
+// is an error wrapping ErrBadTarget: a typo must not ban or lift
+// something nobody meant. So is a CIDR inside 6to4, NAT64 or Teredo whose
+// clients Verify counts as the IPv4 addresses they embed: a ban on it
+// would be listed and never hold. isRange reports a range ban target.
 func (p *Protector) Target(s string) (k Key, isRange bool, err error) {
 	t, err := p.target(s)
 	return t.key, t.isRange, err
