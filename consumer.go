@@ -110,7 +110,17 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 // zero. With stream (Config.Plan) the stream counter counts beside the
 // plan, for BanLimit. The error is non-nil only when ctx ended.
 func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
-	res, err := p.space.TakePlan(ctx, k, a, plan, cost, stream)
+	// A PlanResult is a few hundred bytes, and Go returns a result that
+	// large through memory, copying it twice more on the caller's side
+	// of an interface call. The memory store's own method writes into
+	// res instead; it is TakePlan's body, so every store answers alike.
+	var res PlanResult
+	var err error
+	if ms, ok := p.space.(*memSpace); ok {
+		err = ms.takePlan(&res, k, a, plan, cost, stream)
+	} else {
+		res, err = p.space.TakePlan(ctx, k, a, plan, cost, stream)
+	}
 	if err != nil {
 		return p.takePlanFailed(ctx, d, k, a, plan, cost, stream, err)
 	}

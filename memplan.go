@@ -115,14 +115,20 @@ func (s *MemoryStore) micros(t int64) int64 {
 // then decides and charges every limit: a plan's whole step is atomic.
 // The key is hashed once for both tables.
 func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) (res PlanResult, err error) {
+	err = sp.takePlan(&res, k, addr, plan, cost, stream)
+	return res, err
+}
+
+// takePlan is TakePlan, writing its result into res, which must be zero.
+func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) error {
 	if err := CheckTakePlan(k, plan, cost); err != nil {
-		return res, err
+		return err
 	}
 	t := sp.s.now()
 	if addr.IsValid() {
 		if rangeBanned(sp.bns.ranges.Load(), addr, t, &res.Result) {
 			res.Decider = -1
-			return res, nil
+			return nil
 		}
 	}
 	var n int64
@@ -162,7 +168,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	if res.Banned() {
 		sh.mu.Unlock()
 		res.Decider = -1
-		return res, nil
+		return nil
 	}
 	now := sp.s.micros(t)
 	var raw [MaxPlanLimits]LimitOutcome
@@ -176,7 +182,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	}
 	res.Charged = all && cost > 0
 	res.pickDecider(len(plan.limits))
-	return res, nil
+	return nil
 }
 
 // decide decides and charges plan for pk (of hash h) at now (µs), under
