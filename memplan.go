@@ -196,11 +196,13 @@ func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now,
 	c := max(cost, 1)
 	all := true
 	limits := plan.limits
+	var slots [MaxPlanLimits]*planSlot // for charge: each limit's slot, nil for none
 	for i := range limits {
 		l := &limits[i]
 		var sl *planSlot
 		if e != nil {
 			sl = e.find(l, i)
+			slots[i] = sl
 		}
 		if l.quota != 0 {
 			r := LimitOutcome{B: 0}
@@ -224,15 +226,16 @@ func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now,
 		all = all && raw[i].Fits
 	}
 	if all && cost > 0 {
-		t.charge(sh, pk, h, e, plan, now, cost, raw)
+		t.charge(sh, pk, h, e, plan, now, cost, raw, &slots)
 	}
 	return all
 }
 
 // charge charges cost to every limit of plan, from the states in raw,
-// and leaves the new states in raw. It is the only place that allocates:
-// a key's first charge, or its first under a plan with new limit names.
-func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome) {
+// and leaves the new states in raw. slots holds the slot decide found for
+// each limit of e, nil for none. It is the only place that allocates: a
+// key's first charge, or its first under a plan with new limit names.
+func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome, slots *[MaxPlanLimits]*planSlot) {
 	if e == nil {
 		if len(sh.entries) >= t.perShard {
 			sh.evict(now)
@@ -243,11 +246,14 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 		e = newPlanEntry(pk, len(plan.limits))
 		sh.entries[h] = e
 	}
+	added := false // add may move e's slots: those found before are stale
 	for i := range plan.limits {
 		l := &plan.limits[i]
-		sl := e.find(l, i)
-		if sl == nil {
-			sl = e.add(plan, l, now)
+		sl := slots[i]
+		if sl == nil || added {
+			if sl = e.find(l, i); sl == nil {
+				sl, added = e.add(plan, l, now), true
+			}
 		}
 		if l.quota != 0 {
 			raw[i].A += cost
