@@ -409,6 +409,21 @@ func testPlanChangeKeepsState(t *testing.T, env *Env) {
 	if r := takePlan(t, sp, k, netip.Addr{}, free, 0, false); r.Limits[1].Remaining != 5 {
 		t.Fatalf("back under free = %+v; want monthly 5 left (5 used)", r)
 	}
+	// A new limit ahead of a kept one: a store that makes room for it must
+	// still charge the kept one, on every request.
+	one := newPlan(t, "one", protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly})
+	team := newPlan(t, "team", protect.Quota{Name: "hourly", Limit: 50, Period: protect.Hourly}, protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly})
+	env.awayFromEnd(protect.Hourly)
+	k = protect.Key{Name: "cus_team"}
+	for range 4 {
+		takePlan(t, sp, k, netip.Addr{}, one, 1, false)
+	}
+	for i := range int64(2) {
+		r := takePlan(t, sp, k, netip.Addr{}, team, 1, false)
+		if r.Refused() || r.Limits[0].Remaining != 49-i || r.Limits[1].Remaining != 995-i {
+			t.Fatalf("request %d under team = %+v; want hourly %d left, monthly %d (%d used)", i+1, r, 49-i, 995-i, 5+i)
+		}
+	}
 }
 
 // Inspect reports the limits held for a key: a rate's backlog, a quota's
