@@ -219,15 +219,15 @@ func keyShapeOf(id string) keyForm {
 		return formHashed
 	}
 	all, some := uint8(0xff), uint8(0)
-	run := 0 // letters and digits in a row
 	for i := 0; i < len(id); i++ {
 		c := keyChars[id[i]]
 		all &= c
 		some |= c
-		run = (run + 1) & -int(c>>1&1) // charAlnum is 1<<1: reset on anything else
-		if run >= tokenRun {
-			return formHashed
-		}
+	}
+	// Only an id as long as a run can hold one; most ids are shorter,
+	// and tracking the run costs more than the classes above.
+	if len(id) >= tokenRun && hasTokenRun(id) {
+		return formHashed
 	}
 	if all&charOK == 0 {
 		return formHashed // a byte not allowed
@@ -244,6 +244,19 @@ func keyShapeOf(id string) keyForm {
 		return formAddr // shaped like one; see keyFormOf
 	}
 	return formVerbatim
+}
+
+// hasTokenRun reports whether id holds tokenRun letters and digits in a
+// row.
+func hasTokenRun(id string) bool {
+	run := 0
+	for i := 0; i < len(id); i++ {
+		run = (run + 1) & -int(keyChars[id[i]]>>1&1) // charAlnum is 1<<1: reset on anything else
+		if run >= tokenRun {
+			return true
+		}
+	}
+	return false
 }
 
 // isAddrOrCIDR reports whether s parses as an IP address or a CIDR (host
