@@ -587,9 +587,10 @@ func (l *planLimit) state(now, cost int64, raw LimitOutcome) LimitState {
 // left is how many requests of cost 1 a bucket with TAT tat+rem/Limit
 // admits at now: floor(N / Period) with N = (now − TAT + depth) × Limit,
 // in 128 bits. A 128-bit division costs more than the rest of a decision,
-// so the quotient is estimated in floating point (off by at most one: N
-// is below 2^103 and the quotient below 2^51) and made exact by
-// multiplying back.
+// so the quotient is estimated in floating point and made exact by
+// multiplying back. N is below 2^103 and the quotient below 2^51, so the
+// estimate is off by at most one for a Period of 4µs or more; a shorter
+// one may take the exact division.
 func (l *planLimit) left(now, tat, rem int64) int64 {
 	a := now - tat + l.tq              // whole µs of room
 	if a < 0 || a == 0 && l.tr < rem { // no room, or less than none
@@ -604,8 +605,14 @@ func (l *planLimit) left(now, tat, rem int64) int64 {
 	if hi >= uint64(l.period) { // a quotient of 2^64 or more: never a live bucket's
 		return l.burst
 	}
-	n := uint64(max((float64(hi)*0x1p64+float64(lo))*l.invPeriod, 0))
-	n = min(n, uint64(l.burst)+1)
+	// hi is below period, so both halves convert as signed integers: one
+	// instruction each, where an unsigned conversion branches. lo loses
+	// its last bit, which moves the estimate by 1/Period at most.
+	x := (float64(int64(hi))*0x1p64 + float64(int64(lo>>1))*2) * l.invPeriod
+	n := uint64(l.burst) + 1
+	if x < float64(n) {
+		n = uint64(int64(x))
+	}
 	switch {
 	case n > 0 && !mulLE(n, uint64(l.period), hi, lo):
 		n--
