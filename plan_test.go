@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -563,5 +564,186 @@ func TestPlanEvictionKeepsUsage(t *testing.T) {
 	}
 	if d := consume(t, p, "acme", plan); d.Status != Allowed || d.Remaining != 949 {
 		t.Fatalf("VerifyConsumer(acme) after a flood of 1000 consumers in a store of 64 = %v, %d left; want allowed, 949 left", d.Status, d.Remaining)
+	}
+}
+
+// A plan's charge writes each limit into the slot decide found for it,
+// unless making room for a new limit came first: room is made by
+// dropping the slots of other plans that are over, which moves the rest
+// within the entry, or by a larger entry. Either way every kept limit is
+// charged in its own slot, on every request, and the new one in its own.
+func TestPlanChargeAfterMakingRoom(t *testing.T) {
+	monthly := Quota{Name: "monthly", Limit: 1000, Period: Monthly}
+	daily := Quota{Name: "daily", Limit: 100, Period: Daily}
+	hourly := Quota{Name: "hourly", Limit: 50, Period: Hourly}
+	burst := Rate{Name: "burst", Limit: 10, Period: time.Second} // over within a second of the requests below
+	minute := Rate{Name: "minute", Limit: 60, Period: time.Minute}
+	for _, tc := range []struct {
+		name   string
+		before []PlanLimit   // the plan of the key's first requests
+		wait   time.Duration // after them
+		after  []PlanLimit   // the plan of the ones after
+		want   []string      // what Inspect lists then: a quota as name=count, a rate as its name
+	}{
+		{"new limit ahead of a kept one, entry full", []PlanLimit{monthly}, 0, []PlanLimit{hourly, monthly}, []string{"hourly=2", "monthly=5"}},
+		{"new limit ahead of a kept one, an over slot dropped in place", []PlanLimit{burst, monthly}, 2 * time.Second, []PlanLimit{hourly, monthly}, []string{"hourly=2", "monthly=5"}},
+		{"new limit ahead of a kept one, a live slot kept", []PlanLimit{burst, monthly}, 0, []PlanLimit{hourly, monthly}, []string{"burst", "hourly=2", "monthly=5"}},
+		{"new limits around kept ones", []PlanLimit{daily, monthly}, 0, []PlanLimit{hourly, daily, minute, monthly}, []string{"daily=5", "hourly=2", "minute", "monthly=5"}},
+		{"new limit behind kept ones", []PlanLimit{monthly, daily}, 0, []PlanLimit{daily, monthly, hourly}, []string{"daily=5", "hourly=2", "monthly=5"}},
+		{"kept ones reordered behind a new one, an over slot dropped between them", []PlanLimit{daily, burst, monthly}, 2 * time.Second, []PlanLimit{hourly, monthly, daily}, []string{"daily=5", "hourly=2", "monthly=5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clk := newTestMemoryStore(t, MemoryOptions{})
+			sp := memSpaceFor(t, s, "ns:", testLimits())
+			k := Key{Name: "cus_moved"}
+			before, after := mustPlan(t, "before", tc.before...), mustPlan(t, "after", tc.after...)
+			used := map[string]int64{}
+			take := func(plan *Plan) {
+				t.Helper()
+				r, err := sp.TakePlan(t.Context(), k, netip.Addr{}, plan, 1, false)
+				if err != nil || !r.Charged {
+					t.Fatalf("TakePlan(%s, %s) = %+v, %v; want charged", k, plan.Name(), r, err)
+				}
+				for i, l := range plan.limits {
+					if l.quota == 0 {
+						continue
+					}
+					used[l.name]++
+					if got, want := r.Limits[i].Remaining, l.limit-used[l.name]; got != want {
+						t.Fatalf("TakePlan(%s, %s) after %d of %s = %d left, want %d", k, plan.Name(), used[l.name], l.name, got, want)
+					}
+				}
+			}
+			for range 3 {
+				take(before)
+			}
+			clk.Advance(tc.wait)
+			for range 2 {
+				take(after)
+			}
+			st, err := sp.Inspect(t.Context(), k)
+			if err != nil {
+				t.Fatalf("Inspect(%s) = %v", k, err)
+			}
+			var got []string
+			for _, u := range st.Usage {
+				if u.Period == 0 {
+					got = append(got, u.Name)
+				} else {
+					got = append(got, fmt.Sprintf("%s=%d", u.Name, u.Used))
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("Inspect(%s).Usage = %v, want %v", k, got, tc.want)
+			}
+		})
+	}
+}
+
+// ifaceStore is the memory store with its space behind the Space
+// interface alone, still local: the Protector calls its TakePlan as it
+// calls any store's, where it calls the memory store's own takePlan
+// directly.
+type ifaceStore struct{ *MemoryStore }
+
+type ifaceSpace struct{ Space }
+
+func (ifaceSpace) Local() bool { return true }
+
+func (s ifaceStore) Space(sc Scope) (Space, error) {
+	sp, err := s.MemoryStore.Space(sc)
+	if err != nil {
+		return nil, err
+	}
+	return ifaceSpace{sp}, nil
+}
+
+// The Protector calls the memory store's takePlan directly, and every
+// other store's TakePlan through the Space interface: the two answer
+// every request alike, with Config.Plan's stream and its bans, a range
+// ban, a consumer's costs (0, too high), a ban on a consumer, and a
+// consumer from a banned range.
+func TestPlanDirectCallAnswersAsTakePlan(t *testing.T) {
+	login := mustPlan(t, "login", Rate{Name: "login", Limit: 5, Period: time.Minute}, Quota{Name: "hourly", Limit: 7, Period: Hourly})
+	pro := mustPlan(t, "pro", Rate{Name: "burst", Limit: 3, Period: time.Second}, Quota{Name: "monthly", Limit: 10, Period: Monthly})
+	type step struct {
+		name string
+		do   func(p *Protector, clk *fakeClock) (Decision, error)
+		want Status
+	}
+	verifyAddr := func(s string, want Status) step {
+		return step{"VerifyAddr(" + s + ")", func(p *Protector, _ *fakeClock) (Decision, error) {
+			return p.VerifyAddr(t.Context(), netip.MustParseAddr(s))
+		}, want}
+	}
+	consumerN := func(id string, cost int64, want Status) step {
+		return step{fmt.Sprintf("VerifyConsumerN(%s, pro, %d)", id, cost), func(p *Protector, _ *fakeClock) (Decision, error) {
+			return p.VerifyConsumerN(t.Context(), id, pro, cost)
+		}, want}
+	}
+	ban := func(target string) step {
+		return step{"Ban(" + target + ")", func(p *Protector, _ *fakeClock) (Decision, error) {
+			_, err := p.Ban(t.Context(), target, BanOptions{})
+			return Decision{}, err
+		}, 0}
+	}
+	steps := []step{
+		verifyAddr("203.0.113.9", Allowed), verifyAddr("203.0.113.9", Allowed), verifyAddr("203.0.113.9", Allowed),
+		verifyAddr("203.0.113.9", Allowed), verifyAddr("203.0.113.9", Allowed), verifyAddr("203.0.113.9", Limited),
+		verifyAddr("203.0.113.9", Limited), verifyAddr("203.0.113.9", Limited), verifyAddr("203.0.113.9", Banned),
+		{"Check(203.0.113.10)", func(p *Protector, _ *fakeClock) (Decision, error) {
+			return p.Check(t.Context(), request("203.0.113.10:1"))
+		}, Allowed},
+		ban("198.51.100.0/24"),
+		verifyAddr("198.51.100.7", Banned),
+		consumerN("acme", 1, Allowed), consumerN("acme", 0, Allowed), consumerN("acme", 2, Allowed),
+		consumerN("acme", 1, Limited), consumerN("acme", 4, Limited),
+		{"Advance(2s)", func(_ *Protector, clk *fakeClock) (Decision, error) {
+			clk.Advance(2 * time.Second)
+			return Decision{}, nil
+		}, 0},
+		consumerN("acme", 3, Allowed),
+		ban("consumer:acme"),
+		consumerN("acme", 1, Banned),
+		{"Verify(198.51.100.8, X-Api-Key beta)", func(p *Protector, _ *fakeClock) (Decision, error) {
+			r := request("198.51.100.8:1")
+			r.Header.Set("X-Api-Key", "beta")
+			return p.Verify(t.Context(), r)
+		}, Banned},
+	}
+	run := func(wrap func(*MemoryStore) Store) []string {
+		clk := newFakeClock()
+		s := NewMemoryStore(MemoryOptions{Clock: clk.Now})
+		t.Cleanup(func() { s.Close() })
+		p, err := New(Config{Store: wrap(s), Clock: clk.Now, Plan: login, BanLimit: 8, Logger: discardLogger(),
+			ConsumerFunc: func(r *http.Request) (string, *Plan, bool) {
+				id := r.Header.Get("X-Api-Key")
+				return id, pro, id != ""
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		var out []string
+		for _, st := range steps {
+			d, err := st.do(p, clk)
+			if err != nil {
+				t.Fatalf("%s = %v, want no error", st.name, err)
+			}
+			if d.Status != st.want {
+				t.Fatalf("%s = %v, want %v", st.name, d.Status, st.want)
+			}
+			out = append(out, fmt.Sprintf("%v key %v count %d remaining %d limit %d retry %v policy %q ban %v err %v; %v",
+				d.Status, d.Key, d.Count, d.Remaining, d.Limit, d.RetryAfter, d.Policy, d.Ban != nil, d.Err, headers(d)))
+		}
+		return out
+	}
+	direct := run(func(s *MemoryStore) Store { return s })
+	iface := run(func(s *MemoryStore) Store { return ifaceStore{s} })
+	for i, st := range steps {
+		if direct[i] != iface[i] {
+			t.Errorf("%s on the memory store = %s, want %s (as through Space.TakePlan)", st.name, direct[i], iface[i])
+		}
 	}
 }
