@@ -12,8 +12,9 @@ import (
 
 // Consumers under plans: VerifyConsumer and Config.ConsumerFunc hold an
 // authenticated consumer to its plan, and Config.Plan holds every address
-// (or KeyFunc key) of a protector to one. Both go through Space.TakePlan,
-// on every store alike.
+// (or KeyFunc key) of a protector to one. Both go through the store's
+// TakePlan, on every store alike; decidePlan calls the memory store's
+// body of it directly.
 
 var errNoConsumer = fmt.Errorf("%w: empty consumer", ErrUnknownClient)
 
@@ -112,8 +113,10 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
 	// A PlanResult is a few hundred bytes, and Go returns a result that
 	// large through memory, copying it twice more on the caller's side
-	// of an interface call. The memory store's own method writes into
-	// res instead; it is TakePlan's body, so every store answers alike.
+	// of an interface call. The memory store's takePlan writes into res
+	// instead; it is the body of its TakePlan, so the memory store answers
+	// here as it does through the interface (see
+	// TestPlanDirectCallAnswersAsTakePlan).
 	var res PlanResult
 	var err error
 	if ms, ok := p.space.(*memSpace); ok {

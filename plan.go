@@ -605,9 +605,10 @@ func (l *planLimit) left(now, tat, rem int64) int64 {
 	if hi >= uint64(l.period) { // a quotient of 2^64 or more: never a live bucket's
 		return l.burst
 	}
-	// hi is below period, so both halves convert as signed integers: one
-	// instruction each, where an unsigned conversion branches. lo loses
-	// its last bit, which moves the estimate by 1/Period at most.
+	// hi is below period and lo>>1 below 2^63, so both convert as signed
+	// integers: on amd64 one instruction each, where an unsigned
+	// conversion branches (arm64 converts either in one). lo loses its
+	// last bit, which moves the estimate by 1/Period at most.
 	x := (float64(int64(hi))*0x1p64 + float64(int64(lo>>1))*2) * l.invPeriod
 	n := uint64(l.burst) + 1
 	if x < float64(n) {
@@ -619,8 +620,9 @@ func (l *planLimit) left(now, tat, rem int64) int64 {
 	case mulLE(n+1, uint64(l.period), hi, lo):
 		n++
 	}
-	// The estimate is off by one at most for any state a store wrote;
-	// anything else (a corrupt record) gets the exact, slow answer.
+	// The estimate is off by one at most for any state a store wrote
+	// under a Period of 4µs or more; anything else (a corrupt record, and
+	// maybe a shorter Period) gets the exact, slow answer.
 	if n > 0 && !mulLE(n, uint64(l.period), hi, lo) || mulLE(n+1, uint64(l.period), hi, lo) {
 		n, _ = bits.Div64(hi, lo, uint64(l.period))
 	}
