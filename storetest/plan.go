@@ -397,6 +397,7 @@ func testPlanChangeKeepsState(t *testing.T, env *Env) {
 	pro := newPlan(t, "pro", protect.Rate{Name: "burst", Limit: 10, Period: 100 * u, Burst: 50},
 		protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly}, protect.Quota{Name: "daily", Limit: 100, Period: protect.Daily})
 	k := protect.Key{Name: "cus_upgrade"}
+	env.awayFromEnd(protect.Daily) // a day ends with every month
 	for range 4 {
 		takePlan(t, sp, k, netip.Addr{}, free, 1, false)
 	}
