@@ -174,7 +174,7 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 	}
 	now := sp.s.micros(t)
 	var raw [MaxPlanLimits]LimitOutcome
-	all := sp.s.plans.decide(sh, pk, h, plan, now, cost, &raw)
+	all := sp.s.plans.decide(sh, &pk, h, plan, now, cost, &raw)
 	sh.mu.Unlock()
 	// What each limit has left, and which decided, is arithmetic on what
 	// decide read and wrote: done outside the lock, which other requests
@@ -190,9 +190,9 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 // decide decides and charges plan for pk (of hash h) at now (µs), under
 // sh's lock: it reports whether every limit admits the request, and each
 // limit's outcome in raw.
-func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome) bool {
+func (t *planTable) decide(sh *planShard, pk *planKey, h uint64, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome) bool {
 	e := sh.entries[h]
-	if e != nil && e.key != pk {
+	if e != nil && e.key != *pk {
 		e = nil // another key of the same hash: this one starts afresh
 	}
 	c := max(cost, 1)
@@ -237,7 +237,7 @@ func (t *planTable) decide(sh *planShard, pk planKey, h uint64, plan *Plan, now,
 // and leaves the new states in raw. slots holds the slot decide found for
 // each limit of e, nil for none. It is the only place that allocates: a
 // key's first charge, or its first under a plan with new limit names.
-func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome, slots *[MaxPlanLimits]*planSlot) {
+func (t *planTable) charge(sh *planShard, pk *planKey, h uint64, e *planEntry, plan *Plan, now, cost int64, raw *[MaxPlanLimits]LimitOutcome, slots *[MaxPlanLimits]*planSlot) {
 	if e == nil {
 		if len(sh.entries) >= t.perShard {
 			sh.evict(now)
@@ -245,7 +245,7 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 		if old := sh.entries[h]; old != nil && sh.durable {
 			sh.dirty = append(sh.dirty, planRef{h: h, key: old.key}) // replaced: its record goes
 		}
-		e = newPlanEntry(pk, len(plan.limits))
+		e = newPlanEntry(*pk, len(plan.limits))
 		sh.entries[h] = e
 	}
 	added := false // add may move e's slots: those found before are stale
@@ -268,7 +268,7 @@ func (t *planTable) charge(sh *planShard, pk planKey, h uint64, e *planEntry, pl
 	}
 	if sh.durable && !e.dirty {
 		e.dirty = true
-		sh.dirty = append(sh.dirty, planRef{h: h, key: pk})
+		sh.dirty = append(sh.dirty, planRef{h: h, key: *pk})
 	}
 }
 
