@@ -184,7 +184,6 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 	}
 	res.Charged = all && cost > 0
 	res.pickDecider(len(plan.limits))
-	return
 }
 
 // decide decides and charges plan for pk (of hash h) at now (µs), under
