@@ -5,9 +5,9 @@ package bench
 // writing the two RateLimit fields (the policy's value built once, the
 // other formatted per request, as for the harness's generous limit) and
 // putting a Decision-sized value in the request's context for the
-// handler (FromContext), the one allocation the context package allows
-// for it. Its ratio is the ceiling of any middleware that writes what
-// protect writes.
+// handler (FromContext), in one context that holds it, as protect's
+// does, and Request.WithContext's copy of the request. Its ratio is the
+// ceiling of any middleware that writes what protect writes.
 
 import (
 	"context"
