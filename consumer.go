@@ -49,7 +49,8 @@ func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *P
 		p.decided(&d)
 		return d, err
 	}
-	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, 1, false)
+	k, h := p.consumerKeys.hashed(consumer)
+	err = p.decidePlan(ctx, &d, k, h, netip.Addr{}, plan, 1, false)
 	p.decided(&d)
 	return d, err
 }
@@ -69,7 +70,8 @@ func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *
 		p.decided(&d)
 		return d, err
 	}
-	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, cost, false)
+	k, h := p.consumerKeys.hashed(consumer)
+	err = p.decidePlan(ctx, &d, k, h, netip.Addr{}, plan, cost, false)
 	p.decided(&d)
 	return d, err
 }
@@ -80,7 +82,8 @@ func (p *Protector) consumer(ctx context.Context, id string, plan *Plan, a netip
 	if id == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
 		return p.badConsumer(id, plan, a, cost)
 	}
-	err = p.decidePlan(ctx, &d, p.consumerKeys.key(id), a, plan, cost, false)
+	k, h := p.consumerKeys.hashed(id)
+	err = p.decidePlan(ctx, &d, k, h, a, plan, cost, false)
 	return d, err
 }
 
@@ -109,8 +112,10 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 // decidePlan decides key k under plan, charging cost, through the store
 // and the failure policy, and writes the answer into d, which must be
 // zero. With stream (Config.Plan) the stream counter counts beside the
-// plan, for BanLimit. The error is non-nil only when ctx ended.
-func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
+// plan, for BanLimit. h is the memory store's hash of k when the caller
+// has it (consumerKeys.hashed), else 0. The error is non-nil only when
+// ctx ended.
+func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, h uint64, a netip.Addr, plan *Plan, cost int64, stream bool) error {
 	// A PlanResult is a few hundred bytes, and Go returns a result that
 	// large through memory, copying it twice more on the caller's side
 	// of an interface call. The memory store's takePlan writes into res
@@ -120,7 +125,7 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.
 	var res PlanResult
 	var err error
 	if ms, ok := p.space.(*memSpace); ok {
-		ms.takePlan(&res, k, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
+		ms.takePlan(&res, k, h, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
 	} else {
 		res, err = p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	}
@@ -207,10 +212,15 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // on them by chance, or by a client's design, are out of reach: a hash
 // of its own for the set would add bits that nothing needs, and one more
 // hash to every identifier the cache is asked for.
+//
+// On the memory store a way also holds the store's hash of the key, which
+// the store would otherwise make on every request (memSpace.takePlan): a
+// hit then costs one hash where it would cost two.
 type consumerKeys struct {
 	once  sync.Once
 	seeds [2]maphash.Seed // the two halves of the check, the first's low bits the set
 	sets  []keyCacheSet
+	mem   *memSpace // the protector's space when it is the memory store's, for the hash; else nil
 }
 
 const keyCacheSets = 1 << 14
@@ -223,12 +233,21 @@ type keyCacheSet struct {
 type cachedKey struct {
 	check [2]uint64 // the identifier's hashes under seeds[0] and seeds[1]
 	name  string    // its key
+	hash  uint64    // the memory store's hash of the key (see hashed); 0 for none
 }
 
+// key returns the key that ConsumerKey keeps id as.
 func (c *consumerKeys) key(id string) Key {
+	k, _ := c.hashed(id)
+	return k
+}
+
+// hashed is key, and the memory store's hash of the key when the cache
+// holds it (memSpace.takePlan's hint), else 0.
+func (c *consumerKeys) hashed(id string) (Key, uint64) {
 	form := keyShapeOf(id)
 	if form == formVerbatim {
-		return Key{Name: id}
+		return Key{Name: id}, 0
 	}
 	c.once.Do(func() {
 		c.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
@@ -237,27 +256,30 @@ func (c *consumerKeys) key(id string) Key {
 	h := maphash.String(c.seeds[0], id)
 	set := &c.sets[h&(keyCacheSets-1)]
 	if form == formAddr {
-		if k, ok := set.addrHit(id); ok {
-			return k
+		if e := set.addrHit(id); e != nil {
+			return Key{Name: e.name}, e.hash
 		}
 	}
 	check := [2]uint64{h, maphash.String(c.seeds[1], id)}
 	for i := range set.ways {
 		if e := set.ways[i].Load(); e != nil && e.check == check {
-			return Key{Name: e.name}
+			return Key{Name: e.name}, e.hash
 		}
 	}
 	// A miss. Only here is an address-shaped id parsed: one that is no
 	// address (a token of hex digits and colons) is hashed, and its
 	// next request is a hit above.
+	e := &cachedKey{check: check}
 	if form == formAddr && isAddrOrCIDR(id) {
-		name := "~" + id
-		set.ways[set.next.Add(1)%4].Store(&cachedKey{name: name})
-		return Key{Name: name}
+		e.check, e.name = [2]uint64{}, "~"+id
+	} else {
+		e.name = hashKey(id).Name // the form is known: ConsumerKey would only look again
 	}
-	k := hashKey(id) // the form is known: ConsumerKey would only look again
-	set.ways[set.next.Add(1)%4].Store(&cachedKey{check: check, name: k.Name})
-	return k
+	if c.mem != nil {
+		e.hash = c.mem.s.hashName(nameKey{ns: c.mem.ns.id, name: e.name})
+	}
+	set.ways[set.next.Add(1)%4].Store(e)
+	return Key{Name: e.name}, e.hash
 }
 
 // addrHit looks up an identifier shaped like an address (keyShapeOf),
@@ -268,11 +290,11 @@ func (c *consumerKeys) key(id string) Key {
 // digits alone) never equals "~" and an id with a dot or a colon. The
 // way's check stays zero, which both hashes of an identifier match by a
 // chance of 2^-128.
-func (s *keyCacheSet) addrHit(id string) (_ Key, ok bool) {
+func (s *keyCacheSet) addrHit(id string) *cachedKey {
 	for i := range s.ways {
 		if e := s.ways[i].Load(); e != nil && len(e.name) == len(id)+1 && e.name[1:] == id {
-			return Key{Name: e.name}, true
+			return e
 		}
 	}
-	return Key{}, false
+	return nil
 }

@@ -140,3 +140,55 @@ func TestConsumerKeysConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// On the memory store the cache hands out the store's own hash of each
+// key it holds, for the protector's namespace, so a hinted plan lands in
+// the entry that the store finds by hashing the key itself; on any other
+// store, and for an id kept verbatim, the hint is 0 and the store hashes.
+func TestConsumerKeysStoreHash(t *testing.T) {
+	quota := mustPlan(t, "q", Quota{Name: "daily", Limit: 100, Period: Daily})
+	ctx := t.Context()
+	s := NewMemoryStore(MemoryOptions{})
+	t.Cleanup(func() { s.Close() })
+	for _, ns := range []string{"api", "web"} {
+		p, err := New(Config{Store: s, Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		ms := p.raw.(*memSpace)
+		for _, id := range []string{"10.0.0.1", "2001:db8::1", "10.0.0.0/8", "sk_live_0123456789abcdefghij", "3f9c2e1a:7b4d8e0f", "acme"} {
+			for call := 1; call <= 2; call++ { // a miss, then a hit
+				k, h := p.consumerKeys.hashed(id)
+				want := ms.s.hashName(nameKey{ns: ms.ns.id, name: k.Name})
+				if keyFormOf(id) == formVerbatim {
+					want = 0
+				}
+				if h != want {
+					t.Fatalf("%s: consumerKeys.hashed(%q), call %d = %#x, want %#x", ns, id, call, h, want)
+				}
+				if _, err := p.VerifyConsumerN(ctx, id, quota, 3); err != nil {
+					t.Fatal(err)
+				}
+				st, err := p.raw.Inspect(ctx, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(st.Usage) != 1 || st.Usage[0].Used != int64(3*call) {
+					t.Fatalf("%s: Inspect(%v).Usage after %d VerifyConsumerN(%q, cost 3) = %+v, want daily used %d", ns, k, call, id, st.Usage, 3*call)
+				}
+			}
+		}
+	}
+	// Behind another store, the cache holds no hash.
+	p, err := New(Config{Store: ifaceStore{s}, Namespace: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	for range 2 {
+		if _, h := p.consumerKeys.hashed("10.0.0.1"); h != 0 {
+			t.Fatalf("consumerKeys.hashed(10.0.0.1) behind a wrapped store = %#x, want 0", h)
+		}
+	}
+}

@@ -319,9 +319,13 @@ func (sp *memSpace) addrKey(p netip.Prefix) (mk, bk addrKey, h uint64) {
 
 // nameKey is addrKey for a name.
 func (sp *memSpace) nameKey(name string) (mk, bk nameKey, h uint64) {
-	mk = nameKey{ns: sp.ns.id, name: name}
-	bk = nameKey{ns: sp.bns.id, name: name}
+	mk, bk = sp.nameKeys(name)
 	return mk, bk, sp.s.hashName(mk)
+}
+
+// nameKeys is nameKey without the hash, for a caller that kept it.
+func (sp *memSpace) nameKeys(name string) (mk, bk nameKey) {
+	return nameKey{ns: sp.ns.id, name: name}, nameKey{ns: sp.bns.id, name: name}
 }
 
 // Take implements Space.

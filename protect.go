@@ -91,6 +91,7 @@ func New(cfg Config) (*Protector, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	p.space = p.guardSpace(p.raw, scope, true)
+	p.consumerKeys.mem, _ = p.space.(*memSpace)
 	if p.esc, err = p.newEscalation(); err != nil {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -391,7 +392,7 @@ func (p *Protector) unknown(err error) Decision {
 // cache. The error is non-nil only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
 	if p.cfg.Plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
-		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)
+		return p.decidePlan(ctx, d, k, 0, a, p.cfg.Plan, n, true)
 	}
 	res, err := p.space.Take(ctx, k, a, n)
 	d.Addr, d.Key = a, k
