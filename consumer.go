@@ -49,8 +49,8 @@ func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *P
 		p.decided(&d)
 		return d, err
 	}
-	k, h := p.consumerKeys.hashed(consumer)
-	err = p.decidePlan(ctx, &d, k, h, netip.Addr{}, plan, 1, false)
+	k, hint := p.consumerKeys.keyAndHash(consumer)
+	err = p.decidePlan(ctx, &d, k, hint, netip.Addr{}, plan, 1, false)
 	p.decided(&d)
 	return d, err
 }
@@ -70,8 +70,8 @@ func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *
 		p.decided(&d)
 		return d, err
 	}
-	k, h := p.consumerKeys.hashed(consumer)
-	err = p.decidePlan(ctx, &d, k, h, netip.Addr{}, plan, cost, false)
+	k, hint := p.consumerKeys.keyAndHash(consumer)
+	err = p.decidePlan(ctx, &d, k, hint, netip.Addr{}, plan, cost, false)
 	p.decided(&d)
 	return d, err
 }
@@ -82,8 +82,8 @@ func (p *Protector) consumer(ctx context.Context, id string, plan *Plan, a netip
 	if id == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
 		return p.badConsumer(id, plan, a, cost)
 	}
-	k, h := p.consumerKeys.hashed(id)
-	err = p.decidePlan(ctx, &d, k, h, a, plan, cost, false)
+	k, hint := p.consumerKeys.keyAndHash(id)
+	err = p.decidePlan(ctx, &d, k, hint, a, plan, cost, false)
 	return d, err
 }
 
@@ -112,10 +112,10 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 // decidePlan decides key k under plan, charging cost, through the store
 // and the failure policy, and writes the answer into d, which must be
 // zero. With stream (Config.Plan) the stream counter counts beside the
-// plan, for BanLimit. h is the memory store's hash of k when the caller
-// has it (consumerKeys.hashed), else 0. The error is non-nil only when
-// ctx ended.
-func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, h uint64, a netip.Addr, plan *Plan, cost int64, stream bool) error {
+// plan, for BanLimit. hint is p.mem's hash of k when the caller has it
+// (consumerKeys.keyAndHash), else 0: see memSpace.takePlan. The error is
+// non-nil only when ctx ended.
+func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, hint uint64, a netip.Addr, plan *Plan, cost int64, stream bool) error {
 	// A PlanResult is a few hundred bytes, and Go returns a result that
 	// large through memory, copying it twice more on the caller's side
 	// of an interface call. The memory store's takePlan writes into res
@@ -124,8 +124,8 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, h uint64
 	// TestPlanDirectCallAnswersAsTakePlan).
 	var res PlanResult
 	var err error
-	if ms, ok := p.space.(*memSpace); ok {
-		ms.takePlan(&res, k, h, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
+	if ms := p.mem; ms != nil {
+		ms.takePlan(&res, k, hint, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
 	} else {
 		res, err = p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	}
@@ -213,14 +213,15 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // of its own for the set would add bits that nothing needs, and one more
 // hash to every identifier the cache is asked for.
 //
-// On the memory store a way also holds the store's hash of the key, which
-// the store would otherwise make on every request (memSpace.takePlan): a
-// hit then costs one hash where it would cost two.
+// On the memory store a way also holds the store's hash of the key
+// (memSpace.nameHash), which a plan's decision would otherwise make on
+// every request (memSpace.takePlan): a hit makes one hash fewer. It
+// makes a way 8 bytes larger on every store.
 type consumerKeys struct {
 	once  sync.Once
 	seeds [2]maphash.Seed // the two halves of the check, the first's low bits the set
 	sets  []keyCacheSet
-	mem   *memSpace // the protector's space when it is the memory store's, for the hash; else nil
+	mem   *memSpace // the Protector's mem, whose hash a way keeps; nil: none
 }
 
 const keyCacheSets = 1 << 14
@@ -233,18 +234,20 @@ type keyCacheSet struct {
 type cachedKey struct {
 	check [2]uint64 // the identifier's hashes under seeds[0] and seeds[1]
 	name  string    // its key
-	hash  uint64    // the memory store's hash of the key (see hashed); 0 for none
+	// storeHash is mem.nameHash(name), or 0 without mem (or when that
+	// hash is 0, which takePlan then makes again).
+	storeHash uint64
 }
 
 // key returns the key that ConsumerKey keeps id as.
 func (c *consumerKeys) key(id string) Key {
-	k, _ := c.hashed(id)
+	k, _ := c.keyAndHash(id)
 	return k
 }
 
-// hashed is key, and the memory store's hash of the key when the cache
-// holds it (memSpace.takePlan's hint), else 0.
-func (c *consumerKeys) hashed(id string) (Key, uint64) {
+// keyAndHash is key, and the key's storeHash: memSpace.takePlan's hint.
+// An id kept verbatim is not cached; its hash is 0.
+func (c *consumerKeys) keyAndHash(id string) (Key, uint64) {
 	form := keyShapeOf(id)
 	if form == formVerbatim {
 		return Key{Name: id}, 0
@@ -257,29 +260,29 @@ func (c *consumerKeys) hashed(id string) (Key, uint64) {
 	set := &c.sets[h&(keyCacheSets-1)]
 	if form == formAddr {
 		if e := set.addrHit(id); e != nil {
-			return Key{Name: e.name}, e.hash
+			return Key{Name: e.name}, e.storeHash
 		}
 	}
 	check := [2]uint64{h, maphash.String(c.seeds[1], id)}
 	for i := range set.ways {
 		if e := set.ways[i].Load(); e != nil && e.check == check {
-			return Key{Name: e.name}, e.hash
+			return Key{Name: e.name}, e.storeHash
 		}
 	}
 	// A miss. Only here is an address-shaped id parsed: one that is no
 	// address (a token of hex digits and colons) is hashed, and its
 	// next request is a hit above.
-	e := &cachedKey{check: check}
+	var e *cachedKey
 	if form == formAddr && isAddrOrCIDR(id) {
-		e.check, e.name = [2]uint64{}, "~"+id
+		e = &cachedKey{name: "~" + id} // no check: see addrHit
 	} else {
-		e.name = hashKey(id).Name // the form is known: ConsumerKey would only look again
+		e = &cachedKey{check: check, name: hashKey(id).Name} // the form is known: ConsumerKey would only look again
 	}
 	if c.mem != nil {
-		e.hash = c.mem.s.hashName(nameKey{ns: c.mem.ns.id, name: e.name})
+		e.storeHash = c.mem.nameHash(e.name)
 	}
 	set.ways[set.next.Add(1)%4].Store(e)
-	return Key{Name: e.name}, e.hash
+	return Key{Name: e.name}, e.storeHash
 }
 
 // addrHit looks up an identifier shaped like an address (keyShapeOf),

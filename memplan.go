@@ -124,8 +124,12 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 
 // takePlan is TakePlan for what CheckTakePlan accepts, writing its result
 // into res, which must be zero. The Protector calls it directly, having
-// checked the consumer, the plan and the cost itself (decidePlan). hint
-// is the key's hash (hashName) when the caller kept it, else 0.
+// checked the consumer, the plan and the cost itself (decidePlan).
+//
+// hint is sp.nameHash(k.Name) when the caller kept it, else 0 (a hash
+// that is 0 is made again); a Prefix key ignores it. It must be that
+// hash: another would file the plan's state, and look for the consumer's
+// ban, where nothing else looks for them.
 func (sp *memSpace) takePlan(res *PlanResult, k Key, hint uint64, addr netip.Addr, plan *Plan, cost int64, stream bool) {
 	t := sp.s.now()
 	if addr.IsValid() {
@@ -153,7 +157,7 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, hint uint64, addr netip.Add
 	} else {
 		mk, bk := sp.nameKeys(k.Name)
 		if h = hint; h == 0 {
-			h = sp.s.hashName(mk)
+			h = sp.nameHash(k.Name)
 		}
 		pk = planKey{ns: sp.ns.id, name: k.Name}
 		sh = sp.s.plans.shard(h)

@@ -16,11 +16,12 @@ import (
 type Protector struct {
 	cfg   Config // as New completed it
 	store Store
-	raw   Space  // the store, bound to the namespace and the limits
-	space Space  // raw, or raw behind the guard when it is outside this process
-	guard *guard // the outage machinery around a space outside this process (guard.go); nil for a local one
-	owned bool   // New made the store: Close closes it
-	stats stats  // Stats' counters (stats.go)
+	raw   Space     // the store, bound to the namespace and the limits
+	space Space     // raw, or raw behind the guard when it is outside this process
+	guard *guard    // the outage machinery around a space outside this process (guard.go); nil for a local one
+	mem   *memSpace // space, when it is the memory store's: decidePlan calls it directly; else nil
+	owned bool      // New made the store: Close closes it
+	stats stats     // Stats' counters (stats.go)
 
 	lim Limits        // what the space decides by
 	hdr *headerValues // the RateLimit fields' parts that never change
@@ -91,7 +92,8 @@ func New(cfg Config) (*Protector, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	p.space = p.guardSpace(p.raw, scope, true)
-	p.consumerKeys.mem, _ = p.space.(*memSpace)
+	p.mem, _ = p.space.(*memSpace)
+	p.consumerKeys.mem = p.mem
 	if p.esc, err = p.newEscalation(); err != nil {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
