@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,22 +15,23 @@ var memScenarios = []struct {
 	keys     int
 	shuffled bool // filled in an order other than the one measured
 }{
-	{"hot", 1, false},
-	{"keys=10k", 10_000, false},
-	{"keys=10k-shuffled", 10_000, true},
-	{"keys=1M", 1_000_000, false},
+	{name: "hot", keys: 1},
+	{name: "keys=10k", keys: 10_000},
+	{name: "keys=10k-shuffled", keys: 10_000, shuffled: true},
+	{name: "keys=1M", keys: 1_000_000},
 }
 
-// BenchmarkMemAllow: ns/op and allocs/op of Allow for every in-memory peer.
+// BenchmarkMem: ns/op and allocs/op of Allow for every in-memory peer.
 // Each store is pre-filled with the scenario's keys, so the numbers are the
 // steady state (existing keys), round robin over the key set.
 //
 // In keys=10k the round robin follows the order the store was filled in,
-// which is the order of the peers' allocations: a store that allocates an
-// object per key then walks memory in address order, which the CPU
-// prefetches. keys=10k-shuffled fills the store in a shuffled order
-// (fixed seed) and then measures the same round robin, as traffic whose
-// order owes nothing to the order its clients were first seen.
+// which is the order of the peers' allocations: a store that allocates
+// per key (an object, a copy of the key) then walks memory in address
+// order, which the CPU prefetches. keys=10k-shuffled fills the store in a
+// shuffled order (fixed seed), each key a copy made in that order, and
+// then measures the same round robin, as traffic whose order is not the
+// order in which its clients were first seen.
 //
 //	Mem/<scenario>/<peer>/seq   one goroutine
 //	Mem/<scenario>/<peer>/par   b.RunParallel, GOMAXPROCS goroutines
@@ -46,8 +48,11 @@ func BenchmarkMem(b *testing.B) {
 				defer CloseLimiter(l)
 				fill := keys
 				if sc.shuffled {
-					fill = slices.Clone(keys)
+					fill = slices.Clone(keys) // KeySet's slice is shared
 					rand.New(rand.NewPCG(1, 2)).Shuffle(len(fill), func(i, j int) { fill[i], fill[j] = fill[j], fill[i] })
+					for i := range fill {
+						fill[i] = strings.Clone(fill[i]) // a store that keeps the key keeps this copy
+					}
 				}
 				for _, k := range fill {
 					if _, err := l.Allow(ctx, k); err != nil {
