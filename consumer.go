@@ -49,8 +49,7 @@ func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *P
 		p.decided(&d)
 		return d, err
 	}
-	k, hint := p.consumerKeys.keyAndHash(consumer)
-	err = p.decidePlan(ctx, &d, k, hint, netip.Addr{}, plan, 1, false)
+	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, 1, false)
 	p.decided(&d)
 	return d, err
 }
@@ -70,8 +69,7 @@ func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *
 		p.decided(&d)
 		return d, err
 	}
-	k, hint := p.consumerKeys.keyAndHash(consumer)
-	err = p.decidePlan(ctx, &d, k, hint, netip.Addr{}, plan, cost, false)
+	err = p.decidePlan(ctx, &d, p.consumerKeys.key(consumer), netip.Addr{}, plan, cost, false)
 	p.decided(&d)
 	return d, err
 }
@@ -82,8 +80,7 @@ func (p *Protector) consumer(ctx context.Context, id string, plan *Plan, a netip
 	if id == "" || plan == nil || len(plan.limits) == 0 || cost < 0 {
 		return p.badConsumer(id, plan, a, cost)
 	}
-	k, hint := p.consumerKeys.keyAndHash(id)
-	err = p.decidePlan(ctx, &d, k, hint, a, plan, cost, false)
+	err = p.decidePlan(ctx, &d, p.consumerKeys.key(id), a, plan, cost, false)
 	return d, err
 }
 
@@ -112,10 +109,8 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 // decidePlan decides key k under plan, charging cost, through the store
 // and the failure policy, and writes the answer into d, which must be
 // zero. With stream (Config.Plan) the stream counter counts beside the
-// plan, for BanLimit. hint is p.mem's hash of k when the caller has it
-// (consumerKeys.keyAndHash), else 0: see memSpace.takePlan. The error is
-// non-nil only when ctx ended.
-func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, hint uint64, a netip.Addr, plan *Plan, cost int64, stream bool) error {
+// plan, for BanLimit. The error is non-nil only when ctx ended.
+func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
 	// A PlanResult is a few hundred bytes, and Go returns a result that
 	// large through memory, copying it twice more on the caller's side
 	// of an interface call. The memory store's takePlan writes into res
@@ -124,8 +119,8 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, hint uin
 	// TestPlanDirectCallAnswersAsTakePlan).
 	var res PlanResult
 	var err error
-	if ms := p.mem; ms != nil {
-		ms.takePlan(&res, k, hint, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
+	if ms, ok := p.space.(*memSpace); ok {
+		ms.takePlan(&res, k, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
 	} else {
 		res, err = p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	}
@@ -212,16 +207,10 @@ func (p *Protector) fillPlan(d *Decision, plan *Plan, res *PlanResult, cost int6
 // on them by chance, or by a client's design, are out of reach: a hash
 // of its own for the set would add bits that nothing needs, and one more
 // hash to every identifier the cache is asked for.
-//
-// On the memory store a way also holds the store's hash of the key
-// (memSpace.nameHash), which a plan's decision would otherwise make on
-// every request (memSpace.takePlan): a hit makes one hash fewer. It
-// makes a way 8 bytes larger on every store.
 type consumerKeys struct {
 	once  sync.Once
 	seeds [2]maphash.Seed // the two halves of the check, the first's low bits the set
 	sets  []keyCacheSet
-	mem   *memSpace // the Protector's mem, whose hash a way keeps; nil: none
 }
 
 const keyCacheSets = 1 << 14
@@ -234,23 +223,12 @@ type keyCacheSet struct {
 type cachedKey struct {
 	check [2]uint64 // the identifier's hashes under seeds[0] and seeds[1]
 	name  string    // its key
-	// storeHash is mem.nameHash(name), or 0 without mem (or when that
-	// hash is 0, which takePlan then makes again).
-	storeHash uint64
 }
 
-// key returns the key that ConsumerKey keeps id as.
 func (c *consumerKeys) key(id string) Key {
-	k, _ := c.keyAndHash(id)
-	return k
-}
-
-// keyAndHash is key, and the key's storeHash: memSpace.takePlan's hint.
-// An id kept verbatim is not cached; its hash is 0.
-func (c *consumerKeys) keyAndHash(id string) (Key, uint64) {
 	form := keyShapeOf(id)
 	if form == formVerbatim {
-		return Key{Name: id}, 0
+		return Key{Name: id}
 	}
 	c.once.Do(func() {
 		c.seeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
@@ -259,30 +237,27 @@ func (c *consumerKeys) keyAndHash(id string) (Key, uint64) {
 	h := maphash.String(c.seeds[0], id)
 	set := &c.sets[h&(keyCacheSets-1)]
 	if form == formAddr {
-		if e := set.addrHit(id); e != nil {
-			return Key{Name: e.name}, e.storeHash
+		if k, ok := set.addrHit(id); ok {
+			return k
 		}
 	}
 	check := [2]uint64{h, maphash.String(c.seeds[1], id)}
 	for i := range set.ways {
 		if e := set.ways[i].Load(); e != nil && e.check == check {
-			return Key{Name: e.name}, e.storeHash
+			return Key{Name: e.name}
 		}
 	}
 	// A miss. Only here is an address-shaped id parsed: one that is no
 	// address (a token of hex digits and colons) is hashed, and its
 	// next request is a hit above.
-	var e *cachedKey
 	if form == formAddr && isAddrOrCIDR(id) {
-		e = &cachedKey{name: "~" + id} // no check: see addrHit
-	} else {
-		e = &cachedKey{check: check, name: hashKey(id).Name} // the form is known: ConsumerKey would only look again
+		name := "~" + id
+		set.ways[set.next.Add(1)%4].Store(&cachedKey{name: name})
+		return Key{Name: name}
 	}
-	if c.mem != nil {
-		e.storeHash = c.mem.nameHash(e.name)
-	}
-	set.ways[set.next.Add(1)%4].Store(e)
-	return Key{Name: e.name}, e.storeHash
+	k := hashKey(id) // the form is known: ConsumerKey would only look again
+	set.ways[set.next.Add(1)%4].Store(&cachedKey{check: check, name: k.Name})
+	return k
 }
 
 // addrHit looks up an identifier shaped like an address (keyShapeOf),
@@ -293,11 +268,11 @@ func (c *consumerKeys) keyAndHash(id string) (Key, uint64) {
 // digits alone) never equals "~" and an id with a dot or a colon. The
 // way's check stays zero, which both hashes of an identifier match by a
 // chance of 2^-128.
-func (s *keyCacheSet) addrHit(id string) *cachedKey {
+func (s *keyCacheSet) addrHit(id string) (_ Key, ok bool) {
 	for i := range s.ways {
 		if e := s.ways[i].Load(); e != nil && len(e.name) == len(id)+1 && e.name[1:] == id {
-			return e
+			return Key{Name: e.name}, true
 		}
 	}
-	return nil
+	return Key{}, false
 }

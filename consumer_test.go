@@ -117,25 +117,7 @@ func TestConsumerKeysCache(t *testing.T) {
 // get their own id's key: a way is replaced whole, never seen half
 // written (run with -race), and a hit is never another id's.
 func TestConsumerKeysConcurrent(t *testing.T) {
-	t.Run("no store", func(t *testing.T) { testConsumerKeysConcurrent(t, nil) })
-	t.Run("memory store", func(t *testing.T) {
-		p, err := New(Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		if p.mem == nil {
-			t.Fatal("New(Config{}).mem = nil, want its memory store's space")
-		}
-		testConsumerKeysConcurrent(t, p.mem)
-	})
-}
-
-// testConsumerKeysConcurrent is TestConsumerKeysConcurrent for a cache
-// whose ways keep mem's hash (none for nil).
-func testConsumerKeysConcurrent(t *testing.T, mem *memSpace) {
-	t.Helper()
-	c := consumerKeys{mem: mem}
+	var c consumerKeys
 	ids := make([]string, 0, 3*4096)
 	for i := range 4096 {
 		ids = append(ids, fmt.Sprintf("10.0.%d.%d", i>>8, i&255), fmt.Sprintf("%04x:%04x:%04x", i, i, i), fmt.Sprintf("sk_live_%020d", i))
@@ -148,13 +130,8 @@ func testConsumerKeysConcurrent(t *testing.T, mem *memSpace) {
 			for r := range 3 {
 				for i := range ids {
 					id := ids[(i*7+g*911+r*31)%len(ids)]
-					got, hint := c.keyAndHash(id)
-					if want := ConsumerKey(id); got != want {
+					if got, want := c.key(id), ConsumerKey(id); got != want {
 						t.Errorf("consumerKeys.key(%q) = %v, want %v", id, got, want)
-						return
-					}
-					if mem != nil && keyFormOf(id) != formVerbatim && hint != mem.nameHash(got.Name) {
-						t.Errorf("consumerKeys.keyAndHash(%q) = hash %#x, want %#x", id, hint, mem.nameHash(got.Name))
 						return
 					}
 				}
@@ -162,63 +139,4 @@ func testConsumerKeysConcurrent(t *testing.T, mem *memSpace) {
 		}()
 	}
 	wg.Wait()
-}
-
-// On the memory store the cache hands out the store's own hash of each
-// key it holds, for the protector's namespace, so a plan decided with it
-// lands in the entry that the store finds by hashing the key itself; on
-// any other store, and for an id kept verbatim, the hash is 0 and the
-// store makes it.
-func TestConsumerKeysStoreHash(t *testing.T) {
-	quota := mustPlan(t, "q", Quota{Name: "daily", Limit: 100, Period: Daily})
-	ctx := t.Context()
-	clk := newFakeClock()
-	s := NewMemoryStore(MemoryOptions{Clock: clk.Now})
-	t.Cleanup(func() { s.Close() })
-	ids := []string{"10.0.0.1", "2001:db8::1", "10.0.0.0/8", "sk_live_0123456789abcdefghij", "3f9c2e1a:7b4d8e0f", "acme"}
-	for _, ns := range []string{"api", "web"} {
-		p, err := New(Config{Store: s, Namespace: ns, Clock: clk.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		ms, ok := p.raw.(*memSpace)
-		if !ok {
-			t.Fatalf("New(Config{Store: a MemoryStore}).raw = %T, want *memSpace", p.raw)
-		}
-		for _, id := range ids {
-			// The first request is the cache's miss, the second its hit.
-			for call := int64(1); call <= 2; call++ {
-				d, err := p.VerifyConsumerN(ctx, id, quota, 3)
-				if err != nil || d.Status != Allowed || d.Remaining != 100-3*call {
-					t.Fatalf("%s: VerifyConsumerN(%q, cost 3), call %d = %v remaining %d, %v; want Allowed remaining %d, no error",
-						ns, id, call, d.Status, d.Remaining, err, 100-3*call)
-				}
-				k, hint := p.consumerKeys.keyAndHash(id)
-				_, _, want := ms.nameKey(k.Name)
-				if keyFormOf(id) == formVerbatim {
-					want = 0
-				}
-				if hint != want {
-					t.Fatalf("%s: consumerKeys.keyAndHash(%q) after call %d = hash %#x, want %#x", ns, id, call, hint, want)
-				}
-				st, err := ms.Inspect(ctx, k)
-				if err != nil || len(st.Usage) != 1 || st.Usage[0].Used != 3*call {
-					t.Fatalf("%s: Inspect(%v) after %d VerifyConsumerN(%q, cost 3) = %+v, %v; want daily used %d",
-						ns, k, call, id, st.Usage, err, 3*call)
-				}
-			}
-		}
-	}
-	// Behind another store, the cache holds no hash.
-	p, err := New(Config{Store: ifaceStore{s}, Namespace: "other", Clock: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	for call := 1; call <= 2; call++ {
-		if _, hint := p.consumerKeys.keyAndHash("10.0.0.1"); hint != 0 {
-			t.Fatalf("consumerKeys.keyAndHash(10.0.0.1) behind ifaceStore, call %d = hash %#x, want 0", call, hint)
-		}
-	}
 }

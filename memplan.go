@@ -118,19 +118,14 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	if err := CheckTakePlan(k, plan, cost); err != nil {
 		return res, err
 	}
-	sp.takePlan(&res, k, 0, addr, plan, cost, stream)
+	sp.takePlan(&res, k, addr, plan, cost, stream)
 	return res, nil
 }
 
 // takePlan is TakePlan for what CheckTakePlan accepts, writing its result
 // into res, which must be zero. The Protector calls it directly, having
 // checked the consumer, the plan and the cost itself (decidePlan).
-//
-// hint is sp.nameHash(k.Name) when the caller kept it, else 0 (a hash
-// that is 0 is made again); a Prefix key ignores it. It must be that
-// hash: another would file the plan's state, and look for the consumer's
-// ban, where nothing else looks for them.
-func (sp *memSpace) takePlan(res *PlanResult, k Key, hint uint64, addr netip.Addr, plan *Plan, cost int64, stream bool) {
+func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) {
 	t := sp.s.now()
 	if addr.IsValid() {
 		if rangeBanned(sp.bns.ranges.Load(), addr, t, &res.Result) {
@@ -155,10 +150,8 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, hint uint64, addr netip.Add
 		sh.mu.Lock()
 		res.Result = sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
 	} else {
-		mk, bk := sp.nameKeys(k.Name)
-		if h = hint; h == 0 {
-			h = sp.nameHash(k.Name)
-		}
+		var mk, bk nameKey
+		mk, bk, h = sp.nameKey(k.Name)
 		pk = planKey{ns: sp.ns.id, name: k.Name}
 		sh = sp.s.plans.shard(h)
 		sh.mu.Lock()

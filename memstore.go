@@ -319,19 +319,9 @@ func (sp *memSpace) addrKey(p netip.Prefix) (mk, bk addrKey, h uint64) {
 
 // nameKey is addrKey for a name.
 func (sp *memSpace) nameKey(name string) (mk, bk nameKey, h uint64) {
-	mk, bk = sp.nameKeys(name)
-	return mk, bk, sp.nameHash(name)
-}
-
-// nameKeys is nameKey without the hash, for a caller that kept it.
-func (sp *memSpace) nameKeys(name string) (mk, bk nameKey) {
-	return nameKey{ns: sp.ns.id, name: name}, nameKey{ns: sp.bns.id, name: name}
-}
-
-// nameHash is nameKey's hash: the one hash of a name in this space, which
-// the Protector's cache of consumer keys keeps for takePlan.
-func (sp *memSpace) nameHash(name string) uint64 {
-	return sp.s.hashName(nameKey{ns: sp.ns.id, name: name})
+	mk = nameKey{ns: sp.ns.id, name: name}
+	bk = nameKey{ns: sp.bns.id, name: name}
+	return mk, bk, sp.s.hashName(mk)
 }
 
 // Take implements Space.

@@ -704,11 +704,6 @@ func TestPlanDirectCallAnswersAsTakePlan(t *testing.T) {
 			return Decision{}, nil
 		}, 0},
 		consumerN("acme", 3, Allowed),
-		// Ids the cache keeps with the memory store's hash of their key.
-		consumerN("192.0.2.44", 2, Allowed), consumerN("192.0.2.44", 2, Limited),
-		consumerN("sk_live_0123456789abcdefghij", 3, Allowed), consumerN("sk_live_0123456789abcdefghij", 1, Limited),
-		ban("consumer:192.0.2.44"), consumerN("192.0.2.44", 1, Banned),
-		ban("consumer:sk_live_0123456789abcdefghij"), consumerN("sk_live_0123456789abcdefghij", 1, Banned),
 		ban("consumer:acme"),
 		consumerN("acme", 1, Banned),
 		{"Verify(198.51.100.8, X-Api-Key beta)", func(p *Protector, _ *fakeClock) (Decision, error) {

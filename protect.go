@@ -16,12 +16,11 @@ import (
 type Protector struct {
 	cfg   Config // as New completed it
 	store Store
-	raw   Space     // the store, bound to the namespace and the limits
-	space Space     // raw, or raw behind the guard when it is outside this process
-	guard *guard    // the outage machinery around a space outside this process (guard.go); nil for a local one
-	mem   *memSpace // space, when it is the memory store's: decidePlan calls it directly; else nil
-	owned bool      // New made the store: Close closes it
-	stats stats     // Stats' counters (stats.go)
+	raw   Space  // the store, bound to the namespace and the limits
+	space Space  // raw, or raw behind the guard when it is outside this process
+	guard *guard // the outage machinery around a space outside this process (guard.go); nil for a local one
+	owned bool   // New made the store: Close closes it
+	stats stats  // Stats' counters (stats.go)
 
 	lim Limits        // what the space decides by
 	hdr *headerValues // the RateLimit fields' parts that never change
@@ -92,8 +91,6 @@ func New(cfg Config) (*Protector, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	p.space = p.guardSpace(p.raw, scope, true)
-	p.mem, _ = p.space.(*memSpace)
-	p.consumerKeys.mem = p.mem
 	if p.esc, err = p.newEscalation(); err != nil {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -394,7 +391,7 @@ func (p *Protector) unknown(err error) Decision {
 // cache. The error is non-nil only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
 	if p.cfg.Plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
-		return p.decidePlan(ctx, d, k, 0, a, p.cfg.Plan, n, true)
+		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)
 	}
 	res, err := p.space.Take(ctx, k, a, n)
 	d.Addr, d.Key = a, k
