@@ -111,19 +111,7 @@ func (p *Protector) badConsumer(id string, plan *Plan, a netip.Addr, cost int64)
 // zero. With stream (Config.Plan) the stream counter counts beside the
 // plan, for BanLimit. The error is non-nil only when ctx ended.
 func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) error {
-	// A PlanResult is a few hundred bytes, and Go returns a result that
-	// large through memory, copying it twice more on the caller's side
-	// of an interface call. The memory store's takePlan writes into res
-	// instead; it is the body of its TakePlan, so the memory store answers
-	// here as it does through the interface (see
-	// TestPlanDirectCallAnswersAsTakePlan).
-	var res PlanResult
-	var err error
-	if ms, ok := p.space.(*memSpace); ok {
-		ms.takePlan(&res, k, a, plan, cost, stream) // every caller checked what CheckTakePlan checks
-	} else {
-		res, err = p.space.TakePlan(ctx, k, a, plan, cost, stream)
-	}
+	res, err := p.space.TakePlan(ctx, k, a, plan, cost, stream)
 	if err != nil {
 		return p.takePlanFailed(ctx, d, k, a, plan, cost, stream, err)
 	}

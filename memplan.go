@@ -123,8 +123,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 }
 
 // takePlan is TakePlan for what CheckTakePlan accepts, writing its result
-// into res, which must be zero. The Protector calls it directly, having
-// checked the consumer, the plan and the cost itself (decidePlan).
+// into res, which must be zero.
 func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) {
 	t := sp.s.now()
 	if addr.IsValid() {
