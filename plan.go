@@ -52,7 +52,7 @@ var errNoPlan = errors.New("protect: no plan")
 
 // CheckTakePlan checks what a store's TakePlan is given: a key, a plan
 // made by NewPlan, a cost that is not negative. A store's TakePlan calls
-// it first. The checks inline; the errors are made out of line.
+// it first.
 func CheckTakePlan(k Key, plan *Plan, cost int64) error {
 	if k.IsZero() || plan == nil || len(plan.limits) == 0 || cost < 0 {
 		return badTakePlan(k, plan, cost)
