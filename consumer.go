@@ -13,8 +13,7 @@ import (
 // Consumers under plans: VerifyConsumer and Config.ConsumerFunc hold an
 // authenticated consumer to its plan, and Config.Plan holds every address
 // (or KeyFunc key) of a protector to one. Both go through the store's
-// TakePlan, on every store alike; decidePlan calls the memory store's
-// body of it directly.
+// TakePlan, on every store alike.
 
 var errNoConsumer = fmt.Errorf("%w: empty consumer", ErrUnknownClient)
 

@@ -118,18 +118,11 @@ func (sp *memSpace) TakePlan(_ context.Context, k Key, addr netip.Addr, plan *Pl
 	if err := CheckTakePlan(k, plan, cost); err != nil {
 		return res, err
 	}
-	sp.takePlan(&res, k, addr, plan, cost, stream)
-	return res, nil
-}
-
-// takePlan is TakePlan for what CheckTakePlan accepts, writing its result
-// into res, which must be zero.
-func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan, cost int64, stream bool) {
 	t := sp.s.now()
 	if addr.IsValid() {
 		if rangeBanned(sp.bns.ranges.Load(), addr, t, &res.Result) {
 			res.Decider = -1
-			return
+			return res, nil
 		}
 	}
 	var n int64
@@ -169,7 +162,7 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 	if res.Banned() {
 		sh.mu.Unlock()
 		res.Decider = -1
-		return
+		return res, nil
 	}
 	now := sp.s.micros(t)
 	var raw [MaxPlanLimits]LimitOutcome
@@ -183,6 +176,7 @@ func (sp *memSpace) takePlan(res *PlanResult, k Key, addr netip.Addr, plan *Plan
 	}
 	res.Charged = all && cost > 0
 	res.pickDecider(len(plan.limits))
+	return res, nil
 }
 
 // decide decides and charges plan for pk (of hash h) at now (µs), under

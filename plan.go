@@ -54,20 +54,15 @@ var errNoPlan = errors.New("protect: no plan")
 // made by NewPlan, a cost that is not negative. A store's TakePlan calls
 // it first.
 func CheckTakePlan(k Key, plan *Plan, cost int64) error {
-	if k.IsZero() || plan == nil || len(plan.limits) == 0 || cost < 0 {
-		return badTakePlan(k, plan, cost)
-	}
-	return nil
-}
-
-func badTakePlan(k Key, plan *Plan, cost int64) error {
 	switch {
 	case k.IsZero():
 		return ErrEmptyKey
 	case plan == nil || len(plan.limits) == 0:
 		return errNoPlan
+	case cost < 0:
+		return fmt.Errorf("protect: cost %d: must not be negative", cost)
 	}
-	return fmt.Errorf("protect: cost %d: must not be negative", cost)
+	return nil
 }
 
 // A PlanLimit is one limit of a Plan: a Rate or a Quota. The interface is
