@@ -127,7 +127,7 @@ if has_part sanity; then
 	grep -q '^ok' "$RESULTS/sanity.txt" || fail sanity "a peer does not enforce its policy, so its figures are not comparable; see $RESULTS/sanity.txt"
 fi
 
-# ---- 2. in-memory Allow: hot / 10k / 1M keys, seq and parallel ---------------
+# ---- 2. in-memory Allow: hot, 10k (in order and shuffled), 1M keys -----------
 # Rounds are interleaved: every peer runs once per round (-count 1, COUNT
 # rounds), so drift on a noisy machine hits all peers alike; the summary
 # takes medians and pairs ratios (e.g. ×PING) per round.
