@@ -12,8 +12,8 @@ import (
 
 // Consumers under plans: VerifyConsumer and Config.ConsumerFunc hold an
 // authenticated consumer to its plan, and Config.Plan holds every address
-// (or KeyFunc key) of a protector to one. Both go through the store's
-// TakePlan, on every store alike.
+// (or KeyFunc key) of a protector to one. Both go through Space.TakePlan,
+// on every store alike.
 
 var errNoConsumer = fmt.Errorf("%w: empty consumer", ErrUnknownClient)
 
