@@ -4,7 +4,7 @@ package bench
 // middleware must do for every request it passes besides deciding,
 // writing the two RateLimit fields (the policy's value built once, the
 // other formatted per request, as for the harness's generous limit) and
-// putting a Decision-sized value in the request's context for the
+// putting a protect.Decision in the request's context for the
 // handler (FromContext), in one context that holds it, as protect's
 // does, and Request.WithContext's copy of the request. Its ratio is the
 // ceiling of any middleware that writes what protect writes.
@@ -13,11 +13,13 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+
+	protect "github.com/httpprotect/protect"
 )
 
 type floorContext struct {
 	context.Context
-	d [256]byte // the size of a protect.Decision
+	d protect.Decision // what protect's context holds
 }
 
 type floorKey struct{}
@@ -46,7 +48,7 @@ func fieldsFloor(p Policy) func(http.Handler) http.Handler {
 func init() {
 	RegisterHTTP(HTTPPeer{
 		Name: "fields-floor", Rank: RankBaseline, NoEnforce: true,
-		Note: "no limiter: only protect's two RateLimit fields and a Decision-sized context value (a control)",
+		Note: "no limiter: only protect's two RateLimit fields and a Decision in the context (a control)",
 		New: func(_ *RedisEnv, p Policy) (func(http.Handler) http.Handler, error) {
 			return fieldsFloor(p), nil
 		},
