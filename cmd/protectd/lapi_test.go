@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +29,7 @@ const (
 type lapiRig struct {
 	p     *protect.Protector
 	clock *testclock.Clock
-	h     http.Handler
+	h     *lapi
 }
 
 func newLAPIRig(t testing.TB) *lapiRig {
@@ -52,7 +55,23 @@ func (r *lapiRig) ban(t testing.TB, target string, opt protect.BanOptions) prote
 // get asks path with key and checks the status and the exact body.
 func (r *lapiRig) get(t *testing.T, path, key string, status int, body string) {
 	t.Helper()
+	r.getOn(t, keepAlive(key), path, key, status, body)
+}
+
+// keepAlive is the connection a bouncer of key keeps open, as bouncers
+// do between pulls.
+func keepAlive(key string) uint64 {
+	if key == keyB {
+		return 2
+	}
+	return 1
+}
+
+// getOn is get on connection conn, a number as connContext gives.
+func (r *lapiRig) getOn(t *testing.T, conn uint64, path, key string, status int, body string) {
+	t.Helper()
 	req := httptest.NewRequest("GET", path, nil)
+	req = req.WithContext(context.WithValue(req.Context(), lapiConnKey{}, conn))
 	if key != "" {
 		req.Header.Set("X-Api-Key", key)
 	}
@@ -95,7 +114,7 @@ func TestLAPIStream(t *testing.T) {
 	dSix := dec(six, "Range", "2001:db8:1:2::/64", "scanner", "30m0s", "2026-11-29T12:30:00Z")
 
 	const path = "/v1/decisions/stream"
-	r.get(t, path+"?startup=true", keyA, 200, stream(nil, []string{dRange, dSix, dHost}))
+	r.get(t, path+"?startup=true", keyA, 200, stream(nil, []string{dRange, dHost, dSix}))
 	r.get(t, path, keyA, 200, stream(nil, nil))
 
 	r.clock.Advance(time.Minute)
@@ -145,7 +164,7 @@ func TestLAPIDecisions(t *testing.T) {
 		{"/v1/decisions?scope=Range&value=198.51.100.0/24", list(dRange), 200},
 		{"/v1/decisions?scope=ip&value=203.0.113.8", "null", 200},
 		{"/v1/decisions?value=198.51.100.0/24", list(dRange), 200},
-		{"/v1/decisions?scope=username", "null", 200},
+		{"/v1/decisions?scope=username", `{"message":"scope: unknown \"username\" (want ip, range, country, as)"}`, 400},
 		{"/v1/decisions?type=ban", list(dRange, dHost), 200},
 		{"/v1/decisions?type=captcha", "null", 200},
 		{"/v1/decisions?type=ban&ip=203.0.113.7", list(dHost), 200},
@@ -283,4 +302,179 @@ func TestLAPIServedOnUnixSocket(t *testing.T) {
 	if code := d.stop(); code != 0 {
 		t.Errorf("protectd exit = %d, want 0; log:\n%s", code, d.log)
 	}
+}
+
+// serveLAPI serves r's Local API over TCP as protectd does, numbering
+// connections; closed receives each connection the server has closed.
+func (r *lapiRig) serve(t *testing.T) (srv *httptest.Server, closed chan struct{}) {
+	t.Helper()
+	closed = make(chan struct{}, 64)
+	srv = httptest.NewUnstartedServer(r.h)
+	srv.Config.ConnContext = r.h.connContext
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, closed
+}
+
+// pull asks srv for path with key on client and returns the status and
+// body.
+func pull(t *testing.T, client *http.Client, srv *httptest.Server, path, key string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", srv.URL+path, nil)
+	req.Header.Set("X-Api-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(resp.StatusCode) + " " + string(body)
+}
+
+// rawRequest sends a GET of path with key on a connection of its own,
+// which it returns unread.
+func rawRequest(t *testing.T, addr, path, key string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: protectd\r\nX-Api-Key: %s\r\n\r\n", path, key); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitClosed(t *testing.T, closed chan struct{}) {
+	t.Helper()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not close the connection within 30s")
+	}
+}
+
+// TestLAPILostAnswer: an answer whose bouncer dropped the connection
+// after the status line is sent again on its next pull, exactly, and
+// then not again.
+func TestLAPILostAnswer(t *testing.T) {
+	r := newLAPIRig(t)
+	srv, closed := r.serve(t)
+	client := srv.Client()
+	const path = "/v1/decisions/stream"
+	old := r.ban(t, "198.51.100.7", protect.BanOptions{For: time.Hour})
+	dOld := dec(old, "Ip", "198.51.100.7", "manual", "1h0m0s", "2026-11-29T13:00:00Z")
+	if got, want := pull(t, client, srv, path+"?startup=true", keyA), "200 "+stream(nil, []string{dOld}); got != want {
+		t.Fatalf("startup pull = %s, want %s", got, want)
+	}
+	added := r.ban(t, "203.0.113.9", protect.BanOptions{For: time.Hour, Reason: "scanner"})
+	if _, err := r.p.Lift(context.Background(), "198.51.100.7", "test"); err != nil {
+		t.Fatal(err)
+	}
+	dAdded := dec(added, "Ip", "203.0.113.9", "scanner", "1h0m0s", "2026-11-29T13:00:00Z")
+
+	// A bouncer that reads the status line and goes.
+	c := rawRequest(t, srv.Listener.Addr().String(), path, keyA)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "HTTP/1.1 200 OK\r\n" {
+		t.Fatalf("status line = %q, %v; want HTTP/1.1 200 OK", line, err)
+	}
+	c.Close()
+	waitClosed(t, closed)
+
+	if got, want := pull(t, client, srv, path, keyA), "200 "+stream([]string{dOld}, []string{dAdded}); got != want {
+		t.Errorf("pull after a lost answer = %s\nwant %s", got, want)
+	}
+	if got, want := pull(t, client, srv, path, keyA), "200 "+stream(nil, nil); got != want {
+		t.Errorf("pull after that, on the same connection = %s\nwant %s", got, want)
+	}
+}
+
+// TestLAPINewConnections: a bouncer that opens a connection for each
+// pull gets each change in two answers, never in more.
+func TestLAPINewConnections(t *testing.T) {
+	r := newLAPIRig(t)
+	const path = "/v1/decisions/stream"
+	r.getOn(t, 10, path+"?startup=true", keyA, 200, stream(nil, nil))
+	b := r.ban(t, "203.0.113.9", protect.BanOptions{For: time.Hour})
+	d := dec(b, "Ip", "203.0.113.9", "manual", "1h0m0s", "2026-11-29T13:00:00Z")
+	r.getOn(t, 11, path, keyA, 200, stream(nil, []string{d}))
+	r.getOn(t, 12, path, keyA, 200, stream(nil, []string{d}))
+	r.getOn(t, 13, path, keyA, 200, stream(nil, nil))
+	// On the connection of the last answer, nothing is sent twice.
+	if _, err := r.p.Lift(context.Background(), "203.0.113.9", "test"); err != nil {
+		t.Fatal(err)
+	}
+	r.getOn(t, 13, path, keyA, 200, stream([]string{d}, nil))
+	r.getOn(t, 13, path, keyA, 200, stream(nil, nil))
+}
+
+// TestLAPIFilters: the filters CrowdSec's bouncers send select, on both
+// endpoints, case aside; a name CrowdSec does not know is a 400 that
+// names it.
+func TestLAPIFilters(t *testing.T) {
+	r := newLAPIRig(t)
+	host := r.ban(t, "203.0.113.7", protect.BanOptions{For: time.Hour, Reason: "credential stuffing"})
+	rng := r.ban(t, "198.51.100.0/24", protect.BanOptions{For: 2 * time.Hour, Reason: "escalated"})
+	dHost := dec(host, "Ip", "203.0.113.7", "credential stuffing", "1h0m0s", "2026-11-29T13:00:00Z")
+	dRange := dec(rng, "Range", "198.51.100.0/24", "escalated", "2h0m0s", "2026-11-29T14:00:00Z")
+	both, none := []string{dRange, dHost}, []string(nil)
+	unknown := func(name, v, want string) string {
+		return fmt.Sprintf(`{"message":"%s: unknown \"%s\" (want %s)"}`, name, v, want)
+	}
+	const scopes, origins, types = "ip, range, country, as", "cscli, crowdsec, console, cscli-import, lists, capi, remediation_sync, protect", "ban, captcha, throttle"
+	tests := []struct {
+		query string
+		want  []string // the decisions selected, with status 200
+		err   string   // else the 400's body
+	}{
+		{"", both, ""},
+		{"scopes=ip,range", both, ""},
+		{"scopes=Ip", []string{dHost}, ""},
+		{"scopes=RANGE", []string{dRange}, ""},
+		{"scopes=ip,%20range,", both, ""},
+		{"scopes=country,AS", none, ""},
+		{"scope=range", []string{dRange}, ""},
+		{"scopes=bogus", nil, unknown("scopes", "bogus", scopes)},
+		{"scopes=ip,rnage", nil, unknown("scopes", "rnage", scopes)},
+		{"scope=username", nil, unknown("scope", "username", scopes)},
+		{"origins=crowdsec,cscli", none, ""},
+		{"origins=CAPI,lists", none, ""},
+		{"origins=protect", both, ""},
+		{"origins=crowdsec,Protect", both, ""},
+		{"origins=crowdsec,bogus", nil, unknown("origins", "bogus", origins)},
+		{"type=ban", both, ""},
+		{"type=BAN", both, ""},
+		{"type=captcha", none, ""},
+		{"type=bogus", nil, unknown("type", "bogus", types)},
+		{"scenarios_containing=STUFFING", []string{dHost}, ""},
+		{"scenarios_not_containing=stuffing,ssh", []string{dRange}, ""},
+		{"scenarios_containing=ssh", none, ""},
+	}
+	for _, tt := range tests {
+		if tt.err != "" {
+			r.get(t, "/v1/decisions/stream?startup=true&"+tt.query, keyA, 400, tt.err)
+			r.get(t, "/v1/decisions?"+tt.query, keyA, 400, tt.err)
+			continue
+		}
+		r.get(t, "/v1/decisions/stream?startup=true&"+tt.query, keyA, 200, stream(nil, tt.want))
+		r.get(t, "/v1/decisions?"+tt.query, keyA, 200, list(tt.want...))
+	}
+
+	// A bouncer that pulled everything and then asks with a misspelled
+	// filter, or one that selects nothing, is told of no deletion.
+	const path = "/v1/decisions/stream"
+	r.get(t, path+"?startup=true", keyB, 200, stream(nil, both))
+	r.get(t, path+"?scopes=bogus", keyB, 400, unknown("scopes", "bogus", scopes))
+	r.get(t, path+"?origins=crowdsec", keyB, 200, stream(nil, nil))
+	r.get(t, path, keyB, 200, stream(nil, nil))
 }

@@ -182,7 +182,9 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 		if s.lapiLists {
 			src = withBlockLists{p}
 		}
-		srv := newServer(newLAPI(src, s.lapiKeys, p.Config().Clock, log), log)
+		l := newLAPI(src, s.lapiKeys, p.Config().Clock, log)
+		srv := newServer(l, log)
+		srv.ConnContext = l.connContext
 		servers = append(servers, srv)
 		log.Info("crowdsec local api", "addr", ln.Addr().String(), "keys", len(s.lapiKeys))
 		wg.Add(1)
