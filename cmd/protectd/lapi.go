@@ -69,6 +69,7 @@ type lapi struct {
 	conns   atomic.Uint64 // numbers the connections, from 1 (connContext)
 	joined  atomic.Int64  // requests that shared a listing another had begun
 	cut     atomic.Int64  // answers not written in full
+	writing atomic.Int64  // answers under way
 	bufs    sync.Pool     // *[]byte of lapiChunk, the answers' buffers
 	listMu  sync.Mutex
 	listing *listing // the listing under way, nil when none

@@ -24,6 +24,9 @@ import (
 // lapiChunk is how much of an answer is encoded before it is written.
 const lapiChunk = 32 << 10
 
+// lapiReasons is how many distinct reasons a listing keeps one copy of.
+const lapiReasons = 4096
+
 // An entry is one decision of a snapshot: what its JSON is written from.
 type entry struct {
 	id       int64
@@ -117,10 +120,20 @@ func (l *lapi) list(ctx context.Context) (*snapshot, error) {
 	}
 	now := l.clock()
 	ds := make([]entry, 0, len(bans))
+	// A store that decodes each ban's reason gives each its own copy:
+	// repeated reasons are kept once, up to a few thousand of them.
+	reasons := map[string]string{}
 	for _, b := range bans {
-		if e, ok := entryOf(b, now); ok {
-			ds = append(ds, e)
+		e, ok := entryOf(b, now)
+		if !ok {
+			continue
 		}
+		if r, seen := reasons[e.scenario]; seen {
+			e.scenario = r
+		} else if len(reasons) < lapiReasons {
+			reasons[e.scenario] = e.scenario
+		}
+		ds = append(ds, e)
 	}
 	slices.SortFunc(ds, func(a, b entry) int { return cmpEntry(&a, &b) })
 	return &snapshot{ds: slices.Clip(ds)}, nil
@@ -145,6 +158,7 @@ type lapiAnswer struct {
 }
 
 func (l *lapi) newAnswer(w http.ResponseWriter) *lapiAnswer {
+	l.writing.Add(1)
 	p := l.bufs.Get().(*[]byte)
 	return &lapiAnswer{l: l, w: w, rc: http.NewResponseController(w), pool: p, buf: (*p)[:0],
 		stall: l.opt.stall, end: time.Now().Add(l.opt.answerMax)}
@@ -154,6 +168,7 @@ func (l *lapi) newAnswer(w http.ResponseWriter) *lapiAnswer {
 func (a *lapiAnswer) release() {
 	*a.pool = a.buf[:0]
 	a.l.bufs.Put(a.pool)
+	a.l.writing.Add(-1)
 }
 
 func (a *lapiAnswer) raw(s string) {
