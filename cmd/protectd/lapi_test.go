@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -477,4 +479,47 @@ func TestLAPIFilters(t *testing.T) {
 	r.get(t, path+"?scopes=bogus", keyB, 400, unknown("scopes", "bogus", scopes))
 	r.get(t, path+"?origins=crowdsec", keyB, 200, stream(nil, nil))
 	r.get(t, path, keyB, 200, stream(nil, nil))
+}
+
+// TestLAPIHistoryBound: past historyMax decisions a bouncer's history
+// is not kept: each pull answers every decision as new, and the log
+// says so once.
+func TestLAPIHistoryBound(t *testing.T) {
+	r := newLAPIRig(t)
+	var log strings.Builder
+	r.h = newLAPI(r.p, []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
+	r.h.opt.historyMax = 1
+	a := r.ban(t, "192.0.2.1", protect.BanOptions{For: time.Hour})
+	b := r.ban(t, "192.0.2.2", protect.BanOptions{For: time.Hour})
+	all := stream(nil, []string{
+		dec(a, "Ip", "192.0.2.1", "manual", "1h0m0s", "2026-11-29T13:00:00Z"),
+		dec(b, "Ip", "192.0.2.2", "manual", "1h0m0s", "2026-11-29T13:00:00Z"),
+	})
+	const path = "/v1/decisions/stream"
+	r.get(t, path+"?startup=true", keyA, 200, all)
+	r.get(t, path, keyA, 200, all)
+	r.get(t, path, keyA, 200, all)
+	if n := strings.Count(log.String(), "too many decisions to keep a bouncer's history"); n != 1 {
+		t.Errorf("log has %d history lines, want 1:\n%s", n, log.String())
+	}
+	if r.h.given[sha256.Sum256([]byte(keyA))].sent != nil {
+		t.Error("a bouncer past historyMax holds a snapshot")
+	}
+}
+
+// listerOf lists bans as they are.
+type listerOf []protect.Ban
+
+func (l listerOf) Bans(context.Context, protect.BanFilter) ([]protect.Ban, error) { return l, nil }
+
+// TestLAPISkipsMalformed: a record the store cannot read refuses
+// nothing, and is no decision: sent, it would be a permanent ban.
+func TestLAPISkipsMalformed(t *testing.T) {
+	clock := testclock.New()
+	bad := protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix("192.0.2.9/32")}, Malformed: `bad JSON "{"`}
+	good := protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix("192.0.2.1/32")}, Reason: "r", Created: clock.Now(), Expires: clock.Now().Add(time.Hour)}
+	r := &lapiRig{clock: clock, h: newLAPI(listerOf{bad, good}, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	d := dec(good, "Ip", "192.0.2.1", "r", "1h0m0s", "2026-11-29T13:00:00Z")
+	r.get(t, "/v1/decisions/stream?startup=true", keyA, 200, stream(nil, []string{d}))
+	r.get(t, "/v1/decisions?ip=192.0.2.9", keyA, 200, "null")
 }
