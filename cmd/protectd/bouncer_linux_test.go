@@ -38,7 +38,9 @@ func TestCrowdSecFirewallBouncer(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Close() })
 	api := pair.Listen(pair.Server, "127.0.0.1:0")
-	srv := newServer(newLAPI(p, []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil))), slog.Default())
+	l := newLAPI(p, []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := newServer(l, slog.Default())
+	srv.ConnContext = l.connContext // as startSinks serves it
 	go srv.Serve(api)
 	t.Cleanup(func() { srv.Close() })
 	app := pair.Serve(pair.Server, pair.ServerAddr.String()+":0")
