@@ -108,7 +108,12 @@ func newLAPI(src nftsink.Lister, keys []string, clock func() time.Time, log *slo
 	return l
 }
 
-func (l *lapi) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.mux.ServeHTTP(w, r) }
+// ServeHTTP answers r under a fresh write deadline of stall: the
+// answer before on the connection may have left one behind.
+func (l *lapi) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(l.opt.stall)) // a recorder has none
+	l.mux.ServeHTTP(w, r)
+}
 
 // lapiConnKey holds a connection's number in its requests' contexts.
 type lapiConnKey struct{}

@@ -268,6 +268,8 @@ func FuzzLAPIQuery(f *testing.F) {
 	f.Add("startup=true&scopes=ip,range")
 	f.Add("ip=203.0.113.7")
 	f.Add("ip=%zz&scenarios_containing=,,")
+	f.Add("scopes=Ip,RANGE&origins=crowdsec,CAPI&type=ban")
+	f.Add("scope=bogus&range=198.51.100.0/24&contains=false")
 	r := newLAPIRig(f)
 	r.ban(f, "203.0.113.7", protect.BanOptions{For: time.Hour})
 	f.Fuzz(func(t *testing.T, q string) {

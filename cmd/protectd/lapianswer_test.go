@@ -47,9 +47,8 @@ type gatedLister struct {
 		Bans(context.Context, protect.BanFilter) ([]protect.Ban, error)
 	}
 	open  chan struct{}
-	once  sync.Once
-	calls int
 	mu    sync.Mutex
+	calls int
 }
 
 func (g *gatedLister) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
@@ -141,8 +140,11 @@ func TestLAPIStartupMemory(t *testing.T) {
 					bouncers, bans, grew, limit, lapiEntryBytes, lapiAnswerBytes)
 			}
 			t.Logf("heap with %d startup answers of %d bans in flight: +%d bytes", bouncers, bans, grew)
-			if gate.calls != 1 {
-				t.Errorf("%d bouncers asking at once listed the bans %d times, want 1", bouncers, gate.calls)
+			gate.mu.Lock()
+			calls := gate.calls
+			gate.mu.Unlock()
+			if calls != 1 {
+				t.Errorf("%d bouncers asking at once listed the bans %d times, want 1", bouncers, calls)
 			}
 
 			for _, c := range conns {
