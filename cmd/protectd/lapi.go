@@ -49,8 +49,8 @@ const (
 	lapiHistoryMax = 1 << 20
 )
 
-// lapiOptions tune the Local API; the zero value takes the defaults
-// above.
+// lapiOptions tune the Local API: newLAPI sets the defaults above, and
+// tests shorten them.
 type lapiOptions struct {
 	stall, answerMax time.Duration
 	historyMax       int
