@@ -46,10 +46,11 @@ func freePort(t *testing.T) string {
 }
 
 // startNginx runs nginx with the site config site (a file of
-// examples/proxies/nginx) in front of protectd and app, as the shipped
+// examples/proxies/nginx), serverLines added to its server block, in
+// front of protectd and app, as the shipped
 // nginx.conf runs it (its temporary files under the prefix, a test
 // directory), and returns the address it listens on. It is stopped by its PID in t.Cleanup.
-func startNginx(t *testing.T, bin, site, protectd, app string) string {
+func startNginx(t *testing.T, bin, site, protectd, app string, serverLines ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	listen := freePort(t)
@@ -60,7 +61,8 @@ func startNginx(t *testing.T, bin, site, protectd, app string) string {
 	replaced := strings.NewReplacer(
 		"server 127.0.0.1:8089;", "server "+protectd+";",
 		"server 127.0.0.1:3000;", "server "+app+";",
-		"listen 127.0.0.1:8080;", "listen "+listen+";",
+		// serverLines go in the server block, after its listen.
+		"listen 127.0.0.1:8080;", "listen "+listen+";\n"+strings.Join(serverLines, "\n"),
 	).Replace(string(conf))
 	if replaced == string(conf) || strings.Count(replaced, listen) != 1 {
 		t.Fatalf("%s with its addresses replaced = changed %v, listening %d times on %s; want changed, once: the addresses are not where the test expects them", site, replaced != string(conf), strings.Count(replaced, listen), listen)
@@ -354,5 +356,53 @@ func TestNginxForgedForwardedFor(t *testing.T) {
 				t.Errorf("GET /v1/inspect?target=9.9.9.9 = %d %s, want 200, count 0 and no ban", code, body)
 			}
 		})
+	}
+}
+
+// realIPLines are the realip lines of examples/proxies/README.md, for
+// nginx behind another proxy, with that proxy's range replaced by front.
+func realIPLines(t *testing.T, front string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/proxies/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(b), "```nginx\n")
+	block, _, _ = strings.Cut(block, "```")
+	var lines []string
+	for line := range strings.SplitSeq(strings.TrimSpace(block), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		lines = append(lines, strings.Replace(line, "10.0.16.0/20", front, 1))
+	}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "set_real_ip_from "+front) {
+		t.Fatalf("examples/proxies/README.md realip block = %q, want set_real_ip_from 10.0.16.0/20 and two more lines", lines)
+	}
+	return lines
+}
+
+// TestNginxBehindProxy: nginx behind another proxy (127.0.0.5 here), with
+// the realip lines examples/proxies/README.md gives, counts the client
+// that proxy saw, never the one a client forged left of it; a client
+// that connects to nginx directly is counted as itself, whatever it
+// writes.
+func TestNginxBehindProxy(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=100",
+		"HTTP_PROTECT_BAN_LIMIT=200", "HTTP_PROTECT_TTL=1h")
+	site := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr, realIPLines(t, "127.0.0.5")...)
+	tests := []struct {
+		from, xff, key string
+	}{
+		{"127.0.0.5", "9.9.9.9, 203.0.113.7", "203.0.113.7"}, // the front proxy appended 203.0.113.7
+		{"127.0.0.2", "9.9.9.9", "127.0.0.2"},                // a client reaching nginx directly
+	}
+	for _, tt := range tests {
+		if a := get(t, clientFrom(tt.from), site+"/", "X-Forwarded-For", tt.xff); a.code != 200 {
+			t.Fatalf("GET / from %s with X-Forwarded-For %q = %d %q, want 200", tt.from, tt.xff, a.code, a.body)
+		}
+		if k := app.keys.Load(); k != tt.key {
+			t.Errorf("%s at the app after GET / from %s with X-Forwarded-For %q = %q, want %q", hdrKey, tt.from, tt.xff, k, tt.key)
+		}
 	}
 }
