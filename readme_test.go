@@ -196,3 +196,35 @@ func TestExampleReadmes(t *testing.T) {
 		}
 	}
 }
+
+// The README's commands are the ones that work: `go mod tidy` follows
+// the -replace (without it the build fails, protect replaced but not
+// required), and each `go run ./examples/X` line is one of that
+// example's own, from its package comment.
+func TestReadmeCommands(t *testing.T) {
+	cmds := readmeCommands(t, "README.md")
+	replace := slices.Index(cmds, "go mod edit -replace github.com/httpprotect/protect=../protect")
+	if replace < 0 || replace+1 >= len(cmds) || cmds[replace+1] != "go mod tidy" {
+		t.Errorf("README.md commands = %q, want go mod tidy right after go mod edit -replace", cmds)
+	}
+	examples := 0
+	for _, c := range cmds {
+		rest, ok := strings.CutPrefix(c, "go run ./examples/")
+		if !ok {
+			continue
+		}
+		examples++
+		name, _, _ := strings.Cut(rest, " ")
+		src, err := os.ReadFile(filepath.Join("examples", name, "main.go"))
+		if err != nil {
+			t.Errorf("README.md command %q: %v", c, err)
+			continue
+		}
+		if doc, _, _ := strings.Cut(string(src), "\npackage main"); !strings.Contains(doc, "//\t"+c) {
+			t.Errorf("README.md command %q is not in examples/%s/main.go's package comment, want one of its own", c, name)
+		}
+	}
+	if examples < 2 {
+		t.Errorf("README.md = %d go run ./examples/ commands, want basic's and cluster's", examples)
+	}
+}
