@@ -189,7 +189,7 @@ func TestExpressThreeInstances(t *testing.T) {
 	}
 }
 
-// TestFastAPIPlans: the FastAPI app holds Acme's two API keys to one
+// TestFastAPIPlans: the FastAPI app, under its plans.json, holds Acme's two API keys to one
 // bucket of its plan (5 requests, the 6th refused with 429, Retry-After:
 // 1 and rate_limited), Globex on the same plan is not affected, and a
 // monthly quota refuses with quota_exceeded until the month ends.
@@ -197,9 +197,8 @@ func TestFastAPIPlans(t *testing.T) {
 	needFastAPI(t)
 	// A bucket of 5 that refills one a second: the 6th request, made
 	// within a second of the first, waits for less than a second.
-	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", `HTTP_PROTECT_PLANS={`+
-		`"pro": {"rates": [{"name": "burst", "limit": 1, "period": "1s", "burst": 5}]},`+
-		`"trial": {"quotas": [{"name": "monthly", "limit": 3, "period": "monthly"}]}}`)
+	// The plans file shipped beside the app, as its README runs it.
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_PLANS="+filepath.Join(exampleDir("fastapi"), "plans.json"))
 	app := "http://" + startApp(t, exampleDir("fastapi"), debianPython, []string{"main.py"},
 		"PORT=0", "PROTECTD_URL=http://"+d.addr, "PYTHONDONTWRITEBYTECODE=1")
 	c := clientFrom("127.0.0.2")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,8 +80,9 @@ func runCaddyfile(t *testing.T, bin, conf, protectd, app string) string {
 	if !strings.Contains(replaced, protectd) || !strings.Contains(replaced, "hostport} "+hostport) || !strings.Contains(replaced, app) || !strings.Contains(replaced, ":"+port+" {") {
 		t.Fatalf("%s with its addresses replaced = %s; want protectd's address and its host:port or path, the app's and the port: the addresses are not where the test expects them", caddyfile, replaced)
 	}
-	// No admin endpoint: several Caddy may run here. (What Caddy saves goes to dir.)
-	replaced = "{\n\tadmin off\n}\n\n" + replaced
+	// The shipped global options turn the admin endpoint off, so several
+	// Caddy may run here (TestCaddyfileGlobalOptions). What Caddy saves
+	// goes to dir.
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(replaced), 0o644); err != nil {
 		t.Fatal(err)
@@ -154,4 +156,56 @@ func TestCaddy(t *testing.T) {
 	}
 	// Even the banned client is served by the fail-open Caddy.
 	wantServedUnchecked(t, "caddy "+bins[0]+" failing open", open, clientFrom("127.0.0.2"), app)
+}
+
+// TestCaddyfileGlobalOptions: the shipped Caddyfile, its site address
+// given a host name as a user would (localhost:8080), adapts with every
+// Caddy to one server on :8080 with automatic HTTPS off and no admin
+// endpoint: Caddy binds no port 80, issues no certificate and installs
+// no root CA into the system's trust store.
+func TestCaddyfileGlobalOptions(t *testing.T) {
+	conf, err := os.ReadFile(caddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(conf), "\n:8080 {\n", "\nlocalhost:8080 {\n", 1)
+	if edited == string(conf) {
+		t.Fatalf("%s = no \":8080 {\" line where the test expects it", caddyfile)
+	}
+	for _, bin := range caddyBins(t) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "Caddyfile")
+		if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "adapt", "--adapter", "caddyfile", "--config", path)
+		cmd.Env = []string{"HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "XDG_DATA_HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s adapt = %v, want the JSON config", bin, err)
+		}
+		var cfg struct {
+			Admin struct {
+				Disabled bool `json:"disabled"`
+			} `json:"admin"`
+			Apps struct {
+				HTTP struct {
+					Servers map[string]struct {
+						Listen         []string `json:"listen"`
+						AutomaticHTTPS struct {
+							Disable bool `json:"disable"`
+						} `json:"automatic_https"`
+					} `json:"servers"`
+				} `json:"http"`
+			} `json:"apps"`
+		}
+		// Caddy 2.6 may print a warning after the config: the first value is it.
+		if err := json.NewDecoder(strings.NewReader(string(out))).Decode(&cfg); err != nil {
+			t.Fatalf("%s adapt = %q: %v, want JSON", bin, out, err)
+		}
+		srv, ok := cfg.Apps.HTTP.Servers["srv0"]
+		if !cfg.Admin.Disabled || len(cfg.Apps.HTTP.Servers) != 1 || !ok || strings.Join(srv.Listen, ",") != ":8080" || !srv.AutomaticHTTPS.Disable {
+			t.Errorf("%s adapt of the Caddyfile with localhost:8080 = admin disabled %v, servers %+v; want admin disabled, one server on :8080 with automatic HTTPS disabled", bin, cfg.Admin.Disabled, cfg.Apps.HTTP.Servers)
+		}
+	}
 }

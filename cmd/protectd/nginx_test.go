@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/admin"
 )
 
 // The end-to-end tests run the nginx configs of examples/proxies/nginx,
@@ -44,9 +46,11 @@ func freePort(t *testing.T) string {
 }
 
 // startNginx runs nginx with the site config site (a file of
-// examples/proxies/nginx) in front of protectd and app, and returns the
-// address it listens on. It is stopped by its PID in t.Cleanup.
-func startNginx(t *testing.T, bin, site, protectd, app string) string {
+// examples/proxies/nginx), serverLines added to its server block, in
+// front of protectd and app, as the shipped
+// nginx.conf runs it (its temporary files under the prefix, a test
+// directory), and returns the address it listens on. It is stopped by its PID in t.Cleanup.
+func startNginx(t *testing.T, bin, site, protectd, app string, serverLines ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	listen := freePort(t)
@@ -57,7 +61,8 @@ func startNginx(t *testing.T, bin, site, protectd, app string) string {
 	replaced := strings.NewReplacer(
 		"server 127.0.0.1:8089;", "server "+protectd+";",
 		"server 127.0.0.1:3000;", "server "+app+";",
-		"listen 127.0.0.1:8080;", "listen "+listen+";",
+		// serverLines go in the server block, after its listen.
+		"listen 127.0.0.1:8080;", "listen "+listen+";\n"+strings.Join(serverLines, "\n"),
 	).Replace(string(conf))
 	if replaced == string(conf) || strings.Count(replaced, listen) != 1 {
 		t.Fatalf("%s with its addresses replaced = changed %v, listening %d times on %s; want changed, once: the addresses are not where the test expects them", site, replaced != string(conf), strings.Count(replaced, listen), listen)
@@ -66,18 +71,15 @@ func startNginx(t *testing.T, bin, site, protectd, app string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	main := fmt.Sprintf(`worker_processes 1;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    include site.conf;
-}
-`, dir)
+	// The shipped nginx.conf, including the site under test.
+	mainConf, err := os.ReadFile(filepath.Join(nginxExamples, "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := strings.Replace(string(mainConf), "include site-fail-closed.conf;", "include site.conf;", 1)
+	if main == string(mainConf) {
+		t.Fatalf("nginx.conf = no \"include site-fail-closed.conf;\" where the test expects it")
+	}
 	for name, data := range map[string]string{"nginx.conf": main, "site.conf": replaced, "protect.conf": string(include)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -231,12 +233,11 @@ func rawGet(t *testing.T, local, addr, request string) answer {
 	return answer{res.StatusCode, res.Header, string(b)}
 }
 
-// TestNginxHostileForwardedFor: a client's X-Forwarded-For reaches
-// protectd left of the address nginx appends. A control character in it
-// made Go's server refuse the check with its own 400, which auth_request
-// turns into a 500: the fail-open site then served a banned client, and
-// the fail-closed one told it protectd was down. Whatever the client
-// writes there, it gets its own decision.
+// TestNginxHostileForwardedFor: a control character in an X-Forwarded-For
+// that reached protectd would make Go's server refuse the check with its
+// own 400, which auth_request turns into a 500: the fail-open site would
+// serve a banned client, and the fail-closed one tell it protectd was
+// down. Whatever the client writes there, it gets its own decision.
 func TestNginxHostileForwardedFor(t *testing.T) {
 	bin := needNginx(t)
 	app := startUpstream(t)
@@ -304,6 +305,104 @@ func TestNginxLocalClient(t *testing.T) {
 		}
 		if k := app.keys.Load(); k != tt.key {
 			t.Fatalf("%s at the app after requests from %s = %q, want %q", hdrKey, tt.from, k, tt.key)
+		}
+	}
+}
+
+// TestNginxForgedForwardedFor: a client whose own address protectd
+// trusts (one on nginx's host, or inside a wide TRUSTED_PROXIES) sends
+// X-Forwarded-For: 9.9.9.9 through the shipped nginx config. It is
+// counted, limited and banned as its own address; 9.9.9.9 is never
+// counted, nor banned. A config that passes the client's chain on
+// ($proxy_add_x_forwarded_for) bans 9.9.9.9 instead.
+func TestNginxForgedForwardedFor(t *testing.T) {
+	bin := needNginx(t)
+	tests := []struct {
+		trusted, from string
+	}{
+		{"127.0.0.1", "127.0.0.1"},   // a curl on nginx's own host
+		{"127.0.0.0/8", "127.0.0.2"}, // a client inside a wide TRUSTED_PROXIES
+	}
+	for _, tt := range tests {
+		t.Run(tt.from, func(t *testing.T) {
+			app := startUpstream(t)
+			d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES="+tt.trusted, "HTTP_PROTECT_MAX_REQUESTS=2",
+				"HTTP_PROTECT_BAN_LIMIT=3", "HTTP_PROTECT_TTL=1h", envAdminListen+"=127.0.0.1:0", envAdminToken+"="+adminToken)
+			base := "http://" + adminAddr(t, d)
+			site := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr)
+			c := clientFrom(tt.from)
+			for i, want := range []int{200, 200, 429, 403, 403} {
+				if a := get(t, c, site+"/", "X-Forwarded-For", "9.9.9.9"); a.code != want {
+					t.Fatalf("GET / #%d from %s with X-Forwarded-For 9.9.9.9 = %d %q, want %d", i+1, tt.from, a.code, a.body, want)
+				}
+			}
+			if k := app.keys.Load(); k != tt.from {
+				t.Errorf("%s at the app = %q, want %q", hdrKey, k, tt.from)
+			}
+			for _, l := range d.log.lines(t, "refused") {
+				if l["key"] != tt.from {
+					t.Errorf("refused line key = %v, want %s: %v", l["key"], tt.from, l)
+				}
+			}
+			auth := "Bearer " + adminToken
+			code, body := adminDo(t, http.DefaultClient, "GET", base+"/v1/bans", auth)
+			var bans []admin.BanRecord
+			if code != 200 || json.Unmarshal(body, &bans) != nil || len(bans) != 1 || bans[0].Key != tt.from {
+				t.Errorf("GET /v1/bans = %d %s, want 200 and one ban, of %s", code, body, tt.from)
+			}
+			code, body = adminDo(t, http.DefaultClient, "GET", base+"/v1/inspect?target=9.9.9.9", auth)
+			var in admin.Inspection
+			if code != 200 || json.Unmarshal(body, &in) != nil || in.Count != 0 || in.Ban != nil {
+				t.Errorf("GET /v1/inspect?target=9.9.9.9 = %d %s, want 200, count 0 and no ban", code, body)
+			}
+		})
+	}
+}
+
+// realIPLines are the realip lines of examples/proxies/README.md, for
+// nginx behind another proxy, with that proxy's range replaced by front.
+func realIPLines(t *testing.T, front string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../examples/proxies/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(b), "```nginx\n")
+	block, _, _ = strings.Cut(block, "```")
+	var lines []string
+	for line := range strings.SplitSeq(strings.TrimSpace(block), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		lines = append(lines, strings.Replace(line, "10.0.16.0/20", front, 1))
+	}
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "set_real_ip_from "+front) {
+		t.Fatalf("examples/proxies/README.md realip block = %q, want set_real_ip_from 10.0.16.0/20 and two more lines", lines)
+	}
+	return lines
+}
+
+// TestNginxBehindProxy: nginx behind another proxy (127.0.0.5 here), with
+// the realip lines examples/proxies/README.md gives, counts the client
+// that proxy saw, never the one a client forged left of it; a client
+// that connects to nginx directly is counted as itself, whatever it
+// writes.
+func TestNginxBehindProxy(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=100",
+		"HTTP_PROTECT_BAN_LIMIT=200", "HTTP_PROTECT_TTL=1h")
+	site := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr, realIPLines(t, "127.0.0.5")...)
+	tests := []struct {
+		from, xff, key string
+	}{
+		{"127.0.0.5", "9.9.9.9, 203.0.113.7", "203.0.113.7"}, // the front proxy appended 203.0.113.7
+		{"127.0.0.2", "9.9.9.9", "127.0.0.2"},                // a client reaching nginx directly
+	}
+	for _, tt := range tests {
+		if a := get(t, clientFrom(tt.from), site+"/", "X-Forwarded-For", tt.xff); a.code != 200 {
+			t.Fatalf("GET / from %s with X-Forwarded-For %q = %d %q, want 200", tt.from, tt.xff, a.code, a.body)
+		}
+		if k := app.keys.Load(); k != tt.key {
+			t.Errorf("%s at the app after GET / from %s with X-Forwarded-For %q = %q, want %q", hdrKey, tt.from, tt.xff, k, tt.key)
 		}
 	}
 }
