@@ -86,15 +86,21 @@ func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (resto
 	}
 	if len(r.gone) > 0 {
 		err = db.Update(func(tx *bolt.Tx) error {
+			st := beginState(tx)
 			for _, g := range r.gone {
-				if err := tx.Bucket(g[0]).Delete(g[1]); err != nil {
+				if err := st.put(g[0], g[1], nil); err != nil {
 					return err
 				}
 			}
-			return nil
+			return st.finish()
 		})
+		if err != nil {
+			// Over records are skipped at every open until one deletes
+			// them: a full disk must not keep the store from starting.
+			log.Warn("protect: state file: expired records not deleted", slog.String("file", path), slog.Int("records", len(r.gone)), slog.Any("error", err))
+		}
 	}
-	return r.st, err
+	return r.st, nil
 }
 
 // presize makes room for n bans to insert, one list per shard.
