@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // jsonLog keeps a store's log as JSON lines, so that a test can check a
@@ -69,7 +71,9 @@ func (l *jsonLog) only(t *testing.T, msg string) map[string]any {
 }
 
 // banAddr is the i-th address the damage tests ban.
-func banAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}) }
+func banAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+}
 
 // banRange opens path, bans banAddr(from) to banAddr(to-1) for a day
 // and writes them in one transaction, then closes the store.
@@ -81,25 +85,26 @@ func banRange(t *testing.T, path string, clk *fakeClock, from, to int) {
 		t.Fatal(err)
 	}
 	// The writer is stopped while the bans are added, so that they go
-	// in one transaction whatever its timing; the test writes them, as
-	// the writer would, and closes the file.
-	j := s.journal
-	close(j.stop)
-	<-j.done
-	j.closeOnce.Do(func() {})
+	// in one transaction (Close's) whatever its timing.
+	pauseWriter(s)
 	for i := from; i < to; i++ {
 		b := Ban{Key: Key{Prefix: netip.PrefixFrom(banAddr(i), 32)}, Source: SourceManual, Reason: "abuse", By: "ops"}
 		if _, err := sp.AddBan(context.Background(), b, 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := j.flush(true); err != nil {
-		t.Fatal(err)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
 	}
-	s.Close()
-	if err := j.db.Close(); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// pauseWriter stops s's writer goroutine, so that the test takes the
+// writer's steps (flush) itself; Close still writes what is left.
+func pauseWriter(s *MemoryStore) {
+	j := s.journal
+	close(j.stop)
+	<-j.done
+	j.stop = make(chan struct{})
 }
 
 // restored opens path and returns the addresses banned, the log and the
@@ -272,4 +277,28 @@ func TestStateFileDamage(t *testing.T) {
 			t.Errorf("log line = %v, want %v", line, want)
 		}
 	})
+}
+
+// Close returns a write that fails at close, wrapped, naming the file
+// and what it did not write: here the file is closed under the writer.
+func TestStateFileCloseReportsFailedWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "protect.db")
+	s, err := OpenMemoryStore(MemoryOptions{Path: path, Logger: discardLogger(), SweepInterval: -1, Clock: newFakeClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauseWriter(s)
+	s.journal.db.Close() // every write fails from here on
+	sp, err := s.Space(Scope{Namespace: "n", Limits: Limits{TTL: time.Minute, BanLimit: -1, BanFactor: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.AddBan(context.Background(), Ban{Key: Key{Prefix: netip.MustParsePrefix("192.0.2.1/32")}, Source: SourceManual}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Close()
+	want := fmt.Sprintf("protect: state file %s: 2 records not written at close: database not open", path)
+	if err == nil || err.Error() != want || !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		t.Errorf("Close() = %v, want %q", err, want)
+	}
 }
