@@ -79,13 +79,16 @@ var ErrStateFileLocked = errors.New("protect: state file is locked")
 // A ban reaches the file within 100 ms of the decision that wrote it, a
 // plan state within a second; no request waits for the disk. What a
 // kill -9 loses is what had not reached it then. Close writes the rest and
-// closes the file.
+// closes the file; what it cannot write (a full disk) is its error.
 //
 // One process at a time holds the file: a second open, by another
 // process or by this one, fails at once with an error that wraps
 // ErrStateFileLocked. A malformed record is logged to opt.Logger and
-// skipped; the rest of the file is restored. A file that is not a state
-// file, or of a later format, is an error.
+// skipped; the rest of the file is restored. A damaged file (a page cut
+// off or overwritten, a meta page not valid) is moved to
+// opt.Path+".damaged-"+time, what its intact pages hold is restored and
+// written to a new file, and one error-level line says what was lost. A
+// file that is not a state file, or of a later format, is an error.
 func OpenMemoryStore(opt MemoryOptions) (*MemoryStore, error) {
 	if opt.Path == "" {
 		return nil, errors.New("protect: OpenMemoryStore: MemoryOptions.Path is empty (NewMemoryStore makes a store without a file)")
@@ -135,7 +138,11 @@ func openStore(opt MemoryOptions, db *bolt.DB, pre *precheck, log *slog.Logger) 
 	}
 	s, sweep := newMemoryStore(opt)
 	start := time.Now()
-	st, err := s.restore(db, opt.Path, log)
+	nbans := -1
+	if pre.check != nil && pre.movedTo == "" {
+		nbans = pre.check.counts[string(bucketBans)]
+	}
+	st, err := s.restore(db, opt.Path, log, nbans)
 	if err != nil {
 		db.Close()
 		s.Close()

@@ -87,7 +87,7 @@ type fileCheck struct {
 	// otherBad: the other meta page is not valid, so bbolt falls back
 	// to this one, which may be a transaction older than the file's last.
 	otherBad bool
-	seen     map[uint64]struct{}
+	seen     []bool // by page: reached by the walk
 	problems []string
 	nproblem int
 	// counts holds the records under each bucket of the root.
@@ -138,7 +138,7 @@ var errNotBolt = errors.New("not a state file (no bbolt meta page)")
 // bbolt magic either is errNotBolt; one with the magic but no valid
 // meta page is damage with nothing to read.
 func checkFile(data []byte, keep bool) (*fileCheck, error) {
-	c := &fileCheck{data: data, counts: map[string]int{}, seen: map[uint64]struct{}{}, keep: keep}
+	c := &fileCheck{data: data, counts: map[string]int{}, keep: keep}
 	if keep {
 		c.recs = map[string][][2][]byte{}
 	}
@@ -181,7 +181,8 @@ func checkFile(data []byte, keep bool) (*fileCheck, error) {
 	default:
 		c.meta, c.metaPage, c.otherBad = m1, 1, !ok0
 	}
-	c.seen[0], c.seen[1] = struct{}{}, struct{}{}
+	c.seen = make([]bool, len(data)/psize)
+	c.seen[0], c.seen[1] = true, true
 	if c.meta.freelist != boltNoFreelist {
 		c.checkFreelist()
 	}
@@ -213,13 +214,13 @@ func (c *fileCheck) page(id uint64) []byte {
 		return nil
 	}
 	for i := id; i < end; i++ {
-		if _, dup := c.seen[i]; dup {
+		if c.seen[i] {
 			c.problem("page %d: reached twice", i)
 			return nil
 		}
 	}
 	for i := id; i < end; i++ {
-		c.seen[i] = struct{}{}
+		c.seen[i] = true
 	}
 	return c.data[id*ps : end*ps]
 }
@@ -289,7 +290,11 @@ func (c *fileCheck) walkPage(name string, id uint64, lo, hi []byte, depth int) {
 		for i := range n {
 			e := boltPageHeader + i*boltElement
 			k := elemBytes(p, e, uint64(ne.Uint32(p[e:])), uint64(ne.Uint32(p[e+4:])))
-			if k == nil || !inOrder(keys, i, k, lo, hi) {
+			var prev []byte
+			if i > 0 {
+				prev = keys[i-1]
+			}
+			if k == nil || !inOrder(prev, k, lo, hi) {
 				c.problem("page %d: branch key %d out of place", id, i)
 				return
 			}
@@ -318,12 +323,25 @@ func elemBytes(p []byte, e int, pos, n uint64) []byte {
 	return p[start:end:end]
 }
 
-// inOrder reports whether k may be key i after keys[:i], within [lo, hi).
-func inOrder(keys [][]byte, i int, k, lo, hi []byte) bool {
-	if i > 0 && bytes.Compare(keys[i-1], k) >= 0 {
+// inOrder reports whether k may follow prev (nil: k is first) within
+// [lo, hi).
+func inOrder(prev, k, lo, hi []byte) bool {
+	if prev != nil && bytes.Compare(prev, k) >= 0 {
 		return false
 	}
 	return (lo == nil || bytes.Compare(k, lo) >= 0) && (hi == nil || bytes.Compare(k, hi) < 0)
+}
+
+// leafElem returns element i of leaf p; k is nil when its bytes are not
+// all inside p.
+func leafElem(p []byte, i int) (flags uint32, k, v []byte) {
+	e := boltPageHeader + i*boltElement
+	flags, pos, ks, vs := ne.Uint32(p[e:]), ne.Uint32(p[e+4:]), ne.Uint32(p[e+8:]), ne.Uint32(p[e+12:])
+	kv := elemBytes(p, e, uint64(pos), uint64(ks)+uint64(vs))
+	if kv == nil {
+		return 0, nil, nil
+	}
+	return flags, kv[:ks], kv[ks:]
 }
 
 // walkLeaf reads the leaf page p (id 0: a bucket held inline).
@@ -341,56 +359,67 @@ func (c *fileCheck) walkLeaf(name string, p []byte, id uint64, lo, hi []byte, in
 		c.problem("page %d: leaf of %d elements", id, n)
 		return
 	}
-	keys := make([][]byte, n)
-	vals := make([][]byte, n)
+	// The whole page is checked before any of it is used: a page that
+	// is wrong anywhere is not trusted anywhere.
+	var prev []byte
 	for i := range n {
-		e := boltPageHeader + i*boltElement
-		flags, pos, ks, vs := ne.Uint32(p[e:]), ne.Uint32(p[e+4:]), ne.Uint32(p[e+8:]), ne.Uint32(p[e+12:])
-		kv := elemBytes(p, e, uint64(pos), uint64(ks)+uint64(vs))
-		if kv == nil || !inOrder(keys, i, kv[:ks], lo, hi) {
+		flags, k, _ := leafElem(p, i)
+		// Order is transitive: the first key is checked against lo,
+		// the last against hi.
+		l, h := lo, hi
+		if i > 0 {
+			l = nil
+		}
+		if i < n-1 {
+			h = nil
+		}
+		if k == nil || !inOrder(prev, k, l, h) {
 			c.problem("page %d: leaf element %d of bucket %q out of place", id, i, name)
 			return
 		}
-		keys[i], vals[i] = kv[:ks], kv[ks:]
-		bucket := flags&boltBucketLeaf != 0
-		if bucket != (name == "") {
+		prev = k
+		if bucket := flags&boltBucketLeaf != 0; bucket != (name == "") {
 			// The root holds buckets only, and the store's buckets no
 			// bucket: either is damage.
 			c.problem("page %d: element %d of bucket %q of flags %#x", id, i, name, flags)
 			return
 		}
 	}
-	if name != "" {
+	switch {
+	case name == string(bucketMeta):
 		c.counts[name] += n
-		if name == string(bucketMeta) {
-			for i, k := range keys {
-				switch string(k) {
-				case string(metaFormat):
-					c.format = vals[i]
-				case string(metaState):
-					if st, err := decodeStateRecord(vals[i]); err == nil {
-						c.state = &st
-					}
+		for i := range n {
+			_, k, v := leafElem(p, i)
+			switch string(k) {
+			case string(metaFormat):
+				c.format = v
+			case string(metaState):
+				if st, err := decodeStateRecord(v); err == nil {
+					c.state = &st
 				}
 			}
-		} else if c.keep {
-			for i := range keys {
-				c.recs[name] = append(c.recs[name], [2][]byte{keys[i], vals[i]})
+		}
+	case name != "":
+		c.counts[name] += n
+		if c.keep {
+			for i := range n {
+				_, k, v := leafElem(p, i)
+				c.recs[name] = append(c.recs[name], [2][]byte{k, v})
 			}
 		}
-		return
-	}
-	for i, k := range keys {
-		v := vals[i]
-		if len(v) < boltBucketHeader {
-			c.problem("page %d: bucket %q of a %d-byte header", id, k, len(v))
-			continue
-		}
-		c.counts[string(k)] += 0
-		if root := ne.Uint64(v); root == 0 {
-			c.walkBucket(string(k), 0, v[boltBucketHeader:])
-		} else {
-			c.walkBucket(string(k), root, nil)
+	default:
+		for i := range n {
+			_, k, v := leafElem(p, i)
+			if len(v) < boltBucketHeader {
+				c.problem("page %d: bucket %q of a %d-byte header", id, k, len(v))
+				continue
+			}
+			c.counts[string(k)] += 0
+			if root := ne.Uint64(v); root == 0 {
+				c.walkBucket(string(k), 0, v[boltBucketHeader:])
+			} else {
+				c.walkBucket(string(k), root, nil)
+			}
 		}
 	}
 }
@@ -423,13 +452,11 @@ func (c *fileCheck) walkMetaOf(p []byte) {
 		return
 	}
 	for i := range n {
-		e := boltPageHeader + i*boltElement
-		flags, pos, ks, vs := ne.Uint32(p[e:]), ne.Uint32(p[e+4:]), ne.Uint32(p[e+8:]), ne.Uint32(p[e+12:])
-		kv := elemBytes(p, e, uint64(pos), uint64(ks)+uint64(vs))
-		if kv == nil || flags&boltBucketLeaf == 0 || string(kv[:ks]) != string(bucketMeta) {
+		flags, k, v := leafElem(p, i)
+		if k == nil || flags&boltBucketLeaf == 0 || string(k) != string(bucketMeta) {
 			continue
 		}
-		if v := kv[ks:]; len(v) >= boltBucketHeader && ne.Uint64(v) == 0 {
+		if len(v) >= boltBucketHeader && ne.Uint64(v) == 0 {
 			c.walkLeaf(string(bucketMeta), v[boltBucketHeader:], 0, nil, nil, true)
 		}
 	}

@@ -59,13 +59,18 @@ func (r *restorer) newHeld() *heldBan {
 
 // restore loads what db holds into s, drops (and deletes) what is over,
 // and skips (and logs) what is malformed.
-func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (restoreStats, error) {
+// nbans is the number of ban records, when the check counted them
+// (else -1: bbolt counts them).
+func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger, nbans int) (restoreStats, error) {
 	r := &restorer{s: s, path: path, log: log, now: s.now(), base: s.epoch.UnixNano(),
 		ranges: make(map[*memNamespace][]rangeset.Entry[Ban]), strs: make(map[string]string)}
 	r.in = r.intern
 	err := db.View(func(tx *bolt.Tx) error {
 		bans := tx.Bucket(bucketBans)
-		r.presize(bans.Stats().KeyN)
+		if nbans < 0 {
+			nbans = bans.Stats().KeyN
+		}
+		r.presize(nbans)
 		if err := bans.ForEach(r.ban); err != nil {
 			return err
 		}
