@@ -79,13 +79,16 @@ var ErrStateFileLocked = errors.New("protect: state file is locked")
 // A ban reaches the file within 100 ms of the decision that wrote it, a
 // plan state within a second; no request waits for the disk. What a
 // kill -9 loses is what had not reached it then. Close writes the rest and
-// closes the file.
+// closes the file; what it cannot write (a full disk) is its error.
 //
 // One process at a time holds the file: a second open, by another
 // process or by this one, fails at once with an error that wraps
 // ErrStateFileLocked. A malformed record is logged to opt.Logger and
-// skipped; the rest of the file is restored. A file that is not a state
-// file, or of a later format, is an error.
+// skipped; the rest of the file is restored. A damaged file (a page cut
+// off or overwritten, a meta page not valid) is moved to
+// opt.Path+".damaged-"+time, what its intact pages hold is restored and
+// written to a new file, and one error-level line says what was lost. A
+// file that is not a state file, or of a later format, is an error.
 func OpenMemoryStore(opt MemoryOptions) (*MemoryStore, error) {
 	if opt.Path == "" {
 		return nil, errors.New("protect: OpenMemoryStore: MemoryOptions.Path is empty (NewMemoryStore makes a store without a file)")
@@ -94,31 +97,58 @@ func OpenMemoryStore(opt MemoryOptions) (*MemoryStore, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	db, err := bolt.Open(opt.Path, 0o600, &bolt.Options{
-		Timeout:      lockWait,
-		FreelistType: bolt.FreelistMapType,
-		// The free list is rebuilt at open instead of written at every
-		// commit: each group commit writes fewer pages.
-		NoFreelistSync: true,
-	})
-	if errors.Is(err, bolterrors.ErrTimeout) {
+	now := time.Now
+	if opt.Clock != nil {
+		now = opt.Clock
+	}
+	// The file is checked before bbolt reads it: bbolt panics on a
+	// damaged page where no caller can recover.
+	pre, err := precheckFile(opt.Path, now())
+	var db *bolt.DB
+	if err == nil {
+		db, err = bolt.Open(opt.Path, 0o600, &bolt.Options{
+			Timeout:      lockWait,
+			FreelistType: bolt.FreelistMapType,
+			// The free list is rebuilt at open instead of written at every
+			// commit: each group commit writes fewer pages.
+			NoFreelistSync: true,
+		})
+	}
+	if errors.Is(err, errLocked) || errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s is held by another process (one process at a time keeps its state in a file; protectctl reaches a running service through its admin API)", ErrStateFileLocked, opt.Path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("protect: state file %s: %w", opt.Path, err)
 	}
+	return openStore(opt, db, pre, log)
+}
+
+// openStore restores the store of db, which pre checked, and starts its
+// writer.
+func openStore(opt MemoryOptions, db *bolt.DB, pre *precheck, log *slog.Logger) (*MemoryStore, error) {
 	if err := prepareStateFile(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("protect: state file %s: %w", opt.Path, err)
 	}
+	if pre.movedTo != "" {
+		if err := writeSalvage(db, pre.check); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("protect: state file %s: damaged (%s), moved to %s, and what it held cannot be written again: %w", opt.Path, pre.check.describe(), pre.movedTo, err)
+		}
+	}
 	s, sweep := newMemoryStore(opt)
 	start := time.Now()
-	st, err := s.restore(db, opt.Path, log)
+	nbans := -1
+	if pre.check != nil && pre.movedTo == "" {
+		nbans = pre.check.counts[string(bucketBans)]
+	}
+	st, err := s.restore(db, opt.Path, log, nbans)
 	if err != nil {
 		db.Close()
 		s.Close()
 		return nil, fmt.Errorf("protect: state file %s: %w", opt.Path, err)
 	}
+	pre.report(log, opt.Path, st)
 	log.Info("protect: state restored", slog.String("file", opt.Path),
 		slog.Int("bans", st.bans), slog.Int("offenses", st.offenses), slog.Int("plans", st.plans),
 		slog.Int("expired", st.expired), slog.Int("skipped", st.skipped),
@@ -171,7 +201,7 @@ func prepareStateFile(db *bolt.DB) error {
 				return err
 			}
 		}
-		return nil
+		return beginState(tx).finish()
 	})
 }
 
@@ -326,6 +356,11 @@ func (j *journal) close() error {
 			sh.mu.Unlock()
 		}
 		err := j.flush(true)
+		if err != nil {
+			// What a failed write leaves is held in memory only, and
+			// goes with the process: the caller must hear of it.
+			err = fmt.Errorf("protect: state file %s: %d records not written at close: %w", j.path, len(j.pending), err)
+		}
 		j.closeErr = errors.Join(err, j.db.Close())
 	})
 	return j.closeErr
@@ -386,19 +421,13 @@ func (j *journal) flush(plans bool) error {
 		return nil
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
+		st := beginState(tx)
 		for _, op := range ops {
-			b := tx.Bucket(op.bucket)
-			var err error
-			if op.val == nil {
-				err = b.Delete(op.key)
-			} else {
-				err = b.Put(op.key, op.val)
-			}
-			if err != nil {
+			if err := st.put(op.bucket, op.key, op.val); err != nil {
 				return err
 			}
 		}
-		return nil
+		return st.finish()
 	})
 	if err != nil {
 		// Kept for the next write: the last state of each record, so

@@ -150,6 +150,7 @@ func writeBans(b *testing.B, path string, n int) {
 	const batch = 100_000
 	for start := 0; start < n; start += batch {
 		err := db.Update(func(tx *bolt.Tx) error {
+			st := beginState(tx)
 			bans := tx.Bucket(bucketBans)
 			bans.FillPercent = 1 // keys come in order: pack the pages
 			for i := start; i < min(start+batch, n); i++ {
@@ -157,8 +158,9 @@ func writeBans(b *testing.B, path string, n int) {
 				if err := bans.Put(appendDiskKey(nil, "protect:", kindAddr, Key{Prefix: netip.PrefixFrom(a, 32)}), val); err != nil {
 					return err
 				}
+				st.rec.bans++ // each key new
 			}
-			return nil
+			return st.finish()
 		})
 		if err != nil {
 			b.Fatal(err)

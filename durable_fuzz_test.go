@@ -1,7 +1,12 @@
 package protect
 
 import (
+	"bytes"
+	"context"
+	"math/rand/v2"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -49,5 +54,71 @@ func FuzzStateRecord(f *testing.F) {
 				t.Fatalf("decodePlanValue(appendPlanValue(%d, %v)) = %d, %v, %v; want them back", exp, slots, e2, s2, err)
 			}
 		}
+	})
+}
+
+// No state file panics the process: whatever its bytes, OpenMemoryStore
+// returns a store or an error, and the check reads no byte past the file.
+// The seeds are a file a store wrote and the damage of
+// TestStateFileDamage done to it.
+func FuzzStateFileOpen(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "seed.db")
+	clk := newFakeClock()
+	s, err := OpenMemoryStore(MemoryOptions{Path: path, Logger: discardLogger(), SweepInterval: -1, Clock: clk.Now})
+	if err != nil {
+		f.Fatal(err)
+	}
+	sp, err := s.Space(Scope{Namespace: "protect:", Limits: Limits{TTL: time.Minute, BanLimit: -1, BanFactor: 1}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 60 {
+		b := Ban{Key: Key{Prefix: netip.PrefixFrom(banAddr(i), 32)}, Source: SourceManual, Reason: "abuse"}
+		if _, err := sp.AddBan(ctx, b, time.Hour); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if _, err := sp.AddBan(ctx, Ban{Key: Key{Prefix: netip.MustParsePrefix("2001:db8::/48")}, Source: SourceManual}, 0); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := sp.TakePlan(ctx, Key{Name: "acme"}, banAddr(1), mustPlan(f, "p", Quota{Name: "q", Limit: 10, Period: Monthly}), 1, false); err != nil {
+		f.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte{})
+	for _, page := range []int{0, 1, 2, 3, 4} {
+		bad := bytes.Clone(good)
+		r := rand.New(rand.NewPCG(uint64(page), 1))
+		for i := page * 4096; i < (page+1)*4096 && i < len(bad); i++ {
+			bad[i] = byte(r.Uint32())
+		}
+		f.Add(bad)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 0 {
+			checkFile(data, true) // on the bytes alone
+		}
+		path := filepath.Join(t.TempDir(), "protect.db")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenMemoryStore(MemoryOptions{Path: path, Logger: discardLogger(), SweepInterval: -1, Clock: clk.Now})
+		if err != nil {
+			return
+		}
+		sp, err := s.Space(Scope{Namespace: "protect:", Limits: Limits{TTL: time.Minute, BanLimit: -1, BanFactor: 1}})
+		if err == nil {
+			sp.Bans(ctx, BanFilter{})
+		}
+		s.Close()
 	})
 }

@@ -59,13 +59,18 @@ func (r *restorer) newHeld() *heldBan {
 
 // restore loads what db holds into s, drops (and deletes) what is over,
 // and skips (and logs) what is malformed.
-func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (restoreStats, error) {
+// nbans is the number of ban records, when the check counted them
+// (else -1: bbolt counts them).
+func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger, nbans int) (restoreStats, error) {
 	r := &restorer{s: s, path: path, log: log, now: s.now(), base: s.epoch.UnixNano(),
 		ranges: make(map[*memNamespace][]rangeset.Entry[Ban]), strs: make(map[string]string)}
 	r.in = r.intern
 	err := db.View(func(tx *bolt.Tx) error {
 		bans := tx.Bucket(bucketBans)
-		r.presize(bans.Stats().KeyN)
+		if nbans < 0 {
+			nbans = bans.Stats().KeyN
+		}
+		r.presize(nbans)
 		if err := bans.ForEach(r.ban); err != nil {
 			return err
 		}
@@ -86,15 +91,21 @@ func (s *MemoryStore) restore(db *bolt.DB, path string, log *slog.Logger) (resto
 	}
 	if len(r.gone) > 0 {
 		err = db.Update(func(tx *bolt.Tx) error {
+			st := beginState(tx)
 			for _, g := range r.gone {
-				if err := tx.Bucket(g[0]).Delete(g[1]); err != nil {
+				if err := st.put(g[0], g[1], nil); err != nil {
 					return err
 				}
 			}
-			return nil
+			return st.finish()
 		})
+		if err != nil {
+			// Over records are skipped at every open until one deletes
+			// them: a full disk must not keep the store from starting.
+			log.Warn("protect: state file: expired records not deleted", slog.String("file", path), slog.Int("records", len(r.gone)), slog.Any("error", err))
+		}
 	}
-	return r.st, err
+	return r.st, nil
 }
 
 // presize makes room for n bans to insert, one list per shard.

@@ -30,7 +30,7 @@ flags:
 
 // run is protectd: main only calls it, and tests drive it in-process. It
 // serves until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("protectd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "check the settings and the plans file, print them, and exit")
@@ -66,8 +66,13 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	}
 	defer func() {
 		v.p.Close()
-		if s.cfg.Store != nil { // dialed from HTTP_PROTECT_REDIS_URL: ours to close
-			s.cfg.Store.Close()
+		if s.cfg.Store != nil { // dialed from HTTP_PROTECT_REDIS_URL or opened on HTTP_PROTECT_STATE_FILE: ours to close
+			// A state file's close writes what is left: what it fails
+			// to write is lost with the process.
+			if err := s.cfg.Store.Close(); err != nil {
+				log.Error("store close", "err", err.Error())
+				code = exitFailure
+			}
 		}
 	}()
 	store := "memory"

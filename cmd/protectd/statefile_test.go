@@ -1,11 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/httpprotect/protect/internal/needs"
 )
 
 // A client protectd banned stays banned when protectd restarts on the
@@ -45,5 +49,47 @@ func TestRunStateFileKeepsBans(t *testing.T) {
 	d = startDaemon(t, env...)
 	if code := verify(d); code != 403 {
 		t.Errorf("GET /verify after the restart = %d, want 403: the ban is kept", code)
+	}
+}
+
+// On a full disk at shutdown the bans the state file lacks are logged
+// as lost, and protectd exits 1, not 0.
+func TestRunStateFileFullDiskAtShutdown(t *testing.T) {
+	dir := needs.Tmpfs(t, 4<<20)
+	path := filepath.Join(dir, "protect.db")
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1", "HTTP_PROTECT_BAN_LIMIT=2", "HTTP_PROTECT_STATE_FILE="+path)
+	needs.Fill(t, dir)
+	// A commit first reuses the pages the one before it freed, which
+	// hold space on the disk already: bans enough to outgrow them.
+	for i := range 200 {
+		var got []int
+		for range 3 {
+			req, _ := http.NewRequest("GET", "http://"+d.addr+"/verify", nil)
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.%d.%d", i/250, i%250+1))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			got = append(got, res.StatusCode)
+		}
+		if want := []int{200, 429, 403}; !slices.Equal(got, want) {
+			t.Fatalf("GET /verify ×3 for client %d = %v, want %v", i, got, want)
+		}
+	}
+	if code := d.stop(); code != exitFailure {
+		t.Errorf("d.stop() on a full disk = exit %d, want %d; log:\n%s", code, exitFailure, d.log)
+	}
+	// How many records are left to write depends on when the writer
+	// met the full disk; the rest of the line does not.
+	lines := d.log.lines(t, "store close")
+	if len(lines) != 1 {
+		t.Fatalf("log lines \"store close\" = %d, want 1; log:\n%s", len(lines), d.log)
+	}
+	delete(lines[0], "time")
+	msg, _ := lines[0]["err"].(string)
+	re := regexp.MustCompile(`^protect: state file ` + regexp.QuoteMeta(path) + `: [1-9][0-9]* records not written at close: write ` + regexp.QuoteMeta(path) + `: no space left on device$`)
+	if len(lines[0]) != 3 || lines[0]["level"] != "ERROR" || !re.MatchString(msg) {
+		t.Errorf("log line = %v, want level ERROR, msg \"store close\", err matching %s", lines[0], re)
 	}
 }
