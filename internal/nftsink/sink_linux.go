@@ -36,6 +36,10 @@ type Sink struct {
 	// ruleset and held is read again.
 	gen   uint32
 	known bool
+	// readTook is how long the last read of the kernel's elements took:
+	// each element's time left is told at its own moment of the dump,
+	// so an expiry read back may be this much late.
+	readTook time.Duration
 	// sndbuf is the socket buffer the next batch needs.
 	sndbuf atomic.Int64
 
@@ -67,8 +71,24 @@ const (
 	// fails the whole transaction), nor written over (an add before the
 	// expiry would be refused): it ends on its own.
 	margin = 250 * time.Millisecond
-	// tolerance: a timeout this close to a ban's time left is kept.
+	// tolerance: a timeout that ends this little before a ban's end is
+	// kept.
 	tolerance = time.Second
+	// lateSlack (and the last read's duration): a timeout that ends this
+	// much after a ban's end is kept. The kernel starts each element's
+	// clock when it inserts it, seconds after the batch's timeouts were
+	// reckoned when the batch is large, and a dump tells each element's
+	// time left at its own moment; rewriting such elements would rewrite
+	// a large set at every read. An element that outlives its ban is
+	// deleted when the ban ends, as one no ban wants.
+	lateSlack = time.Minute
+	// noTimeout is the timeout the sink gives a permanent element.
+	// google/nftables sends a nonzero timeout, in whole milliseconds:
+	// this one is sent as an explicit 0, which the kernel holds as no
+	// timeout, where an element sent without one takes the set's
+	// default timeout and a permanent ban would expire. The kernel tests
+	// check both.
+	noTimeout = -time.Nanosecond
 	// perMessage bounds the set elements of one netlink message, whose
 	// element list is one attribute of at most 64 KiB.
 	perMessage = 800
@@ -166,11 +186,9 @@ func checkSet(set *nftables.Set, typ nftables.SetDatatype) error {
 		return errors.New("lacks flags interval (a range ban would hold one address)")
 	case !set.HasTimeout:
 		return errors.New("lacks flags timeout (an expired ban would be held until the next sync)")
-	case set.Timeout != 0:
-		// An element written without a timeout gets the set's: a
-		// permanent ban would expire.
-		return fmt.Errorf("has a default timeout of %v (a permanent ban would expire)", set.Timeout)
 	}
+	// A default timeout is no harm: every element the sink writes has
+	// its own (noTimeout for a permanent ban).
 	return nil
 }
 
@@ -227,7 +245,7 @@ func (s *Sink) Sync(ctx context.Context, bans []protect.Ban) (Result, error) {
 		now := s.opts.Clock()
 		v4, v6 := Elements(bans, now)
 		if gen, err := s.generation(); err != nil || !s.known || gen != s.gen {
-			if err := s.read(now); err != nil {
+			if err := s.read(); err != nil {
 				return res, err
 			}
 			res.Read = true
@@ -236,7 +254,7 @@ func (s *Sink) Sync(ctx context.Context, bans []protect.Ban) (Result, error) {
 		if p.stale && !res.Read {
 			// The kernel may still hold an element the sink thinks over
 			// (its clock is the store's): ask it rather than guess.
-			if err := s.read(now); err != nil {
+			if err := s.read(); err != nil {
 				return res, err
 			}
 			res.Read = true
@@ -283,7 +301,7 @@ func (s *Sink) plan(want [2][]Element, now time.Time) plan {
 			wanted[sp] = true
 			exp, ok := cur[sp]
 			switch {
-			case ok && alive(exp) && sameExpiry(exp, e.Expires):
+			case ok && alive(exp) && s.sameExpiry(exp, e.Expires):
 				p.kept++
 			case ok && alive(exp):
 				p.del[f] = append(p.del[f], Element{First: e.First, Last: e.Last})
@@ -308,11 +326,15 @@ func (s *Sink) plan(want [2][]Element, now time.Time) plan {
 	return p
 }
 
-func sameExpiry(a, b time.Time) bool {
-	if a.IsZero() || b.IsZero() {
-		return a.IsZero() == b.IsZero()
+// sameExpiry reports whether an element the kernel holds until held
+// keeps a ban that ends at want: both permanent, or held from tolerance
+// before want to lateSlack and the last read's duration after it.
+func (s *Sink) sameExpiry(held, want time.Time) bool {
+	if held.IsZero() || want.IsZero() {
+		return held.IsZero() == want.IsZero()
 	}
-	return a.Sub(b).Abs() <= tolerance
+	d := held.Sub(want)
+	return -tolerance <= d && d <= lateSlack+s.readTook
 }
 
 // commit sends p as one batch: every deletion, then every addition, so
@@ -371,7 +393,10 @@ func (s *Sink) queue(f int, els []Element, add bool, now time.Time) error {
 	}
 	for _, e := range els {
 		start := nftables.SetElement{Key: e.First.AsSlice()}
-		if add && !e.Expires.IsZero() {
+		switch {
+		case add && e.Expires.IsZero():
+			start.Timeout = noTimeout
+		case add:
 			start.Timeout = timeout(e.Expires.Sub(now))
 		}
 		msg = append(msg, start)
@@ -393,19 +418,34 @@ func timeout(d time.Duration) time.Duration {
 	return max(d+time.Millisecond-1, time.Millisecond).Truncate(time.Millisecond)
 }
 
-// read replaces held with the kernel's elements.
-func (s *Sink) read(now time.Time) error {
+// read checks the sets again, as a reload of the ruleset may have made
+// them anew with other flags, and replaces held with the kernel's
+// elements. A set the sink cannot keep right is an error that names it.
+func (s *Sink) read() error {
+	s.known = false
+	start := time.Now()
 	for f := range 2 {
 		if s.sets[f] == nil {
 			continue
 		}
-		els, err := s.conn.GetSetElements(s.sets[f])
+		name := s.sets[f].Name
+		set, err := s.conn.GetSetByName(s.sets[f].Table, name)
 		if err != nil {
-			s.known = false
-			return fmt.Errorf("nftsink: read %s: %w", s.setName(s.sets[f].Name), err)
+			return s.lookupErr(s.setName(name), err, s.createSet(name, s.sets[f].KeyType))
 		}
-		s.held[f] = spans(els, now)
+		if err := checkSet(set, s.sets[f].KeyType); err != nil {
+			return fmt.Errorf("nftsink: %s: %w; the sink needs %s", s.setName(name), err, s.createSet(name, s.sets[f].KeyType))
+		}
+		s.sets[f] = set
+		els, err := s.conn.GetSetElements(set)
+		if err != nil {
+			return fmt.Errorf("nftsink: read %s: %w", s.setName(name), err)
+		}
+		// Each time left is told during the dump: reckoned from its end,
+		// an expiry is late rather than early.
+		s.held[f] = spans(els, s.opts.Clock())
 	}
+	s.readTook = time.Since(start)
 	gen, err := s.generation()
 	s.gen, s.known = gen, err == nil
 	return nil
@@ -449,8 +489,10 @@ func spans(els []nftables.SetElement, now time.Time) map[span]time.Time {
 		} else {
 			last = lastAddr(netip.PrefixFrom(first, 0))
 		}
+		// An element that took the set's default timeout carries no
+		// timeout of its own, only its time left.
 		var exp time.Time
-		if e.Timeout != 0 {
+		if e.Timeout != 0 || e.Expires != 0 {
 			exp = now.Add(e.Expires)
 		}
 		out[span{first, last}] = exp
