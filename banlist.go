@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -429,21 +430,30 @@ func (p *Protector) pageTimeout() time.Duration {
 	return p.cfg.StoreTimeout
 }
 
-// SortBans orders bans soonest expiry first, permanent bans last, then by
-// key.
+// SortBans orders bans soonest expiry first, permanent bans next, then
+// the records a store could not read (Ban.Malformed), each group by key.
 func SortBans(bans []Ban) {
 	slices.SortFunc(bans, func(a, b Ban) int {
-		switch {
-		case a.Permanent() != b.Permanent():
-			if a.Permanent() {
-				return 1
-			}
-			return -1
-		case !a.Expires.Equal(b.Expires):
-			return a.Expires.Compare(b.Expires)
+		if c := cmp.Compare(banRank(a), banRank(b)); c != 0 {
+			return c
+		}
+		if c := a.Expires.Compare(b.Expires); c != 0 {
+			return c
 		}
 		return compareKeys(a.Key, b.Key)
 	})
+}
+
+// banRank is a ban's group in a listing: 0 ends, 1 is permanent, 2 is
+// damaged.
+func banRank(b Ban) int {
+	switch {
+	case b.Malformed != "":
+		return 2
+	case b.Permanent():
+		return 1
+	}
+	return 0
 }
 
 func compareKeys(a, b Key) int {

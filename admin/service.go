@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,20 +134,39 @@ func (s *Service) Bans(ctx context.Context, f Filter) ([]BanRecord, error) {
 }
 
 // sortRecords orders bans as Protector.Bans does: soonest expiry first,
-// permanent last, then by list and key.
+// permanent next, then the damaged records a store could not read (they
+// refuse nothing and carry no time), each group by list and key. It
+// reads only what every record has, so no record a store returns can
+// stop a listing.
 func sortRecords(rs []BanRecord) {
 	slices.SortStableFunc(rs, func(a, b BanRecord) int {
-		switch {
-		case a.Permanent != b.Permanent:
-			if a.Permanent {
-				return 1
-			}
-			return -1
-		case !a.Permanent && !a.Expires.Equal(*b.Expires):
-			return a.Expires.Compare(*b.Expires)
+		if c := cmp.Compare(recordRank(a), recordRank(b)); c != 0 {
+			return c
 		}
-		return strings.Compare(a.BanNamespace+"\x00"+a.Key, b.BanNamespace+"\x00"+b.Key)
+		if recordRank(a) == 0 {
+			if c := a.Expires.Compare(*b.Expires); c != 0 {
+				return c
+			}
+		}
+		if c := strings.Compare(a.BanNamespace, b.BanNamespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
 	})
+}
+
+// recordRank is a record's group in a listing: 0 for a ban that ends (and
+// says when), 1 for a permanent one, 2 for one without a readable end.
+func recordRank(r BanRecord) int {
+	switch {
+	case r.Malformed != "":
+		return 2
+	case r.Permanent:
+		return 1
+	case r.Expires == nil:
+		return 2
+	}
+	return 0
 }
 
 // Ban adds a manual ban on each target in every ban list of the service:
