@@ -226,6 +226,9 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 		if a.own == nil {
 			continue
 		}
+		if a.own.cfg.URL != "" {
+			a.own.request() // the first fetch, at once and off New's path; a ReloadBlockLists now waits for it and one more
+		}
 		bl.wg.Add(1)
 		go func() {
 			defer bl.wg.Done()

@@ -108,12 +108,8 @@ func (s *listSource) start() error {
 	return nil
 }
 
-// poll checks the source every Refresh until ctx ends; a URL is fetched
-// at once, since New only read its cache.
+// poll checks the source every Refresh until ctx ends.
 func (s *listSource) poll(ctx context.Context) {
-	if s.cfg.URL != "" {
-		s.check(ctx)
-	}
 	t := time.NewTicker(s.cfg.Refresh)
 	defer t.Stop()
 	for {

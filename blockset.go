@@ -380,7 +380,7 @@ func (s *BlockSet) CheckCoverage() error {
 		return fmt.Errorf("%w: %s of IPv4 (half or more is refused)", ErrSetTooWide, share(float64(v4)/(1<<32)))
 	}
 	// 2000::/3 as integers; a sum of its parts fits in 128 bits.
-	gLo, gHi := u128{hi: 0x2000 << 48}, u128{hi: 0x3fff<<48 | 1<<48 - 1, lo: ^uint64(0)}
+	gLo, gHi := u128{hi: 0x2000_0000_0000_0000}, u128{hi: 0x3fff_ffff_ffff_ffff, lo: ^uint64(0)}
 	var v6 u128
 	for _, sp := range s.v6 {
 		lo, hi := sp.lo, sp.hi
