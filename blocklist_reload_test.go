@@ -67,8 +67,8 @@ func newTrickler(t *testing.T, body string) *trickler {
 type loads chan string
 
 func (l loads) Enabled(context.Context, slog.Level) bool { return true }
-func (l loads) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l loads) WithGroup(string) slog.Handler           { return l }
+func (l loads) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l loads) WithGroup(string) slog.Handler            { return l }
 func (l loads) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "protect: block list loaded" {
 		r.Attrs(func(a slog.Attr) bool {
