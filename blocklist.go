@@ -63,6 +63,16 @@ type BlockList struct {
 	// of the file; 1h for a URL, as Spamhaus and FireHOL ask]. At least
 	// one second.
 	Refresh time.Duration
+	// MinShare is the least share of the entries in force that a load
+	// must hold to replace them [0: one half, defaultMinShare]; at most
+	// 1. A load that holds fewer (an empty 200, a file of comments alone,
+	// a download cut short at a line's end) is refused as a failed check:
+	// the set in force stays, the refusal is logged as a warning and
+	// counted in Stats' Errors, and a URL's copy is not written to
+	// Cache. A negative MinShare turns the check off, for a list that
+	// may shrink to nothing on purpose; a list with no set in force yet
+	// takes any load.
+	MinShare float64
 	// Cache is, for a URL, a file where the last good copy is kept
 	// (beside it, Cache+".meta" holds its validators) [none]. New loads
 	// it before anything is fetched, so a restart while the list's server
@@ -172,7 +182,14 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 	if len(cfg) == 0 {
 		return nil, nil
 	}
-	bl := &blockLists{clock: clock}
+	ctx, cancel := context.WithCancel(context.Background())
+	bl := &blockLists{clock: clock, cancel: cancel}
+	ok := false
+	defer func() {
+		if !ok {
+			bl.close()
+		}
+	}()
 	seen := map[string]bool{}
 	for i, c := range cfg {
 		if err := checkBlockList(&c); err != nil {
@@ -193,7 +210,7 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 				a.set = sp.BlockSetPointer()
 			}
 		default:
-			a.own = newListSource(c, clock, log)
+			a.own = newListSource(c, clock, log, ctx, &bl.wg)
 			a.src, a.source, a.set = a.own, c.Path+shownURL(c.URL), &a.own.set
 			if err := a.own.start(); err != nil {
 				return nil, configErr("BlockLists[%d] %q: %w", i, c.Name, err)
@@ -204,11 +221,13 @@ func newBlockLists(cfg []BlockList, clock func() time.Time, log *slog.Logger) (*
 	if len(bl.lists) == 1 && bl.lists[0].set != nil {
 		bl.one = bl.lists[0].set
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	bl.cancel = cancel
+	ok = true
 	for _, a := range bl.lists {
 		if a.own == nil {
 			continue
+		}
+		if a.own.cfg.URL != "" {
+			a.own.request() // the first fetch, at once and off New's path; a ReloadBlockLists now waits for it and one more
 		}
 		bl.wg.Add(1)
 		go func() {
@@ -241,6 +260,9 @@ func checkBlockList(c *BlockList) error {
 	if c.MinCount < 0 {
 		return fmt.Errorf("MinCount %d: must not be negative", c.MinCount)
 	}
+	if c.MinShare > 1 || c.MinShare != c.MinShare {
+		return fmt.Errorf("MinShare %v: want at most 1 (negative: no check)", c.MinShare)
+	}
 	if c.Refresh != 0 && c.Refresh < time.Second {
 		return fmt.Errorf("Refresh %v: want at least 1s", c.Refresh)
 	}
@@ -260,6 +282,11 @@ func checkBlockList(c *BlockList) error {
 func (bl *blockLists) close() {
 	if bl != nil {
 		bl.cancel()
+		for _, a := range bl.lists {
+			if a.own != nil {
+				a.own.close()
+			}
+		}
 		bl.wg.Wait()
 	}
 }
@@ -316,19 +343,36 @@ func (p *Protector) BlockListEntries() []ListMatch {
 
 // ReloadBlockLists checks every list read from a Path or a URL now, as
 // its Refresh would: a changed file is read again, a URL fetched with a
-// conditional GET. It returns the failures, joined; each failing list
-// keeps its last good set. Live sources are not asked: they keep
-// themselves. A program may call it on SIGHUP.
+// conditional GET. The lists are checked at once, side by side, each
+// within its own deadline of 30 seconds (listTimeout): a slow server
+// delays its own list alone. A list whose check is running when
+// ReloadBlockLists is called is checked once more after it, and every
+// call made meanwhile shares that one more check: a burst of calls costs
+// each list two checks at most. It returns when each list's check is
+// done, or when ctx ends (the checks go on), with the failures joined;
+// each failing list keeps its last good set. Live sources are not
+// asked: they keep themselves. A program may call it on SIGHUP.
 func (p *Protector) ReloadBlockLists(ctx context.Context) error {
 	if p.lists == nil {
 		return nil
 	}
-	var errs []error
+	var runs []*checkRun
+	var names []string
 	for _, l := range p.lists.lists {
 		if l.own != nil {
-			if err := l.own.check(ctx); err != nil {
-				errs = append(errs, err)
+			runs = append(runs, l.own.request())
+			names = append(names, l.name)
+		}
+	}
+	var errs []error
+	for i, r := range runs {
+		select {
+		case <-r.done:
+			if r.err != nil {
+				errs = append(errs, r.err)
 			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("protect: block list %q: %w", names[i], ctx.Err()))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,17 +28,34 @@ const maxLoggedLines = 10
 // tell who asks (Spamhaus and FireHOL ask that fetchers say who they are).
 const listUserAgent = "protect-blocklist/1 (+https://github.com/httpprotect/protect)"
 
+// listTimeout bounds one check of a list: the fetch of its URL, its
+// body read and parsed as it comes, and its copy written. A server that
+// trickles its answer is cut there, and the list keeps its last good set.
+const listTimeout = 30 * time.Second
+
+// defaultMinShare is BlockList.MinShare's zero value: a load must keep
+// at least half of the entries in force.
+const defaultMinShare = 0.5
+
 // A listSource is a BlockList read from a Path or a URL.
 type listSource struct {
-	cfg    BlockList
-	clock  func() time.Time
-	log    *slog.Logger
-	client *http.Client
+	cfg     BlockList
+	clock   func() time.Time
+	log     *slog.Logger
+	client  *http.Client
+	life    context.Context // ends at Close: every check runs under it
+	timeout time.Duration   // bounds one check [listTimeout]
+	wg      *sync.WaitGroup // counts the goroutines that run checks
 
 	set     atomic.Pointer[BlockSet]
 	errors  atomic.Uint64
 	up      atomic.Bool
 	checked atomic.Int64 // the clock's Unix nanoseconds; 0 before any
+
+	runMu  sync.Mutex // guards cur, next, closed
+	cur    *checkRun  // the check running; nil when none
+	next   *checkRun  // the one more check asked for while cur runs; nil when none
+	closed bool
 
 	mu sync.Mutex // one check at a time; guards what follows
 	// What the last read saw, loaded or refused: an unchanged source is
@@ -52,8 +68,18 @@ type listSource struct {
 	lastErr string // the failure last logged; "" after a success
 }
 
-func newListSource(c BlockList, clock func() time.Time, log *slog.Logger) *listSource {
-	return &listSource{cfg: c, clock: clock, log: log, client: &http.Client{Timeout: 30 * time.Second}}
+// A checkRun is one check of a list, shared by every caller that asked
+// for it: callers that ask while a check runs share the one more check
+// that runs after it, so that a burst of reloads costs two checks.
+type checkRun struct {
+	done chan struct{} // closed when err is set
+	err  error
+}
+
+var errListClosed = errors.New("protect: block lists closed")
+
+func newListSource(c BlockList, clock func() time.Time, log *slog.Logger, life context.Context, wg *sync.WaitGroup) *listSource {
+	return &listSource{cfg: c, clock: clock, log: log, client: &http.Client{}, life: life, timeout: listTimeout, wg: wg}
 }
 
 // BlockSet implements BlockSource.
@@ -71,7 +97,7 @@ func (s *listSource) BlockSourceStatus() BlockSourceStatus {
 // start loads what New must have: the file, or the cached copy of a URL.
 func (s *listSource) start() error {
 	if s.cfg.Path != "" {
-		if err := s.check(context.Background()); err != nil && s.set.Load() == nil {
+		if err := s.checkNow(); err != nil && s.set.Load() == nil {
 			return err
 		}
 		return nil
@@ -82,12 +108,8 @@ func (s *listSource) start() error {
 	return nil
 }
 
-// poll checks the source every Refresh until ctx ends; a URL is fetched
-// at once, since New only read its cache.
+// poll checks the source every Refresh until ctx ends.
 func (s *listSource) poll(ctx context.Context) {
-	if s.cfg.URL != "" {
-		s.check(ctx)
-	}
 	t := time.NewTicker(s.cfg.Refresh)
 	defer t.Stop()
 	for {
@@ -100,13 +122,69 @@ func (s *listSource) poll(ctx context.Context) {
 	}
 }
 
-// check reads the source again if it changed.
+// check asks for a check of the source and waits for it, or for ctx.
 func (s *listSource) check(ctx context.Context) error {
+	r := s.request()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return fmt.Errorf("protect: block list %q: %w", s.cfg.Name, ctx.Err())
+	}
+}
+
+// request returns the check that answers a caller asking now: a new one
+// when none runs, else the one more that runs after the running one.
+func (s *listSource) request() *checkRun {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed {
+		r := &checkRun{done: make(chan struct{}), err: errListClosed}
+		close(r.done)
+		return r
+	}
+	if s.cur != nil {
+		if s.next == nil {
+			s.next = &checkRun{done: make(chan struct{})}
+		}
+		return s.next
+	}
+	s.cur = &checkRun{done: make(chan struct{})}
+	s.wg.Add(1)
+	go s.run(s.cur)
+	return s.cur
+}
+
+// run runs r, then the check asked for meanwhile, if any.
+func (s *listSource) run(r *checkRun) {
+	defer s.wg.Done()
+	for r != nil {
+		r.err = s.checkNow()
+		close(r.done)
+		s.runMu.Lock()
+		s.cur, s.next = s.next, nil
+		r = s.cur
+		s.runMu.Unlock()
+	}
+}
+
+// close refuses further checks; the pollers' WaitGroup waits for those
+// running.
+func (s *listSource) close() {
+	s.runMu.Lock()
+	s.closed = true
+	s.runMu.Unlock()
+}
+
+// checkNow reads the source again if it changed, within s.timeout.
+func (s *listSource) checkNow() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cfg.Path != "" {
 		return s.checkFile()
 	}
+	ctx, cancel := context.WithTimeout(s.life, s.timeout)
+	defer cancel()
 	return s.checkURL(ctx)
 }
 
@@ -163,24 +241,64 @@ func (s *listSource) checkURL(ctx context.Context) error {
 	case resp.StatusCode != http.StatusOK:
 		return s.failed(fmt.Errorf("GET %s: %s", shownURL(s.cfg.URL), resp.Status))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody+1))
-	if err != nil {
-		return s.failed(fmt.Errorf("GET %s: %w", shownURL(s.cfg.URL), err))
+	// The body is parsed as it comes, and copied as it comes into a
+	// temporary file beside Cache, which replaces the copy only when the
+	// load is taken: nothing holds the whole body.
+	var body io.Reader = &boundedReader{r: resp.Body, left: maxListBody, url: shownURL(s.cfg.URL)}
+	var tmp *os.File
+	if s.cfg.Cache != "" {
+		tmp, err = os.CreateTemp(filepath.Dir(s.cfg.Cache), filepath.Base(s.cfg.Cache)+".tmp*")
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "protect: block list: cannot keep a copy", slog.String("list", s.cfg.Name), slog.String("cache", s.cfg.Cache), slog.String("err", err.Error()))
+		} else {
+			defer func() {
+				if tmp != nil {
+					tmp.Close()
+					os.Remove(tmp.Name())
+				}
+			}()
+			body = io.TeeReader(body, tmp)
+		}
 	}
-	if len(body) > maxListBody {
-		return s.failed(fmt.Errorf("GET %s: longer than %d bytes", shownURL(s.cfg.URL), maxListBody))
-	}
-	ok, err := s.load(bytes.NewReader(body))
+	ok, err := s.load(body)
 	if !ok {
 		return err
 	}
 	s.etag, s.lastMod = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
-	if s.cfg.Cache != "" {
-		if err := s.saveCache(body); err != nil {
+	if tmp != nil {
+		err := s.saveCache(tmp)
+		tmp = nil
+		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "protect: block list: cannot keep a copy", slog.String("list", s.cfg.Name), slog.String("cache", s.cfg.Cache), slog.String("err", err.Error()))
 		}
 	}
 	return nil
+}
+
+// A boundedReader reads at most left bytes of r, and fails the read
+// that would go past them.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+	url  string
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("GET %s: longer than %d bytes", b.url, maxListBody)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, fmt.Errorf("GET %s: longer than %d bytes", b.url, maxListBody)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("GET %s: %w", b.url, err)
+	}
+	return n, err
 }
 
 // cacheMeta is what Cache+".meta" holds.
@@ -193,7 +311,7 @@ type cacheMeta struct {
 func (s *listSource) loadCache() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	body, err := os.ReadFile(s.cfg.Cache)
+	body, err := os.Open(s.cfg.Cache)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("protect: block list: cannot read its copy", "list", s.cfg.Name, "cache", s.cfg.Cache, "err", err.Error())
@@ -204,7 +322,9 @@ func (s *listSource) loadCache() {
 	if b, err := os.ReadFile(s.cfg.Cache + ".meta"); err == nil {
 		json.Unmarshal(b, &meta)
 	}
-	if ok, _ := s.load(bytes.NewReader(body)); ok && meta.URL == s.cfg.URL {
+	ok, _ := s.load(body)
+	body.Close()
+	if ok && meta.URL == s.cfg.URL {
 		s.etag, s.lastMod = meta.ETag, meta.LastModified
 	}
 	// The copy is as old as it is, and no check has been made: the
@@ -213,13 +333,22 @@ func (s *listSource) loadCache() {
 	s.up.Store(false)
 }
 
-// saveCache writes the copy, then its validators, each by a rename, so
-// that a crash leaves the old copy or the new one.
-func (s *listSource) saveCache(body []byte) error {
-	meta, _ := json.Marshal(cacheMeta{URL: s.cfg.URL, ETag: s.etag, LastModified: s.lastMod})
-	if err := writeFileAtomic(s.cfg.Cache, body); err != nil {
+// saveCache puts tmp, the copy just written, in Cache's place, then its
+// validators, each by a rename, so that a crash leaves the old copy or
+// the new one. tmp is closed, and removed if it is not renamed.
+func (s *listSource) saveCache(tmp *os.File) error {
+	err := tmp.Sync()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), s.cfg.Cache)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
 		return err
 	}
+	meta, _ := json.Marshal(cacheMeta{URL: s.cfg.URL, ETag: s.etag, LastModified: s.lastMod})
 	return writeFileAtomic(s.cfg.Cache+".meta", meta)
 }
 
@@ -242,7 +371,9 @@ func writeFileAtomic(path string, b []byte) error {
 }
 
 // load parses r and puts its set in force, unless it is refused: when it
-// cannot be read, or when its bad lines outnumber its good ones.
+// cannot be read, when its bad lines outnumber its good ones, when it
+// covers too much of an address family (BlockSet.CheckCoverage), or when
+// it holds fewer than MinShare of the entries in force.
 func (s *listSource) load(r io.Reader) (bool, error) {
 	parsed, err := parseList(r, s.cfg.Format, s.cfg.MinCount)
 	if err != nil {
@@ -253,6 +384,19 @@ func (s *listSource) load(r io.Reader) (bool, error) {
 		return false, s.failed(fmt.Errorf("%d of %d lines bad, first %w", n, n+good, &parsed.bad[0]))
 	}
 	set := NewBlockSet(parsed.entries)
+	parsed.entries = nil
+	if err := set.CheckCoverage(); err != nil {
+		return false, s.failed(err)
+	}
+	if old := s.set.Load().Len(); s.cfg.MinShare >= 0 && old > 0 {
+		share := s.cfg.MinShare
+		if share == 0 {
+			share = defaultMinShare
+		}
+		if float64(set.Len()) < share*float64(old) {
+			return false, s.failed(fmt.Errorf("%d entries, fewer than %g of the %d in force (BlockList.MinShare)", set.Len(), share, old))
+		}
+	}
 	s.set.Store(set)
 	s.up.Store(true)
 	s.lastErr = ""

@@ -3,9 +3,13 @@ package protect
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
 	"math/bits"
 	"net/netip"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -346,4 +350,73 @@ func (s *BlockSet) Entries() []BlockEntry {
 		out[i] = s.entry(i)
 	}
 	return out
+}
+
+// ErrSetTooWide is wrapped by the error of CheckCoverage: the set holds
+// so much of an address family that it would refuse most clients.
+var ErrSetTooWide = errors.New("covers too much of an address family")
+
+// CheckCoverage judges the set as a whole, as no line-by-line check can:
+// it returns an error wrapping ErrSetTooWide when the set covers half of
+// the IPv4 space or more (2^31 addresses: 0.0.0.0/1 alone, or 0.0.0.0/1
+// with 128.0.0.0/1), or half or more of IPv6's global unicast space,
+// 2000::/3, where every routable client is (::/1 alone, or ::/1 with
+// 8000::/1). IPv6 outside 2000::/3 (::/8, fc00::/7, fe80::/10, ff00::/8)
+// is not counted, so a list of bogons that names it passes. No real
+// list comes near half: FireHOL level 1, the widest common one, covers
+// about 14% of IPv4, nearly all of it 224.0.0.0/3 and the private
+// networks. A block list's load and a CrowdSec decision set that fail it
+// are refused whole, and the last good set stays in force. nil is
+// returned for a nil set.
+func (s *BlockSet) CheckCoverage() error {
+	if s == nil {
+		return nil
+	}
+	var v4 uint64
+	for _, sp := range s.v4 {
+		v4 += uint64(sp.hi-sp.lo) + 1
+	}
+	if v4 >= 1<<31 {
+		return fmt.Errorf("%w: %s of IPv4 (half or more is refused)", ErrSetTooWide, share(float64(v4)/(1<<32)))
+	}
+	// 2000::/3 as integers; a sum of its parts fits in 128 bits.
+	gLo, gHi := u128{hi: 0x2000_0000_0000_0000}, u128{hi: 0x3fff_ffff_ffff_ffff, lo: ^uint64(0)}
+	var v6 u128
+	for _, sp := range s.v6 {
+		lo, hi := sp.lo, sp.hi
+		if hi.less(gLo) || gHi.less(lo) {
+			continue
+		}
+		if lo.less(gLo) {
+			lo = gLo
+		}
+		if gHi.less(hi) {
+			hi = gHi
+		}
+		n := hi.sub(lo)
+		n = n.add(u128{lo: 1})
+		v6 = v6.add(n)
+	}
+	if !v6.less(u128{hi: 1 << 60}) { // 2^124: half of 2^125
+		return fmt.Errorf("%w: %s of IPv6's global unicast space 2000::/3 (half or more is refused)", ErrSetTooWide, share(float64(v6.hi)/(1<<61)))
+	}
+	return nil
+}
+
+// share writes a fraction as a percentage with one decimal, rounded
+// down, so that 99.99% never shows as 100%.
+func share(f float64) string {
+	return strconv.FormatFloat(math.Floor(f*1000)/10, 'f', 1, 64) + "%"
+}
+
+func (a u128) add(b u128) u128 {
+	lo, c := bits.Add64(a.lo, b.lo, 0)
+	hi, _ := bits.Add64(a.hi, b.hi, c)
+	return u128{hi, lo}
+}
+
+func (a u128) sub(b u128) u128 {
+	lo, c := bits.Sub64(a.lo, b.lo, 0)
+	hi, _ := bits.Sub64(a.hi, b.hi, c)
+	return u128{hi, lo}
 }

@@ -104,6 +104,7 @@ type Bouncer struct {
 	logged    int               // the state last logged: 0 none, 1 up, -1 down
 	changed   bool              // decisions came or went since the set was made
 	scenarios map[string]string // one copy of each scenario's name: thousands of decisions share a few
+	tooWide   bool              // the last set made was refused (protect.BlockSet.CheckCoverage)
 }
 
 // decision is one decision in force.
@@ -398,7 +399,11 @@ func decisionPrefix(scope, value string) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-// rebuild drops the decisions ended at now and puts the rest in force.
+// rebuild drops the decisions ended at now and puts the rest in force,
+// unless together they cover too much of an address family
+// (protect.BlockSet.CheckCoverage: Range decisions such as 0.0.0.0/1 and
+// 128.0.0.0/1 would refuse every client). Such a set is refused whole,
+// counted in Errors and logged once, and the last set stays in force.
 func (b *Bouncer) rebuild(now time.Time) {
 	entries := make([]protect.BlockEntry, 0, len(b.decisions))
 	b.nextEnd = time.Time{}
@@ -412,6 +417,17 @@ func (b *Bouncer) rebuild(now time.Time) {
 		}
 		entries = append(entries, protect.BlockEntry{Prefix: d.prefix, Note: d.scenario, Expires: d.end})
 	}
-	b.set.Store(protect.NewBlockSet(entries))
 	b.changed = false
+	set := protect.NewBlockSet(entries)
+	if err := set.CheckCoverage(); err != nil {
+		b.errors.Add(1)
+		if !b.tooWide {
+			b.tooWide = true
+			b.opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "protect/crowdsec: decisions refused; the last set stays in force",
+				slog.String("list", Name), slog.String("lapi", b.String()), slog.Int("decisions", len(entries)), slog.String("err", err.Error()))
+		}
+		return
+	}
+	b.tooWide = false
+	b.set.Store(set)
 }

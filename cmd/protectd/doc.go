@@ -54,7 +54,11 @@
 //	HTTP_PROTECT_CROWDSEC_KEY       a bouncer key, from cscli bouncers add NAME
 //	HTTP_PROTECT_CROWDSEC_INTERVAL  how often it asks for new decisions [10s, at least 1s]
 //
-// SIGHUP checks every list file and URL at once, beside their Refresh.
+// SIGHUP checks every list file and URL at once, beside their Refresh:
+// the lists side by side, each within 30 seconds, so that a slow list's
+// server delays only its own list. A SIGHUP while a reload runs asks for
+// one more after it (logged "SIGHUP: a reload is running; one more
+// follows it"); more of them during the same reload ask for that one.
 //
 // protectd serves only proxies: keep HTTP_PROTECT_LISTEN off the public
 // network (a listen address other machines can reach is logged as a

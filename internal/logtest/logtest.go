@@ -9,7 +9,8 @@ import (
 )
 
 // A Recorder is a slog.Handler that keeps every record, its message as
-// "msg" and each attribute by key, as text. The zero Recorder is ready to
+// "msg", its level as "level" (INFO, WARN) and each attribute by key, as
+// text. The zero Recorder is ready to
 // use.
 type Recorder struct {
 	mu      sync.Mutex
@@ -21,7 +22,7 @@ func (h *Recorder) Enabled(context.Context, slog.Level) bool { return true }
 
 // Handle implements slog.Handler.
 func (h *Recorder) Handle(_ context.Context, r slog.Record) error {
-	m := map[string]string{"msg": r.Message}
+	m := map[string]string{"msg": r.Message, "level": r.Level.String()}
 	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
 	h.mu.Lock()
 	h.records = append(h.records, m)
