@@ -17,6 +17,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -469,5 +470,55 @@ func TestGRPCUnixSocket(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), envGRPCListen+`="`+bad+`"`) {
 			t.Errorf("loadSettings(%s=%q) = %v, want an error quoting it", envGRPCListen, bad, err)
 		}
+	}
+}
+
+// A check past grpcMaxMessage is refused with ResourceExhausted; one
+// carrying headers at Envoy's default bound (60 KiB) is answered.
+func TestGRPCMessageBound(t *testing.T) {
+	c := startGRPCDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=none")
+	for _, tt := range []struct {
+		header int
+		want   codes.Code
+	}{
+		{60 << 10, codes.OK},
+		{grpcMaxMessage, codes.ResourceExhausted},
+		{1 << 20, codes.ResourceExhausted},
+	} {
+		_, err := c.authz.Check(t.Context(), checkRequest("203.0.113.9", 5555, "x-big", strings.Repeat("a", tt.header)))
+		if got := status.Code(err); got != tt.want {
+			t.Errorf("Check(a %d-byte header) = %v (%v), want %v", tt.header, got, err, tt.want)
+		}
+	}
+}
+
+// protectd tells each connection, in its first HTTP/2 SETTINGS, that it
+// takes grpcMaxStreams calls at once.
+func TestGRPCStreamBound(t *testing.T) {
+	c := startGRPCDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=none")
+	addr := c.d.log.lines(t, "grpc listening")[0]["addr"].(string)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("first frame = %v, want SETTINGS", f)
+	}
+	if v, ok := sf.Value(http2.SettingMaxConcurrentStreams); !ok || v != grpcMaxStreams {
+		t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (set %v), want %d", v, ok, grpcMaxStreams)
 	}
 }
