@@ -51,14 +51,25 @@ func (a adminSettings) socket() string {
 // socket file's permissions (0600, protectd's user) decide who connects.
 func loadAdminSettings(env []string) (adminSettings, error) {
 	var a adminSettings
+	tokenSet := false
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case envAdminListen:
 			a.listen = strings.TrimSpace(v)
 		case envAdminToken:
-			a.token = v
+			a.token, tokenSet = v, true
 		}
+	}
+	// A token set to nothing is most often a file that was not read
+	// ($(cat missing)): refused, rather than taken for no token. Blanks
+	// and control characters are refused too: a bearer token cannot
+	// carry them, so such a token would lock every client out.
+	if tokenSet && a.token == "" {
+		return adminSettings{}, fmt.Errorf("%s is set but empty: set it to a secret token (openssl rand -hex 32) or unset it", envAdminToken)
+	}
+	if i := strings.IndexFunc(a.token, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return adminSettings{}, fmt.Errorf("%s holds a blank or control character (%q at byte %d): want printable characters alone", envAdminToken, a.token[i], i)
 	}
 	if a.token != "" && len(a.token) < minTokenLen {
 		return adminSettings{}, fmt.Errorf("%s: %d characters: want at least %d (openssl rand -hex 32 makes one)", envAdminToken, len(a.token), minTokenLen)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -32,6 +33,10 @@ func TestAdminSettings(t *testing.T) {
 		{[]string{envAdminListen + "=unix:"}, `HTTP_PROTECT_ADMIN_LISTEN="unix:": want unix:/path/to/socket`},
 		{[]string{envAdminListen + "=unix:admin.sock"}, `HTTP_PROTECT_ADMIN_LISTEN="unix:admin.sock": want an absolute path`},
 		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "=short"}, `HTTP_PROTECT_ADMIN_TOKEN: 5 characters: want at least 16`},
+		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "="}, `HTTP_PROTECT_ADMIN_TOKEN is set but empty`},
+		{[]string{envAdminListen + "=unix:/run/protectd/admin.sock", envAdminToken + "="}, `HTTP_PROTECT_ADMIN_TOKEN is set but empty`},
+		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "=" + strings.Repeat(" ", 16)}, `HTTP_PROTECT_ADMIN_TOKEN holds a blank or control character (' ' at byte 0)`},
+		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "=" + adminToken + "\n"}, `HTTP_PROTECT_ADMIN_TOKEN holds a blank or control character ('\n' at byte ` + fmt.Sprint(len(adminToken)) + `)`},
 	} {
 		_, err := loadAdminSettings(tc.env)
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
