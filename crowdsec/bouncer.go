@@ -56,8 +56,10 @@ const MinInterval = time.Second
 const Name = "crowdsec"
 
 // maxBody bounds one answer of the LAPI: a startup with the community
-// blocklist is a few megabytes.
-const maxBody = 256 << 20
+// blocklist is a few megabytes, and 64 MiB holds about 400,000
+// decisions. An answer is read as it arrives, one decision at a time,
+// so what it costs is the decisions kept, never the body.
+const maxBody = 64 << 20
 
 // Options configure a Bouncer. URL and Key are required; every other
 // zero field takes the default in brackets.
@@ -97,7 +99,11 @@ type Bouncer struct {
 	errors  atomic.Uint64
 	checked atomic.Int64 // the clock's Unix nanoseconds of the last answered poll; 0 before
 
-	mu        sync.Mutex // one poll at a time; guards what follows
+	// pollMu makes polls one at a time. mu guards what follows it and is
+	// never held while the LAPI is asked, so that decisions leave the
+	// set as they end even while a poll waits on a server that hangs.
+	pollMu    sync.Mutex
+	mu        sync.Mutex
 	decisions map[int64]decision
 	started   bool              // the startup poll was answered
 	nextEnd   time.Time         // the earliest end of a decision in the set; zero when none
@@ -188,9 +194,29 @@ func (b *Bouncer) BlockSourceStatus() protect.BlockSourceStatus {
 // (docs/blocklists.md says how long): a large set whose decisions each end
 // at their own moment would otherwise be made again for every one.
 func (b *Bouncer) Run(ctx context.Context) error {
-	b.Poll(ctx)
-	t := time.NewTicker(b.opts.Interval)
-	defer t.Stop()
+	polled := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var polls sync.WaitGroup
+	polls.Add(1)
+	go func() { // polls apart from expiry: an answer that hangs delays no end
+		defer polls.Done()
+		t := time.NewTicker(b.opts.Interval)
+		defer t.Stop()
+		for {
+			b.Poll(ctx)
+			select {
+			case polled <- struct{}{}:
+			default:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	defer polls.Wait()
 	end := time.NewTimer(time.Hour)
 	defer end.Stop()
 	var expired time.Time // when expire last ran, by the wall clock
@@ -203,8 +229,7 @@ func (b *Bouncer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
-			b.Poll(ctx)
+		case <-polled: // the set may hold new ends
 		case <-ended:
 			b.expire()
 			expired = time.Now()
@@ -245,9 +270,14 @@ func (b *Bouncer) expire() {
 // changes only when an answer was read whole; otherwise it stays, and
 // decisions still leave it as they expire.
 func (b *Bouncer) Poll(ctx context.Context) error {
+	b.pollMu.Lock()
+	defer b.pollMu.Unlock()
+	b.mu.Lock()
+	started := b.started
+	b.mu.Unlock()
+	ans, err := b.fetch(ctx, started)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	err := b.poll(ctx)
 	now := b.opts.Clock()
 	if err != nil {
 		b.errors.Add(1)
@@ -262,6 +292,8 @@ func (b *Bouncer) Poll(ctx context.Context) error {
 		}
 		return err
 	}
+	b.apply(ans, now)
+	b.started = true
 	b.up.Store(true)
 	b.checked.Store(now.UnixNano())
 	if b.changed || b.set.Load() == nil || b.ended(now) {
@@ -275,13 +307,23 @@ func (b *Bouncer) Poll(ctx context.Context) error {
 	return nil
 }
 
-// streamAnswer is the body of GET /v1/decisions/stream. Either array may
-// be null, and so may the whole body.
+// streamAnswer is one answer of GET /v1/decisions/stream, as read: the
+// ids deleted, and the new decisions this bouncer keeps (of its types,
+// of an address scope, with time left).
 type streamAnswer struct {
-	New     []apiDecision `json:"new"`
-	Deleted []apiDecision `json:"deleted"`
+	deleted []int64
+	added   []added
 }
 
+// added is a new decision of an answer, with the time left it was given.
+type added struct {
+	id       int64
+	prefix   netip.Prefix
+	scenario string
+	left     time.Duration
+}
+
+// apiDecision is a decision as the LAPI writes it.
 type apiDecision struct {
 	ID       int64  `json:"id"`
 	Duration string `json:"duration"`
@@ -291,89 +333,169 @@ type apiDecision struct {
 	Value    string `json:"value"`
 }
 
-func (b *Bouncer) poll(ctx context.Context) error {
+// fetch asks the LAPI once, with no lock held: for every decision unless
+// started, else for what changed.
+func (b *Bouncer) fetch(ctx context.Context, started bool) (*streamAnswer, error) {
 	u := *b.stream
-	if !b.started {
+	if !started {
 		u.RawQuery = "startup=true"
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("X-Api-Key", b.opts.Key)
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set("Accept", "application/json")
 	resp, err := b.opts.Client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
-			return fmt.Errorf("crowdsec: %s: %s (is the key one of cscli bouncers list?)", b.String(), resp.Status)
+			return nil, fmt.Errorf("crowdsec: %s: %s (is the key one of cscli bouncers list?)", b.String(), resp.Status)
 		}
-		return fmt.Errorf("crowdsec: %s: %s", b.String(), resp.Status)
+		return nil, fmt.Errorf("crowdsec: %s: %s", b.String(), resp.Status)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	lr := &io.LimitedReader{R: resp.Body, N: maxBody + 1}
+	ans, err := b.readStream(lr)
+	if lr.N <= 0 {
+		return nil, fmt.Errorf("crowdsec: %s: an answer longer than %d bytes", b.String(), maxBody)
+	}
 	if err != nil {
-		return fmt.Errorf("crowdsec: %s: %w", b.String(), err)
-	}
-	if len(body) > maxBody {
-		return fmt.Errorf("crowdsec: %s: an answer longer than %d bytes", b.String(), maxBody)
-	}
-	ans, err := decodeStream(body)
-	if err != nil {
-		return fmt.Errorf("crowdsec: %s: %w", b.String(), err)
-	}
-	b.apply(ans, b.opts.Clock())
-	b.started = true
-	return nil
-}
-
-// decodeStream reads one answer of the stream; a null body, or null
-// arrays, are nothing new.
-func decodeStream(body []byte) (*streamAnswer, error) {
-	var ans *streamAnswer
-	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, fmt.Errorf("not a decisions stream: %w", err)
-	}
-	if ans == nil {
-		ans = &streamAnswer{}
+		return nil, fmt.Errorf("crowdsec: %s: %w", b.String(), err)
 	}
 	return ans, nil
 }
 
+// readStream reads one answer of the stream from r a decision at a time,
+// keeping only what apply uses. A null body, or null arrays, are nothing
+// new; keys other than new and deleted are skipped.
+func (b *Bouncer) readStream(r io.Reader) (*streamAnswer, error) {
+	dec := json.NewDecoder(r)
+	ans := &streamAnswer{}
+	bad := func(err error) (*streamAnswer, error) {
+		return nil, fmt.Errorf("not a decisions stream: %w", err)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return bad(err)
+	}
+	if tok != nil {
+		if tok != json.Delim('{') {
+			return bad(fmt.Errorf("%v where an object was", tok))
+		}
+		scenarios := map[string]string{}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return bad(err)
+			}
+			// Keys match as encoding/json matches them: without case,
+			// and the last of two alike wins.
+			k, _ := key.(string)
+			deleted := strings.EqualFold(k, "deleted")
+			switch {
+			case deleted:
+				ans.deleted = ans.deleted[:0]
+			case strings.EqualFold(k, "new"):
+				ans.added = ans.added[:0]
+			default:
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					return bad(err)
+				}
+				continue
+			}
+			if err := eachDecision(dec, func(d *apiDecision) {
+				if deleted {
+					ans.deleted = append(ans.deleted, d.ID)
+				} else if a, ok := b.keep(d, scenarios); ok {
+					ans.added = append(ans.added, a)
+				}
+			}); err != nil {
+				return bad(fmt.Errorf("%s: %w", k, err))
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the closing brace
+			return bad(err)
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad(errors.New("more after the answer"))
+	}
+	return ans, nil
+}
+
+// eachDecision calls f with each decision of the array (or null) dec is
+// at, decoding one at a time.
+func eachDecision(dec *json.Decoder, f func(*apiDecision)) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("%v where an array was", tok)
+	}
+	for dec.More() {
+		var d apiDecision
+		if err := dec.Decode(&d); err != nil {
+			return err
+		}
+		f(&d)
+	}
+	_, err = dec.Token() // the closing bracket
+	return err
+}
+
+// keep reports whether the bouncer keeps a new decision d, and what of
+// it: one of its types, of an address scope, with time left. Scenario
+// names are shared through scenarios, as thousands of decisions name a
+// few.
+func (b *Bouncer) keep(d *apiDecision, scenarios map[string]string) (added, bool) {
+	if !b.types[strings.ToLower(d.Type)] {
+		return added{}, false
+	}
+	p, ok := decisionPrefix(d.Scope, d.Value)
+	if !ok {
+		return added{}, false
+	}
+	left, err := ParseDuration(d.Duration)
+	if err != nil || left <= 0 {
+		return added{}, false
+	}
+	sc, ok := scenarios[d.Scenario]
+	if !ok && len(scenarios) < 4096 {
+		sc = d.Scenario
+		scenarios[sc] = sc
+	} else if !ok {
+		sc = d.Scenario
+	}
+	return added{id: d.ID, prefix: p, scenario: sc, left: left}, true
+}
+
 // apply applies one answer at now: deletions first, then new decisions,
-// as the LAPI lists a decision replaced within one interval in both.
+// as the LAPI lists a decision replaced within one interval in both. It
+// is called with b.mu held.
 func (b *Bouncer) apply(ans *streamAnswer, now time.Time) {
-	for _, d := range ans.Deleted {
-		if _, ok := b.decisions[d.ID]; ok {
-			delete(b.decisions, d.ID)
+	for _, id := range ans.deleted {
+		if _, ok := b.decisions[id]; ok {
+			delete(b.decisions, id)
 			b.changed = true
 		}
 	}
-	for _, d := range ans.New {
-		if !b.types[strings.ToLower(d.Type)] {
-			continue
-		}
-		p, ok := decisionPrefix(d.Scope, d.Value)
-		if !ok {
-			continue
-		}
-		left, err := ParseDuration(d.Duration)
-		if err != nil || left <= 0 {
-			continue
-		}
-		sc, ok := b.scenarios[d.Scenario]
+	for _, a := range ans.added {
+		sc, ok := b.scenarios[a.scenario]
 		if !ok {
 			if b.scenarios == nil || len(b.scenarios) > 4096 {
 				b.scenarios = map[string]string{} // a bound on names that are not shared
 			}
-			sc = d.Scenario
+			sc = a.scenario
 			b.scenarios[sc] = sc
 		}
-		b.decisions[d.ID] = decision{prefix: p, scenario: sc, end: now.Add(left)}
+		b.decisions[a.id] = decision{prefix: a.prefix, scenario: sc, end: now.Add(a.left)}
 		b.changed = true
 	}
 }

@@ -1,6 +1,8 @@
 package crowdsec
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -13,13 +15,22 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"new":null,"deleted":[{"id":1,"duration":"-21.741432ms","scope":"Ip","type":"ban","value":"192.0.2.7"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ans, err := decodeStream(body)
-		if err != nil {
-			return
-		}
 		b, err := New(Options{URL: "http://127.0.0.1:1", Key: "k"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		ans, err := b.readStream(bytes.NewReader(body))
+		// The reader reads what encoding/json reads, one decision at a time.
+		var whole *struct{ New, Deleted []apiDecision }
+		werr := json.Unmarshal(body, &whole)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("readStream(%q) = %v; json.Unmarshal = %v", body, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if whole != nil && len(whole.Deleted) != len(ans.deleted) {
+			t.Fatalf("readStream(%q) deleted %d, json.Unmarshal %d", body, len(ans.deleted), len(whole.Deleted))
 		}
 		now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 		b.apply(ans, now)

@@ -1,0 +1,108 @@
+package crowdsec
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// peakHeap runs f and returns the most the heap held above what it held
+// before, sampled as f runs.
+func peakHeap(t *testing.T, f func()) uint64 {
+	t.Helper()
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
+				peak.Store(ms.HeapAlloc - base)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(stop)
+	<-sampled
+	return peak.Load()
+}
+
+// decisionsLAPI answers every poll with n decisions (n < 0: without end),
+// each its own address of 10.0.0.0/8.
+func decisionsLAPI(t *testing.T, n int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		defer bw.Flush()
+		bw.WriteString(`{"deleted":null,"new":[`)
+		for i := 0; n < 0 || i < n; i++ {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			_, err := fmt.Fprintf(bw, `{"duration":"3h59m58.384169186s","id":%d,"origin":"CAPI","scenario":"crowdsecurity/ssh-bf","scope":"Ip","type":"ban","value":"10.%d.%d.%d"}`,
+				i+1, i>>16&255, i>>8&255, i&255)
+			if err != nil {
+				return
+			}
+		}
+		bw.WriteString(`]}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// An answer is read a decision at a time: one of 100,000 decisions
+// (17 MB) costs the decisions kept, not its body; an endless one is cut
+// at maxBody and costs no more than the decisions it held by then.
+func TestAnswerMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 64 MiB")
+	}
+	tests := []struct {
+		name    string
+		n       int
+		wantErr string
+		bound   uint64
+	}{
+		{"100,000 decisions", 100_000, "", 48 << 20},
+		{"endless", -1, "an answer longer than 67108864 bytes", 2 * maxBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := New(Options{URL: decisionsLAPI(t, tt.n), Key: "k", Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var perr error
+			peak := peakHeap(t, func() { perr = b.Poll(t.Context()) })
+			if tt.wantErr == "" && perr != nil || tt.wantErr != "" && (perr == nil || !strings.Contains(perr.Error(), tt.wantErr)) {
+				t.Fatalf("Poll = %v, want %q", perr, tt.wantErr)
+			}
+			if tt.n > 0 && b.BlockSet().Len() != tt.n {
+				t.Errorf("BlockSet().Len() = %d, want %d", b.BlockSet().Len(), tt.n)
+			}
+			t.Logf("peak heap above the start: %d MiB", peak>>20)
+			if peak > tt.bound {
+				t.Errorf("peak heap while polling = %d MiB, want at most %d MiB", peak>>20, tt.bound>>20)
+			}
+		})
+	}
+}
