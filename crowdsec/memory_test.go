@@ -87,7 +87,10 @@ func TestAnswerMemory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := New(Options{URL: decisionsLAPI(t, tt.n), Key: "k", Logger: slog.New(slog.DiscardHandler)})
+			// A client without a short timeout: under the race detector,
+			// 64 MiB of JSON take longer than the default's.
+			client := &http.Client{Timeout: 5 * time.Minute}
+			b, err := New(Options{URL: decisionsLAPI(t, tt.n), Key: "k", Client: client, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -130,12 +130,29 @@ func (h *CountingHook) DialHook(next redis.DialHook) redis.DialHook { return nex
 // ProcessHook implements redis.Hook.
 func (h *CountingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if handshake(cmd) {
+			return next(ctx, cmd)
+		}
 		h.trips.Add(1)
 		h.mu.Lock()
 		h.names = append(h.names, cmd.Name())
 		h.mu.Unlock()
 		return next(ctx, cmd)
 	}
+}
+
+// handshake reports whether cmd opens a connection (HELLO, CLIENT
+// SETINFO): the pool dials one when it needs one, which is not a round
+// trip of the operation counted.
+func handshake(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello":
+		return true
+	case "client":
+		args := cmd.Args()
+		return len(args) > 1 && strings.EqualFold(fmt.Sprint(args[1]), "setinfo")
+	}
+	return false
 }
 
 // ProcessPipelineHook implements redis.Hook.
