@@ -116,6 +116,10 @@ type takeReply struct {
 	// bad, when not nil, is a ban record the script found and Go cannot
 	// read: res is zero, and the take is to be asked again, ignoring it.
 	bad *badRecord
+	// counter, when not "", is what the key's counter held instead of a
+	// count: the script counted again from nothing (add_count in
+	// lua/prelude.lua), and res is that count.
+	counter string
 }
 
 // badRecord is a ban record that does not decode.
@@ -138,6 +142,10 @@ func decodeTake(v any, k protect.Key) (takeReply, error) {
 	if ok && len(a) == 1 {
 		n, err := toInt(a[0])
 		return takeReply{res: protect.Result{Count: n}, ignored: true}, err
+	}
+	if ok && len(a) == 3 && str(a[1]) == "counter" {
+		n, err := toInt(a[0])
+		return takeReply{res: protect.Result{Count: n}, counter: str(a[2])}, err
 	}
 	if !ok || len(a) != 4 {
 		return takeReply{}, fmt.Errorf("unexpected reply %v", v)

@@ -379,6 +379,12 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		case tr.ignored:
 			s.seenUnbanned(sp.bns, k, t)
 			return tr.res, dmg.err
+		case tr.counter != "":
+			// Damage to this key's counter, repaired by the script: the
+			// result stands, and the guard counts and logs the damage
+			// once, never against the breaker (malformed.go).
+			ck, _, _ := redisKeys(sp.ns, sp.bns.name, k)
+			return tr.res, &protect.MalformedError{Key: ck, Record: protect.QuoteMalformed(tr.counter), Err: errCounterReset}
 		case dmg != nil:
 			s.forgetDamage(sp.bns, k) // lifted or replaced
 		}
@@ -390,6 +396,10 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 		return tr.res, nil
 	}
 }
+
+// errCounterReset says what a take did with a counter that held no
+// count.
+var errCounterReset = errors.New("not a count; deleted, and counted again from nothing")
 
 // AddBan implements Space.
 func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Duration) (protect.Ban, error) {

@@ -4,7 +4,7 @@
 -- ARGV[1] offense window ms.
 -- Returns {count, counter ms left, offenses, ban record or '', the ban
 -- record's ms left (-1: never expires)}.
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+local count = read_count(KEYS[1]) -- no count there reads as none
 local cttl = redis.call('PTTL', KEYS[1])
 local offenses = redis.call('ZCOUNT', KEYS[3], '(' .. (now_ms() - tonumber(ARGV[1])), '+inf')
 local rec = read_ban(KEYS[2]) or ''

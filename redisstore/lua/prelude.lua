@@ -75,6 +75,32 @@ local function read_ban(key)
   return rec
 end
 
+-- read_count returns the count at a counter, 0 when there is none, and
+-- when what is there is no count (a key of another type, or text that is
+-- no integer) also what is there: the caller reports it as damage to
+-- this one key (read_ban's reason), never as an error of the store.
+local function read_count(counter)
+  local v = redis.pcall('GET', counter)
+  if type(v) == 'table' and v.err then
+    return 0, 'a key of type ' .. redis.call('TYPE', counter).ok
+  end
+  if not v then return 0 end
+  local n = tonumber(v)
+  if not n or string.find(v, '^-?%d+$') == nil or n >= 2^63 or n < -2^63 then return 0, v end
+  return n
+end
+
+-- add_count adds n to a counter, as INCRBY does. A counter that holds
+-- no count (see read_count) is deleted and counted again from nothing,
+-- as if it had expired, and what it held is returned second.
+local function add_count(counter, n)
+  local c = redis.pcall('INCRBY', counter, n)
+  if type(c) ~= 'table' or not c.err then return c end
+  local _, was = read_count(counter)
+  redis.call('DEL', counter)
+  return redis.call('INCRBY', counter, n), was or 'a count out of range'
+end
+
 -- damaged reports whether rec is the damaged ban record the caller asked
 -- to ignore, by its SHA-1: Go, not Lua, decides what is readable, and the
 -- request is then decided as if the record were absent (codec.go).
@@ -112,6 +138,10 @@ end
 local function escalate(counter, bans, index, now, lim)
   redis.call('DEL', counter)
   local offenses = bans .. ':o'
+  -- An offense history of another type is damage: it is forgotten, and
+  -- this offense is the first, rather than a ban the script cannot write.
+  local kind = redis.call('TYPE', offenses).ok
+  if kind ~= 'zset' and kind ~= 'none' then redis.call('DEL', offenses) end
   redis.call('ZREMRANGEBYSCORE', offenses, '-inf', now - lim.window)
   local offense = redis.call('ZCARD', offenses) + 1
   redis.call('ZADD', offenses, now, string.format('%d:%d', now, offense))

@@ -12,8 +12,10 @@
 -- ARGV[3] optional: the SHA-1 of a damaged ban record to decide as if it
 --   were absent (see damaged in prelude.lua).
 -- Returns the count, an integer, when not banned ({count} when not banned
--- because ARGV[3] named the ban record there); else {count, ms left (-1:
--- the key never expires), new (0 or 1), ban record}.
+-- because ARGV[3] named the ban record there; {count, 'counter', what it
+-- held} when the counter held no count, and was counted again from
+-- nothing: see add_count); else {count, ms left (-1: the key never
+-- expires), new (0 or 1), ban record}.
 local bans = KEYS[2] or KEYS[1]
 local counter, banKey = KEYS[1] .. ':c', bans .. ':b'
 local rec = read_ban(banKey)
@@ -25,17 +27,19 @@ if rec then
   ignored = true
 end
 if ARGV[1] == '0' then
-  local count = tonumber(redis.call('GET', counter) or '0')
+  local count, was = read_count(counter)
   if ignored then return {count} end
+  if was then return {count, 'counter', was} end
   return count
 end
 -- A count within the limit needs the first two of the limits alone: the
 -- whole text is read only for a ban.
 local ttl, limit = counting_limits(ARGV[2])
-local count = redis.call('INCRBY', counter, ARGV[1]) -- as text: no float on the way
+local count, was = add_count(counter, ARGV[1]) -- as text: no float on the way
 redis.call('PEXPIRE', counter, ttl)
 if limit < 0 or count <= limit then
   if ignored then return {count} end
+  if was then return {count, 'counter', was} end
   return count
 end
 local len
