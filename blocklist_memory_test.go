@@ -16,7 +16,7 @@ import (
 // listMemoryBound is the peak heap, above what was in use before, that
 // loading a generated list of 4M IPv4 addresses (56 MiB) from a URL may
 // reach; docs/blocklists.md states it.
-const listMemoryBound = 1536 << 20
+const listMemoryBound = 768 << 20
 
 // A large URL list is parsed as it comes, never held whole: the peak
 // heap of its load, sampled every millisecond, stays under
