@@ -22,8 +22,8 @@ const listMemoryBound = 768 << 20
 // heap of its load, sampled every millisecond, stays under
 // listMemoryBound.
 func TestBlockListLoadMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 56 MiB")
+	if testing.Short() || raceEnabled {
+		t.Skip("loads 56 MiB; its heap is measured without -short and -race")
 	}
 	const n = 4 << 20
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
