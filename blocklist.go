@@ -30,9 +30,11 @@ import (
 // Each load is parsed off the request path and swapped in whole, so a
 // request sees the old set or the new one, never half of each. A bad line
 // is skipped and logged with its number; a load whose bad lines outnumber
-// its good ones, or that cannot be read at all, is refused as a whole and
-// the last good set stays in force (a truncated download or an HTML error
-// page must not empty a list). Stats.BlockLists reports each list's
+// its good ones, that holds fewer than MinShare of the entries in force,
+// whose entries together cover half an address family or more
+// (BlockSet.CheckCoverage), or that cannot be read at all, is refused as
+// a whole and the last good set stays in force (a truncated download, an
+// empty answer or an HTML error page must not empty a list). Stats.BlockLists reports each list's
 // entries, failures and the age of the set in force.
 type BlockList struct {
 	// Name names the list in decisions (Decision.Ban.By), in

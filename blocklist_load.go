@@ -379,12 +379,12 @@ func (s *listSource) load(r io.Reader) (bool, error) {
 	if err != nil {
 		return false, s.failed(err)
 	}
-	good := len(parsed.entries) + parsed.skipped
+	good := len(parsed.prefixes) + parsed.skipped
 	if n := len(parsed.bad); n > 0 && n > good {
 		return false, s.failed(fmt.Errorf("%d of %d lines bad, first %w", n, n+good, &parsed.bad[0]))
 	}
-	set := NewBlockSet(parsed.entries)
-	parsed.entries = nil
+	set := newBlockSet(&parsed)
+	parsed.prefixes, parsed.notes = nil, nil
 	if err := set.CheckCoverage(); err != nil {
 		return false, s.failed(err)
 	}

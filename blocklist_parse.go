@@ -75,9 +75,10 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // parsedList is what parsing a list gave.
 type parsedList struct {
-	entries []BlockEntry
-	bad     []LineError
-	skipped int // data lines below MinCount
+	prefixes []netip.Prefix
+	notes    []string // parallel to prefixes; nil while no entry has a note
+	bad      []LineError
+	skipped  int // data lines below MinCount
 }
 
 var (
@@ -114,6 +115,40 @@ func parseList(r io.Reader, f Format, minCount int) (parsedList, error) {
 			return out, err
 		}
 	}
+}
+
+// add appends an entry; notes are kept from the first entry that has
+// one, so that a list without them costs its prefixes alone.
+func (out *parsedList) add(p netip.Prefix, note string) {
+	if note != "" && out.notes == nil {
+		out.notes = make([]string, len(out.prefixes), cap(out.prefixes))
+	}
+	out.prefixes = append(out.prefixes, p)
+	if out.notes != nil {
+		out.notes = append(out.notes, note)
+	}
+}
+
+// entries returns the entries parsed, for tests.
+func (out *parsedList) entries() []BlockEntry {
+	e := make([]BlockEntry, len(out.prefixes))
+	for i := range e {
+		e[i] = BlockEntry{Prefix: out.prefixes[i], Note: out.note(i)}
+	}
+	return e
+}
+
+// parsedList is an entrySource, for newBlockSet.
+func (out *parsedList) len() int                  { return len(out.prefixes) }
+func (out *parsedList) prefix(i int) netip.Prefix { return out.prefixes[i] }
+func (out *parsedList) expires(int) int64         { return 0 }
+func (out *parsedList) hasNotes() bool            { return out.notes != nil }
+func (out *parsedList) hasEnds() bool             { return false }
+func (out *parsedList) note(i int) string {
+	if out.notes == nil {
+		return ""
+	}
+	return out.notes[i]
 }
 
 func lineError(n int, line []byte, err error) LineError {
@@ -168,7 +203,7 @@ func (out *parsedList) parseLine(n int, line []byte, f Format, minCount int) {
 		out.bad = append(out.bad, lineError(n, line, err))
 		return
 	}
-	out.entries = append(out.entries, BlockEntry{Prefix: p, Note: note})
+	out.add(p, note)
 }
 
 // spamhausJSON parses one NDJSON record of a DROP list.
@@ -190,7 +225,7 @@ func (out *parsedList) spamhausJSON(n int, line []byte, s string) {
 		out.bad = append(out.bad, lineError(n, line, err))
 		return
 	}
-	out.entries = append(out.entries, BlockEntry{Prefix: p, Note: rec.SBLID})
+	out.add(p, rec.SBLID)
 }
 
 // parseListEntry parses an address or a CIDR of a list. Lists are read

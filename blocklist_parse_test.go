@@ -50,7 +50,7 @@ func TestParseListSamples(t *testing.T) {
 				t.Fatalf("parseList: %v", err)
 			}
 			var entries []string
-			for _, e := range got.entries {
+			for _, e := range got.entries() {
 				s := e.Prefix.String()
 				if e.Note != "" {
 					s += "=" + e.Note
@@ -90,8 +90,8 @@ func TestParseListReasons(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, _ := parseList(strings.NewReader(tt.line+"\n192.0.2.1\n"), FormatPlain, 0)
-		if len(got.bad) != 1 || got.bad[0].Err.Error() != tt.want || len(got.entries) != 1 {
-			t.Errorf("parseList(%.20q) = %v, %d entries; want one bad line %q and the next line loaded", tt.line, got.bad, len(got.entries), tt.want)
+		if len(got.bad) != 1 || got.bad[0].Err.Error() != tt.want || len(got.prefixes) != 1 {
+			t.Errorf("parseList(%.20q) = %v, %d entries; want one bad line %q and the next line loaded", tt.line, got.bad, len(got.prefixes), tt.want)
 		}
 	}
 }
@@ -112,10 +112,10 @@ func fuzzList(f *testing.F, format Format, samples ...string) {
 			t.Fatalf("parseList: %v", err)
 		}
 		lines := bytes.Count(data, []byte("\n")) + 1
-		if n := len(got.entries) + len(got.bad) + got.skipped; n > lines {
+		if n := len(got.prefixes) + len(got.bad) + got.skipped; n > lines {
 			t.Fatalf("%d entries, bad and skipped lines of %d lines", n, lines)
 		}
-		for _, e := range got.entries {
+		for _, e := range got.entries() {
 			if p := e.Prefix; !p.IsValid() || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
 				t.Fatalf("entry %v: not a masked, unmapped prefix", p)
 			}
@@ -127,8 +127,8 @@ func fuzzList(f *testing.F, format Format, samples ...string) {
 			}
 			last = b.Line
 		}
-		s := NewBlockSet(got.entries)
-		for _, e := range got.entries {
+		s := NewBlockSet(got.entries())
+		for _, e := range got.entries() {
 			if !s.Contains(e.Prefix.Addr()) {
 				t.Fatalf("the set of the entries does not hold %v", e.Prefix)
 			}

@@ -75,20 +75,51 @@ const v4OccupancyMin = 1 << 17
 // (::ffff:192.0.2.0/120 is 192.0.2.0/24). Of two equal entries the first is kept, with the later
 // of their ends (zero, no end, being the latest); an entry inside a wider
 // one is dropped. entries is not kept.
-func NewBlockSet(entries []BlockEntry) *BlockSet {
-	type item struct {
-		e      *BlockEntry
-		v6     bool
-		lo, hi u128
-		order  int
+func NewBlockSet(entries []BlockEntry) *BlockSet { return newBlockSet(blockEntries(entries)) }
+
+// An entrySource is what a set is made of: a caller's entries, or a
+// parsed list, which keeps its prefixes alone (and notes only when it
+// has some) so that a large list costs less while it is made.
+type entrySource interface {
+	len() int
+	prefix(i int) netip.Prefix
+	note(i int) string
+	expires(i int) int64 // Unix nanoseconds; 0 for none
+	hasNotes() bool
+	hasEnds() bool
+}
+
+type blockEntries []BlockEntry
+
+func (b blockEntries) len() int                  { return len(b) }
+func (b blockEntries) prefix(i int) netip.Prefix { return b[i].Prefix }
+func (b blockEntries) note(i int) string         { return b[i].Note }
+func (b blockEntries) expires(i int) int64 {
+	if b[i].Expires.IsZero() {
+		return 0
 	}
-	items := make([]item, 0, len(entries))
-	for i := range entries {
-		e := &entries[i]
-		if !e.Prefix.IsValid() {
+	return b[i].Expires.UnixNano()
+}
+func (b blockEntries) hasNotes() bool {
+	return slices.ContainsFunc(b, func(e BlockEntry) bool { return e.Note != "" })
+}
+func (b blockEntries) hasEnds() bool {
+	return slices.ContainsFunc(b, func(e BlockEntry) bool { return !e.Expires.IsZero() })
+}
+
+func newBlockSet(src entrySource) *BlockSet {
+	type item struct {
+		lo, hi u128
+		order  int32
+		v6     bool
+	}
+	items := make([]item, 0, src.len())
+	for i := range src.len() {
+		ep := src.prefix(i)
+		if !ep.IsValid() {
 			continue
 		}
-		p := unmapPrefix(e.Prefix.Masked())
+		p := unmapPrefix(ep.Masked())
 		if p.Addr().Zone() != "" {
 			p = netip.PrefixFrom(p.Addr().WithZone(""), p.Bits())
 		}
@@ -96,7 +127,7 @@ func NewBlockSet(entries []BlockEntry) *BlockSet {
 			continue // a whole family: see errEveryone
 		}
 		lo, hi := prefixRange(p)
-		items = append(items, item{e: e, v6: p.Addr().Is6(), lo: lo, hi: hi, order: i})
+		items = append(items, item{v6: p.Addr().Is6(), lo: lo, hi: hi, order: int32(i)})
 	}
 	slices.SortFunc(items, func(a, b item) int {
 		switch {
@@ -121,32 +152,41 @@ func NewBlockSet(entries []BlockEntry) *BlockSet {
 	s := &BlockSet{}
 	var notes []string
 	var ends []int64
-	hasNote, hasEnd := false, false
+	hasNote, hasEnd := src.hasNotes(), src.hasEnds()
 	kept := items[:0]
 	for _, it := range items {
 		if n := len(kept); n > 0 && kept[n-1].v6 == it.v6 && !kept[n-1].hi.less(it.lo) {
 			// Inside the last kept entry (prefixes nest or are apart).
-			if last := &ends[n-1]; kept[n-1].lo == it.lo && kept[n-1].hi == it.hi && *last != 0 {
-				if it.e.Expires.IsZero() {
-					*last = 0
+			if hasEnd && kept[n-1].lo == it.lo && kept[n-1].hi == it.hi && ends[n-1] != 0 {
+				if e := src.expires(int(it.order)); e == 0 {
+					ends[n-1] = 0
 				} else {
-					*last = max(*last, it.e.Expires.UnixNano())
+					ends[n-1] = max(ends[n-1], e)
 				}
 			}
 			continue
 		}
 		kept = append(kept, it)
-		notes = append(notes, it.e.Note)
-		var end int64
-		if !it.e.Expires.IsZero() {
-			end = it.e.Expires.UnixNano()
+		if hasNote {
+			notes = append(notes, src.note(int(it.order)))
 		}
-		ends = append(ends, end)
-		hasNote = hasNote || it.e.Note != ""
+		if hasEnd {
+			ends = append(ends, src.expires(int(it.order)))
+		}
 	}
-	for _, e := range ends {
-		hasEnd = hasEnd || e != 0
+	if hasEnd {
+		hasEnd = slices.ContainsFunc(ends, func(e int64) bool { return e != 0 })
 	}
+	if hasNote {
+		hasNote = slices.ContainsFunc(notes, func(n string) bool { return n != "" })
+	}
+	n6 := 0
+	for _, it := range kept {
+		if it.v6 {
+			n6++
+		}
+	}
+	s.v4, s.v6 = make([]span4, 0, len(kept)-n6), make([]span6, 0, n6)
 	for _, it := range kept {
 		if it.v6 {
 			s.v6 = append(s.v6, span6{it.lo, it.hi})

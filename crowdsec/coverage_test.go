@@ -17,7 +17,8 @@ import (
 // Range decisions that together cover a family (two /1s) are refused as
 // a set: the decisions before them stay in force, the refusal is
 // counted and logged once with the list's name, and the set is made
-// again once the wide decisions are deleted.
+// again once the wide decisions are deleted (one /1 of IPv4 alone is
+// half of it, and refused too).
 func TestBouncerRefusesTooWideRanges(t *testing.T) {
 	for _, halves := range [][2]string{{"0.0.0.0/1", "128.0.0.0/1"}, {"::/1", "8000::/1"}} {
 		t.Run(halves[0], func(t *testing.T) {
