@@ -20,19 +20,11 @@ import (
 // it can spend any client's limit. Keep it on loopback, a private
 // network or a unix socket.
 
-// grpcMaxMessage bounds a request: a check carries the request's
-// headers, which Envoy bounds at 60 KiB by default (max_request_headers_kb)
-// and protectd's HTTP server at maxHeaderBytes, and a rate limit request a
-// few descriptors. Envoy sends no body unless configured to
-// (with_request_body), and protectd never reads one. A larger message is
-// refused with ResourceExhausted before it is read.
-const grpcMaxMessage = 2 * maxHeaderBytes
-
-// grpcMaxStreams bounds the calls one connection has in flight, so that
-// what a connection can make protectd hold is grpcMaxStreams messages of
-// grpcMaxMessage at most; Envoy opens more connections when it needs
-// more calls at once.
-const grpcMaxStreams = 128
+// grpcMaxMessage bounds a request: a check carries the request's headers,
+// which protectd's HTTP server bounds at maxHeaderBytes too, and a rate
+// limit request a few descriptors. Envoy sends no body unless configured
+// to (with_request_body), and protectd never reads one.
+const grpcMaxMessage = 1 << 20
 
 // checkGRPCListen accepts what HTTP_PROTECT_LISTEN accepts: host:port
 // with a numeric port, or unix:PATH.
@@ -56,7 +48,6 @@ func startGRPC(addr string, v *verifier, log *slog.Logger) (*grpcService, error)
 	}
 	srv := grpc.NewServer(
 		grpc.MaxRecvMsgSize(grpcMaxMessage),
-		grpc.MaxConcurrentStreams(grpcMaxStreams),
 		// Envoy keeps its connection to a gRPC service open and pings it;
 		// the defaults would close a connection that pings more often
 		// than every 5 minutes.
