@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/httpprotect/protect"
 )
@@ -133,20 +134,32 @@ func (s *Service) Bans(ctx context.Context, f Filter) ([]BanRecord, error) {
 }
 
 // sortRecords orders bans as Protector.Bans does: soonest expiry first,
-// permanent last, then by list and key.
+// then the bans with no expiry (permanent, and damaged records, which
+// have none), then by list and key. It reads nothing a record may lack:
+// whatever a store returns is ordered, never dereferenced.
 func sortRecords(rs []BanRecord) {
 	slices.SortStableFunc(rs, func(a, b BanRecord) int {
+		ea, eb := expiry(a), expiry(b)
 		switch {
-		case a.Permanent != b.Permanent:
-			if a.Permanent {
+		case (ea == nil) != (eb == nil):
+			if ea == nil {
 				return 1
 			}
 			return -1
-		case !a.Permanent && !a.Expires.Equal(*b.Expires):
-			return a.Expires.Compare(*b.Expires)
+		case ea != nil && !ea.Equal(*eb):
+			return ea.Compare(*eb)
 		}
 		return strings.Compare(a.BanNamespace+"\x00"+a.Key, b.BanNamespace+"\x00"+b.Key)
 	})
+}
+
+// expiry is when r ends; nil for a ban that does not (permanent) or a
+// record that does not say (damaged).
+func expiry(r BanRecord) *time.Time {
+	if r.Permanent || r.Malformed != "" {
+		return nil
+	}
+	return r.Expires
 }
 
 // Ban adds a manual ban on each target in every ban list of the service:
