@@ -49,16 +49,28 @@ func (a adminSettings) socket() string {
 // A TCP address needs a token: anyone who reaches the port could
 // otherwise lift every ban. A unix socket may go without one, for the
 // socket file's permissions (0600, protectd's user) decide who connects.
+// A token that is set but blank (empty, or only whitespace) is refused.
 func loadAdminSettings(env []string) (adminSettings, error) {
 	var a adminSettings
+	tokenSet := false
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case envAdminListen:
 			a.listen = strings.TrimSpace(v)
 		case envAdminToken:
-			a.token = v
+			a.token, tokenSet = v, true
 		}
+	}
+	// A blank token is a mistake, never a choice: an empty one would
+	// leave a TCP listener open, and one of spaces can never be sent
+	// (HTTP trims a header value), so no request would ever match it.
+	if tokenSet && strings.TrimSpace(a.token) == "" {
+		what := "empty"
+		if a.token != "" {
+			what = fmt.Sprintf("%d characters, all whitespace", len(a.token))
+		}
+		return adminSettings{}, fmt.Errorf("%s is set but blank (%s): set it to a secret token (openssl rand -hex 32) or unset it", envAdminToken, what)
 	}
 	if a.token != "" && len(a.token) < minTokenLen {
 		return adminSettings{}, fmt.Errorf("%s: %d characters: want at least %d (openssl rand -hex 32 makes one)", envAdminToken, len(a.token), minTokenLen)
