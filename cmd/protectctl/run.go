@@ -404,7 +404,11 @@ func (c *cli) writeBans(recs []admin.BanRecord, asJSON bool) error {
 			continue
 		}
 		expires, left := "never", "permanent"
-		if !r.Permanent {
+		switch {
+		case r.Permanent:
+		case r.Expires == nil || r.SecondsLeft == nil: // a server's record that does not say
+			expires, left = "-", "-"
+		default:
 			expires = r.Expires.Format(time.RFC3339)
 			left = humanDuration(time.Duration(*r.SecondsLeft) * time.Second)
 		}
@@ -676,7 +680,11 @@ func describe(r *admin.BanRecord) string {
 		return "malformed record, not enforced (protectctl lift deletes it): " + cell(r.Malformed)
 	}
 	left := "permanent"
-	if !r.Permanent {
+	switch {
+	case r.Permanent:
+	case r.SecondsLeft == nil: // a server's record that does not say
+		left = "time left unknown"
+	default:
 		left = humanDuration(time.Duration(*r.SecondsLeft)*time.Second) + " left"
 	}
 	return fmt.Sprintf("%s, %s (%s, by %s, offense %d)", dash(r.Reason), left, cell(r.Source), dash(r.By), r.Offense)
@@ -787,7 +795,11 @@ func (c *cli) writeCheck(rep admin.CheckReport) error {
 	}
 	for _, src := range rep.Sources {
 		left := "permanent"
-		if !src.Permanent {
+		switch {
+		case src.Permanent:
+		case src.SecondsLeft == nil: // a server's record that does not say
+			left = "time left unknown"
+		default:
 			left = humanDuration(time.Duration(*src.SecondsLeft)*time.Second) + " left"
 		}
 		what := strings.ReplaceAll(src.Kind, "_", " ")
