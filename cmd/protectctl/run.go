@@ -215,9 +215,14 @@ func (c *cli) open() error {
 	if server == "" {
 		return c.openRedis()
 	}
-	token := c.token
+	token, from := c.token, "-token"
 	if token == "" {
-		token = os.Getenv(envAdminToken)
+		token, from = os.Getenv(envAdminToken), envAdminToken
+	}
+	// A blank token is a mistake: sent, it is refused, and a server
+	// that took it would take any request.
+	if _, set := os.LookupEnv(envAdminToken); strings.TrimSpace(token) == "" && (token != "" || (from == envAdminToken && set)) {
+		return usagef("%s is set but blank: give the admin API's token, or unset it", from)
 	}
 	r, err := newRemote(server, token, c.ns)
 	if err != nil {

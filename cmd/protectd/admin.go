@@ -72,6 +72,11 @@ func loadAdminSettings(env []string) (adminSettings, error) {
 		}
 		return adminSettings{}, fmt.Errorf("%s is set but blank (%s): set it to a secret token (openssl rand -hex 32) or unset it", envAdminToken, what)
 	}
+	// HTTP trims a header value: a token with whitespace at either end
+	// would never match what a client sends.
+	if a.token != strings.TrimSpace(a.token) {
+		return adminSettings{}, fmt.Errorf("%s has whitespace at its start or end, which no request can send: remove it", envAdminToken)
+	}
 	if a.token != "" && len(a.token) < minTokenLen {
 		return adminSettings{}, fmt.Errorf("%s: %d characters: want at least %d (openssl rand -hex 32 makes one)", envAdminToken, len(a.token), minTokenLen)
 	}

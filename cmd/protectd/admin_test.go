@@ -35,6 +35,7 @@ func TestAdminSettings(t *testing.T) {
 		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "=" + strings.Repeat(" ", 16)}, `HTTP_PROTECT_ADMIN_TOKEN is set but blank (16 characters, all whitespace): set it to a secret token (openssl rand -hex 32) or unset it`},
 		{[]string{envAdminListen + "=unix:/run/protectd/admin.sock", envAdminToken + "=\t \n \t \n \t \n \t \n \t \n \t \n"}, `HTTP_PROTECT_ADMIN_TOKEN is set but blank (23 characters, all whitespace): set it to a secret token (openssl rand -hex 32) or unset it`},
 		{[]string{envAdminListen + "=unix:/run/protectd/admin.sock", envAdminToken + "="}, `HTTP_PROTECT_ADMIN_TOKEN is set but blank (empty): set it to a secret token (openssl rand -hex 32) or unset it`},
+		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "= " + adminToken + "\n"}, `HTTP_PROTECT_ADMIN_TOKEN has whitespace at its start or end, which no request can send: remove it`},
 		{[]string{envAdminToken + "=   "}, `HTTP_PROTECT_ADMIN_TOKEN is set but blank (3 characters, all whitespace): set it to a secret token (openssl rand -hex 32) or unset it`},
 	} {
 		_, err := loadAdminSettings(tc.env)
