@@ -239,6 +239,41 @@ func (p *Protector) CheckTarget(s string, wide bool) error {
 	return checkWidth(s, t.cidr, "force it if you mean it (protectctl -force; BanOptions.Force, LiftWide), or lift every ban with lift -all")
 }
 
+// checkLoopback refuses a ban target whose key (an address's counted
+// group) or range holds a loopback address: ::1.2.3.4 is counted under
+// ::/64, which holds ::1, and 0.0.0.0/0 holds 127.0.0.0/8. Force does not
+// override it: no operator's ban on it is ever meant. Ban itself leaves
+// it to its callers (package admin refuses it), for a library's own
+// tests and setups ban loopback clients.
+func checkLoopback(s string, t target) error {
+	pfx := t.key.Prefix
+	if t.cidr.IsValid() {
+		pfx = t.cidr
+	}
+	// A ban on these refuses the host's own proxies and health checks.
+	loopback := [...]netip.Prefix{netip.PrefixFrom(netip.AddrFrom4([4]byte{127}), 8), netip.PrefixFrom(netip.IPv6Loopback(), 128)}
+	for _, lo := range loopback {
+		if pfx.IsValid() && pfx.Overlaps(lo) {
+			return fmt.Errorf("%w: %q: a ban on %s covers the loopback network %s", ErrBadTarget, s, pfx.Masked(), lo)
+		}
+	}
+	return nil
+}
+
+// CheckBanTarget returns the error an operator's ban on target meets
+// before it reaches the store: CheckTarget's (force lets a wide CIDR
+// pass), or one wrapping ErrBadTarget when what the ban would cover (an
+// address's counted group, or the range) holds a loopback address
+// (127.0.0.0/8, ::1), whatever force says. Package admin refuses every
+// ban it is asked for that fails it.
+func (p *Protector) CheckBanTarget(s string, force bool) error {
+	if err := p.CheckTarget(s, force); err != nil {
+		return err
+	}
+	t, _ := p.target(s)
+	return checkLoopback(s, t)
+}
+
 // Ban adds a manual ban on target (an address, a CIDR or a consumer key,
 // read by Target) and logs it. It takes effect on the next request to
 // reach any instance sharing the store (within a second for ranges on a

@@ -134,10 +134,11 @@ func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
 
 // Ban adds a manual ban on each target (an address, a CIDR, or
 // consumer:NAME). A target that does not parse, or a CIDR too wide for
-// protect.Protector.Ban without opt.Force, stops it before anything is
-// written.
+// protect.Protector.Ban without opt.Force, or one whose ban would cover
+// loopback (127.0.0.0/8, ::1; forced or not), stops it before anything
+// is written.
 func (a *Admin) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]protect.Ban, error) {
-	if err := a.checkTargets(targets, opt.Force); err != nil {
+	if err := a.checkBans(targets, opt.Force); err != nil {
 		return nil, err
 	}
 	var out []protect.Ban
@@ -195,6 +196,18 @@ func (a *Admin) lift(ctx context.Context, targets []string, by string, wide bool
 // LiftAll lifts every ban in the protector's namespace.
 func (a *Admin) LiftAll(ctx context.Context, by string) ([]protect.Ban, error) {
 	return a.p.LiftAll(ctx, by)
+}
+
+// checkBans is checkTargets for a ban: it also refuses a target whose
+// ban would cover loopback (protect.Protector.CheckBanTarget).
+func (a *Admin) checkBans(targets []string, force bool) error {
+	var errs []error
+	for _, t := range targets {
+		if err := a.p.CheckBanTarget(t, force); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (a *Admin) checkTargets(targets []string, wide bool) error {

@@ -2,7 +2,8 @@ package admin
 
 import (
 	"encoding/json"
-	"io"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -14,9 +15,11 @@ import (
 	"github.com/httpprotect/protect"
 )
 
-// maxBody bounds a request body of the API: a ban of some thousand
-// targets.
-const maxBody = 1 << 20
+// MaxBody bounds the body of a request to the API, in bytes: 1 MiB
+// holds MaxTargets of the longest targets (an IPv6 CIDR, 43 bytes, and
+// its quotes and comma) with a reason of protect.MaxReasonLen. A longer
+// body is refused, 413 (code too_large), before it is read whole.
+const MaxBody = 1 << 20
 
 // BanRequest is the body of POST /v1/bans. The zero value bans nothing.
 type BanRequest struct {
@@ -43,6 +46,10 @@ type BanRequest struct {
 //	GET    /v1/inspect?target=T             Inspection
 //	GET    /v1/explain?remote=ADDR[&header=Name:%20value...]   Explanation
 //	GET    /v1/check?addr=ADDR              CheckReport
+//
+// A ban or a lift names at most MaxTargets targets, and a body holds at
+// most MaxBody bytes: more is 413, code too_large, and nothing is
+// written.
 //
 // Every path takes namespace=NS, which keeps the protectors whose
 // Namespace or BanNamespace is NS (404, code unknown_namespace, when
@@ -180,9 +187,15 @@ func (h *handler) bans(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) ban(w http.ResponseWriter, r *http.Request) {
 	var req BanRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
+		var big *http.MaxBytesError
+		if errors.As(err, &big) {
+			WriteProblem(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+				fmt.Sprintf("body: more than %d bytes; ban at most %d targets a request", MaxBody, MaxTargets))
+			return
+		}
 		writeError(w, h.log, "ban", badf("body: want a JSON ban request: %v", err))
 		return
 	}
@@ -199,6 +212,10 @@ func (h *handler) ban(w http.ResponseWriter, r *http.Request) {
 		}
 		opt.For = d
 	}
+	if len(req.Targets) > MaxTargets {
+		writeTooMany(w, "ban", len(req.Targets))
+		return
+	}
 	if len(req.Targets) == 0 {
 		writeError(w, h.log, "ban", badf("targets: ban needs at least one TARGET (an address, a CIDR or consumer:NAME)"))
 		return
@@ -214,6 +231,23 @@ func (h *handler) ban(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, recs)
+}
+
+// countParam counts the parameters named name in a raw query.
+func countParam(raw, name string) int {
+	n := 0
+	for piece := range strings.SplitSeq(raw, "&") {
+		if k, _, _ := strings.Cut(piece, "="); k == name {
+			n++
+		}
+	}
+	return n
+}
+
+// writeTooMany refuses a request naming more than MaxTargets targets.
+func writeTooMany(w http.ResponseWriter, what string, n int) {
+	WriteProblem(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+		fmt.Sprintf("targets: %s takes at most %d targets a request, got %d: split them", what, MaxTargets, n))
 }
 
 // flag reads a boolean parameter: absent is false.
@@ -233,6 +267,12 @@ func flag(q map[string][]string, name string) (bool, error) {
 }
 
 func (h *handler) lift(w http.ResponseWriter, r *http.Request) {
+	// Counted in the raw query: net/url drops a query of more than
+	// 10,000 parameters whole, which would read as a lift of nothing.
+	if n := countParam(r.URL.RawQuery, "target"); n > MaxTargets {
+		writeTooMany(w, "lift", n)
+		return
+	}
 	q := r.URL.Query()
 	o := LiftOptions{Targets: q["target"], By: q.Get("by")}
 	var err error

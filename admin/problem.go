@@ -21,6 +21,7 @@ const (
 	CodeUnknownNamespace = "unknown_namespace" // 404: no protector has the namespace asked for
 	CodeNotFound         = "not_found"         // 404: no such path
 	CodeMethod           = "method_not_allowed"
+	CodeTooLarge         = "too_large"         // 413: more than MaxTargets targets, or a body over MaxBody
 	CodeUnauthorized     = "unauthorized"      // 401: a missing or wrong token (protectd's listener)
 	CodeStoreUnavailable = "store_unavailable" // 503: the store failed; its text is logged, not sent
 )
@@ -95,6 +96,8 @@ func writeErrorDone(w http.ResponseWriter, log *slog.Logger, what string, err er
 		p.Code = CodeBadTarget
 	case errors.Is(err, ErrNoTarget):
 		p.Code = CodeNoTarget
+	case errors.Is(err, ErrTooManyTargets):
+		p.Status, p.Code = http.StatusRequestEntityTooLarge, CodeTooLarge
 	case errors.As(err, &br), errors.Is(err, protect.ErrReasonTooLong):
 		p.Code = CodeBadRequest
 	default:

@@ -169,16 +169,36 @@ func recordRank(r BanRecord) int {
 	return 0
 }
 
+// MaxTargets is the most targets one ban or lift names (Service.Ban,
+// Service.Lift, the admin API): a request of more holds that many bans'
+// worth of memory at once; split it.
+const MaxTargets = 10_000
+
+// ErrTooManyTargets is wrapped by the error of a ban or lift of more than
+// MaxTargets targets.
+var ErrTooManyTargets = errors.New("admin: too many targets")
+
+func checkCount(what string, n int) error {
+	if n > MaxTargets {
+		return fmt.Errorf("%w: %s takes at most %d targets a request, got %d: split them", ErrTooManyTargets, what, MaxTargets, n)
+	}
+	return nil
+}
+
 // Ban adds a manual ban on each target in every ban list of the service:
 // an operator's ban refuses the client everywhere the service serves it.
-// Every target is checked first; a bad one writes nothing.
+// Every target is checked first; a bad one writes nothing. It takes at
+// most MaxTargets targets.
 func (s *Service) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]BanRecord, error) {
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("%w: ban needs at least one target", protect.ErrBadTarget)
 	}
+	if err := checkCount("ban", len(targets)); err != nil {
+		return nil, err
+	}
 	lists := s.lists()
 	for _, a := range lists {
-		if err := a.checkTargets(targets, opt.Force); err != nil {
+		if err := a.checkBans(targets, opt.Force); err != nil {
 			return nil, err
 		}
 	}
@@ -217,6 +237,9 @@ func (s *Service) Lift(ctx context.Context, o LiftOptions) ([]BanRecord, error) 
 		return nil, fmt.Errorf("%w: lifting every ban takes no target", protect.ErrBadTarget)
 	case !o.All && len(o.Targets) == 0:
 		return nil, ErrNoTarget
+	}
+	if err := checkCount("lift", len(o.Targets)); err != nil {
+		return nil, err
 	}
 	for _, a := range s.admins {
 		if err := a.checkTargets(o.Targets, o.Force); err != nil {

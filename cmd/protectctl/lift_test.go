@@ -9,9 +9,10 @@ import (
 	"github.com/httpprotect/protect/admin"
 )
 
-// A target covering a whole address family is banned only with -force
-// and lifted only with -force (or everything with -all); a CIDR lift
-// lifts every ban inside it, even when it is exactly one counting key.
+// A target wider than a /8 is banned only with -force and lifted only
+// with -force (or everything with -all); a ban covering a whole family,
+// which holds loopback, is refused even forced; a CIDR lift lifts every
+// ban inside it, even when it is exactly one counting key.
 func TestWideTargetsAndCIDRLifts(t *testing.T) {
 	for name, mk := range servers(t) {
 		t.Run(name, func(t *testing.T) {
@@ -27,16 +28,20 @@ func TestWideTargetsAndCIDRLifts(t *testing.T) {
 			if len(recs) != 2 || recs[0].Key != "2001:db8:1:2::/64" && recs[1].Key != "2001:db8:1:2::/64" {
 				t.Fatalf("protectctl lift 2001:db8:1:2::/64 = %+v, want it and the /80 inside it", recs)
 			}
-			ctlJSON(t, s, &recs, "ban", "-force", "-reason", "drill", "0.0.0.0/0")
-			if len(recs) != 1 || recs[0].Key != "0.0.0.0/0" || !recs[0].Range {
-				t.Fatalf("protectctl ban -force -reason drill 0.0.0.0/0 = %+v, want one range ban of 0.0.0.0/0", recs)
+			want := "protectctl: protect: bad target: \"0.0.0.0/0\": a ban on 0.0.0.0/0 covers the loopback network 127.0.0.0/8\n"
+			if code, _, errs := ctl(t, s, "ban", "-force", "0.0.0.0/0"); code != 2 || errs != want {
+				t.Fatalf("protectctl ban -force 0.0.0.0/0 = exit %d %q, want exit 2 %q", code, errs, want)
+			}
+			ctlJSON(t, s, &recs, "ban", "-force", "-reason", "drill", "128.0.0.0/1")
+			if len(recs) != 1 || recs[0].Key != "128.0.0.0/1" || !recs[0].Range {
+				t.Fatalf("protectctl ban -force -reason drill 128.0.0.0/1 = %+v, want one range ban of 128.0.0.0/1", recs)
 			}
 			if code, _, errs := ctl(t, s, "lift", "::ffff:0:0/96"); code != 2 || !strings.Contains(errs, "-all") {
 				t.Fatalf("protectctl lift ::ffff:0:0/96 = exit %d %s, want exit 2 naming -all", code, errs)
 			}
 			ctlJSON(t, s, &recs, "lift", "-force", "::ffff:0:0/96")
-			if len(recs) != 1 || recs[0].Key != "0.0.0.0/0" {
-				t.Fatalf("protectctl lift -force ::ffff:0:0/96 = %+v, want the ban of 0.0.0.0/0", recs)
+			if len(recs) != 1 || recs[0].Key != "128.0.0.0/1" {
+				t.Fatalf("protectctl lift -force ::ffff:0:0/96 = %+v, want the ban of 128.0.0.0/1", recs)
 			}
 			ctlJSON(t, s, &recs, "bans")
 			if len(recs) != 1 || recs[0].Key != "2001:db8:1:3::/80" {

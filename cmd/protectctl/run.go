@@ -215,9 +215,14 @@ func (c *cli) open() error {
 	if server == "" {
 		return c.openRedis()
 	}
-	token := c.token
+	token, from := c.token, "-token"
 	if token == "" {
-		token = os.Getenv(envAdminToken)
+		token, from = os.Getenv(envAdminToken), envAdminToken
+	}
+	// A blank token is a mistake: sent, it is refused, and a server
+	// that took it would take any request.
+	if _, set := os.LookupEnv(envAdminToken); strings.TrimSpace(token) == "" && (token != "" || (from == envAdminToken && set)) {
+		return usagef("%s is set but blank: give the admin API's token, or unset it", from)
 	}
 	r, err := newRemote(server, token, c.ns)
 	if err != nil {
@@ -404,7 +409,11 @@ func (c *cli) writeBans(recs []admin.BanRecord, asJSON bool) error {
 			continue
 		}
 		expires, left := "never", "permanent"
-		if !r.Permanent {
+		switch {
+		case r.Permanent:
+		case r.Expires == nil || r.SecondsLeft == nil: // a server's record that does not say
+			expires, left = "-", "-"
+		default:
 			expires = r.Expires.Format(time.RFC3339)
 			left = humanDuration(time.Duration(*r.SecondsLeft) * time.Second)
 		}
@@ -676,7 +685,11 @@ func describe(r *admin.BanRecord) string {
 		return "malformed record, not enforced (protectctl lift deletes it): " + cell(r.Malformed)
 	}
 	left := "permanent"
-	if !r.Permanent {
+	switch {
+	case r.Permanent:
+	case r.SecondsLeft == nil: // a server's record that does not say
+		left = "time left unknown"
+	default:
 		left = humanDuration(time.Duration(*r.SecondsLeft)*time.Second) + " left"
 	}
 	return fmt.Sprintf("%s, %s (%s, by %s, offense %d)", dash(r.Reason), left, cell(r.Source), dash(r.By), r.Offense)
@@ -787,7 +800,11 @@ func (c *cli) writeCheck(rep admin.CheckReport) error {
 	}
 	for _, src := range rep.Sources {
 		left := "permanent"
-		if !src.Permanent {
+		switch {
+		case src.Permanent:
+		case src.SecondsLeft == nil: // a server's record that does not say
+			left = "time left unknown"
+		default:
 			left = humanDuration(time.Duration(*src.SecondsLeft)*time.Second) + " left"
 		}
 		what := strings.ReplaceAll(src.Kind, "_", " ")

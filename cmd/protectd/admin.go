@@ -49,6 +49,7 @@ func (a adminSettings) socket() string {
 // A TCP address needs a token: anyone who reaches the port could
 // otherwise lift every ban. A unix socket may go without one, for the
 // socket file's permissions (0600, protectd's user) decide who connects.
+// A token that is set but blank (empty, or only whitespace) is refused.
 func loadAdminSettings(env []string) (adminSettings, error) {
 	var a adminSettings
 	tokenSet := false
@@ -61,15 +62,20 @@ func loadAdminSettings(env []string) (adminSettings, error) {
 			a.token, tokenSet = v, true
 		}
 	}
-	// A token set to nothing is most often a file that was not read
-	// ($(cat missing)): refused, rather than taken for no token. Blanks
-	// and control characters are refused too: a bearer token cannot
-	// carry them, so such a token would lock every client out.
-	if tokenSet && a.token == "" {
-		return adminSettings{}, fmt.Errorf("%s is set but empty: set it to a secret token (openssl rand -hex 32) or unset it", envAdminToken)
+	// A blank token is a mistake, never a choice: an empty one would
+	// leave a TCP listener open, and one of spaces can never be sent
+	// (HTTP trims a header value), so no request would ever match it.
+	if tokenSet && strings.TrimSpace(a.token) == "" {
+		what := "empty"
+		if a.token != "" {
+			what = fmt.Sprintf("%d characters, all whitespace", len(a.token))
+		}
+		return adminSettings{}, fmt.Errorf("%s is set but blank (%s): set it to a secret token (openssl rand -hex 32) or unset it", envAdminToken, what)
 	}
-	if i := strings.IndexFunc(a.token, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
-		return adminSettings{}, fmt.Errorf("%s holds a blank or control character (%q at byte %d): want printable characters alone", envAdminToken, a.token[i], i)
+	// HTTP trims a header value: a token with whitespace at either end
+	// would never match what a client sends.
+	if a.token != strings.TrimSpace(a.token) {
+		return adminSettings{}, fmt.Errorf("%s has whitespace at its start or end, which no request can send: remove it", envAdminToken)
 	}
 	if a.token != "" && len(a.token) < minTokenLen {
 		return adminSettings{}, fmt.Errorf("%s: %d characters: want at least %d (openssl rand -hex 32 makes one)", envAdminToken, len(a.token), minTokenLen)

@@ -120,8 +120,8 @@
 // protectctl -server uses. It is how a protectd on the memory store is
 // administered; a lift holds on the next /verify. A TCP address needs
 // HTTP_PROTECT_ADMIN_TOKEN: protectd refuses to start without it, naming
-// both variables; a token set to nothing, or holding a blank or a
-// control character, is refused too. Each request must then carry
+// both variables; a token set blank, or with whitespace at either end
+// (which no request can send), is refused too. Each request must then carry
 // "Authorization: Bearer
 // <token>", compared in constant time; a missing or wrong one is 401 with
 // code unauthorized, and changes nothing. A unix socket may go without a
