@@ -57,28 +57,31 @@ func startChild(t *testing.T, msgs []string, env ...string) *child {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	c := &child{cmd: cmd, addrs: map[string]string{}}
+	c := &child{cmd: cmd}
 	found := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		var log strings.Builder
+		addrs := map[string]string{}
+		waiting := true
 		for sc.Scan() {
 			fmt.Fprintln(&log, sc.Text())
 			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
+			if !waiting || json.Unmarshal(sc.Bytes(), &m) != nil {
 				continue
 			}
 			if msg, _ := m["msg"].(string); msg != "" {
-				if a, ok := m["addr"].(string); ok && found != nil {
-					c.addrs[msg] = a
+				if a, ok := m["addr"].(string); ok {
+					addrs[msg] = a
 				}
 			}
-			if found != nil && len(c.addrs) >= len(msgs) && hasAll(c.addrs, msgs) {
+			if hasAll(addrs, msgs) {
+				c.addrs = addrs // read only once found is received
 				found <- nil
-				found = nil
+				waiting = false
 			}
 		}
-		if found != nil {
+		if waiting {
 			found <- fmt.Errorf("protectd ended before it listened; log:\n%s", log.String())
 		}
 	}()
