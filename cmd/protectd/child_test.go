@@ -36,6 +36,7 @@ func protectdBinary(t *testing.T) string {
 // child is a protectd process.
 type child struct {
 	cmd   *exec.Cmd
+	log   *logBuffer        // its stderr
 	addrs map[string]string // the addr of each listening log line, by msg
 }
 
@@ -57,15 +58,15 @@ func startChild(t *testing.T, msgs []string, env ...string) *child {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	c := &child{cmd: cmd}
+	c := &child{cmd: cmd, log: &logBuffer{}}
 	found := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		var log strings.Builder
+		log := c.log
 		addrs := map[string]string{}
 		waiting := true
 		for sc.Scan() {
-			fmt.Fprintln(&log, sc.Text())
+			fmt.Fprintln(log, sc.Text())
 			var m map[string]any
 			if !waiting || json.Unmarshal(sc.Bytes(), &m) != nil {
 				continue
