@@ -24,13 +24,14 @@ import (
 const lapiLoadBytes = 256 << 20
 
 // fillRedis bans n addresses from 10.0.0.0 for an hour in namespace ns
-// of the Redis at addr, from 32 goroutines at once.
+// of the Redis at addr, bans too (the default ban namespace is shared
+// by every test on that Redis), from 32 goroutines at once.
 func fillRedis(t *testing.T, addr, ns string, n int) {
 	t.Helper()
 	rc := redistest.Dial(addr)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := redisstore.New(rc, redisstore.Options{Logger: log, RangeRefresh: -1})
-	p, err := protect.New(protect.Config{Store: s, Namespace: ns, StoreTimeout: 10 * time.Second, Logger: log})
+	p, err := protect.New(protect.Config{Store: s, Namespace: ns, BanNamespace: ns, StoreTimeout: 10 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestLAPIManyBouncers(t *testing.T) {
 	// under -race a page of the default's length can time out, and this
 	// test measures bytes, not the machine's speed.
 	ch := startChild(t, []string{"crowdsec local api"},
-		"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_STORE_TIMEOUT=5s", "HTTP_PROTECT_REDIS_URL=redis://"+addr+"/0", "HTTP_PROTECT_NAMESPACE="+ns,
+		"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_STORE_TIMEOUT=5s", "HTTP_PROTECT_REDIS_URL=redis://"+addr+"/0", "HTTP_PROTECT_NAMESPACE="+ns, "HTTP_PROTECT_BAN_NAMESPACE="+ns,
 		envLAPIListen+"=127.0.0.1:0", envLAPIKeys+"="+strings.Join(keys, ","))
 	lapiAddr := ch.addrs["crowdsec local api"]
 	before := ch.peakRSS(t)
