@@ -50,6 +50,7 @@ type listSource struct {
 	etag    string
 	lastMod string
 	lastErr string // the failure last logged; "" after a success
+	polling bool   // poll has begun: a failure before it is New's error, not logged
 }
 
 func newListSource(c BlockList, clock func() time.Time, log *slog.Logger) *listSource {
@@ -85,6 +86,9 @@ func (s *listSource) start() error {
 // poll checks the source every Refresh until ctx ends; a URL is fetched
 // at once, since New only read its cache.
 func (s *listSource) poll(ctx context.Context) {
+	s.mu.Lock()
+	s.polling = true
+	s.mu.Unlock()
 	if s.cfg.URL != "" {
 		s.check(ctx)
 	}
@@ -279,10 +283,18 @@ func (s *listSource) failed(err error) error {
 	err = fmt.Errorf("protect: block list %q (%s): %w", s.cfg.Name, s.cfg.Path+shownURL(s.cfg.URL), err)
 	s.errors.Add(1)
 	s.up.Store(false)
+	set := s.set.Load()
+	if set == nil && !s.polling {
+		return err // New returns it: nothing is in force, and nothing starts
+	}
 	if msg := err.Error(); msg != s.lastErr {
 		s.lastErr = msg
-		s.log.LogAttrs(context.Background(), slog.LevelWarn, "protect: block list not loaded; the last good set stays in force",
-			slog.String("list", s.cfg.Name), slog.Int("entries", s.set.Load().Len()), slog.String("err", msg))
+		what := "protect: block list not loaded; the last good set stays in force"
+		if set == nil {
+			what = "protect: block list not loaded; it blocks nothing until it loads"
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, what,
+			slog.String("list", s.cfg.Name), slog.Int("entries", set.Len()), slog.String("err", msg))
 	}
 	return err
 }
