@@ -3,7 +3,6 @@ package envconfig
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -34,14 +33,6 @@ func envBlockLists(c *settings, v string) error {
 		for _, o := range c.BlockLists {
 			if o.Name == l.Name {
 				return errEnvValue(fmt.Sprintf("entry %q: a second list named %q; name one of them with NAME=", e, l.Name))
-			}
-		}
-		if l.Path != "" {
-			// A list file that cannot be read stops protect.New; said
-			// here, it is said under the variable's name, beside every
-			// other mistake.
-			if _, err := os.Stat(l.Path); err != nil {
-				return errEnvValue(fmt.Sprintf("list %q: %v", l.Name, err))
 			}
 		}
 		if l.URL != "" && c.blockListDir != "" {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,7 @@ func loadSettingsLog(env []string, log *slog.Logger) (settings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err))
 		}
 	}
+	errs = append(errs, listFileErrors(vars[envBlockLists])...)
 	if s.admin, err = loadAdminSettings(env); err != nil {
 		errs = append(errs, err)
 	}
@@ -198,4 +200,29 @@ func shorten(v string) string {
 		return v[:max] + "…"
 	}
 	return v
+}
+
+// listFileErrors says which list files of HTTP_PROTECT_BLOCKLISTS (its
+// value v) cannot be read, under the variable's name: protect.New would
+// stop at the first, naming it BlockLists[i], and only once every other
+// setting is right. The entries are parsed as envconfig parses them; an
+// entry that does not parse is envconfig's error already.
+func listFileErrors(v string) []error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	cfg, err := envconfig.FromEnviron([]string{envBlockLists + "=" + v}, envconfig.Prefix)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, l := range cfg.BlockLists {
+		if l.Path == "" {
+			continue
+		}
+		if _, err := os.Stat(l.Path); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: list %q: %w", envBlockLists, shorten(strings.TrimSpace(v)), l.Name, err))
+		}
+	}
+	return errs
 }
