@@ -161,15 +161,21 @@ func (g grpcLog) log(level slog.Level, line string) {
 	slog.New(processLog).LogAttrs(context.Background(), level, "grpc", slog.String("line", strings.TrimSpace(line)))
 }
 
-func (g grpcLog) Info(args ...any)                    { g.log(slog.LevelInfo, fmt.Sprint(args...)) }
-func (g grpcLog) Infoln(args ...any)                  { g.log(slog.LevelInfo, fmt.Sprintln(args...)) }
-func (g grpcLog) Infof(format string, args ...any)    { g.log(slog.LevelInfo, fmt.Sprintf(format, args...)) }
-func (g grpcLog) Warning(args ...any)                 { g.log(slog.LevelWarn, fmt.Sprint(args...)) }
-func (g grpcLog) Warningln(args ...any)               { g.log(slog.LevelWarn, fmt.Sprintln(args...)) }
-func (g grpcLog) Warningf(format string, args ...any) { g.log(slog.LevelWarn, fmt.Sprintf(format, args...)) }
-func (g grpcLog) Error(args ...any)                   { g.log(slog.LevelError, fmt.Sprint(args...)) }
-func (g grpcLog) Errorln(args ...any)                 { g.log(slog.LevelError, fmt.Sprintln(args...)) }
-func (g grpcLog) Errorf(format string, args ...any)   { g.log(slog.LevelError, fmt.Sprintf(format, args...)) }
+func (g grpcLog) Info(args ...any)   { g.log(slog.LevelInfo, fmt.Sprint(args...)) }
+func (g grpcLog) Infoln(args ...any) { g.log(slog.LevelInfo, fmt.Sprintln(args...)) }
+func (g grpcLog) Infof(format string, args ...any) {
+	g.log(slog.LevelInfo, fmt.Sprintf(format, args...))
+}
+func (g grpcLog) Warning(args ...any)   { g.log(slog.LevelWarn, fmt.Sprint(args...)) }
+func (g grpcLog) Warningln(args ...any) { g.log(slog.LevelWarn, fmt.Sprintln(args...)) }
+func (g grpcLog) Warningf(format string, args ...any) {
+	g.log(slog.LevelWarn, fmt.Sprintf(format, args...))
+}
+func (g grpcLog) Error(args ...any)   { g.log(slog.LevelError, fmt.Sprint(args...)) }
+func (g grpcLog) Errorln(args ...any) { g.log(slog.LevelError, fmt.Sprintln(args...)) }
+func (g grpcLog) Errorf(format string, args ...any) {
+	g.log(slog.LevelError, fmt.Sprintf(format, args...))
+}
 
 // Fatal is grpc's last word: written as an error, and the process ends
 // with exit 1, as grpc's own logger does.

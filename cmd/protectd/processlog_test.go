@@ -42,7 +42,9 @@ func TestRunLogIsJSON(t *testing.T) {
 		// want are msgs that must be there (in this order), beside others.
 		want []string
 	}{
-		{"state file", func(dir string) []string { return []string{"HTTP_PROTECT_STATE_FILE=" + filepath.Join(dir, "state.db")} },
+		{"state file", func(dir string) []string {
+			return []string{"HTTP_PROTECT_STATE_FILE=" + filepath.Join(dir, "state.db")}
+		},
 			[]string{"protect: state restored", "store", "listening", "std log line", "shutting down"}},
 		{"closed redis port", func(string) []string { return []string{"HTTP_PROTECT_REDIS_URL=redis://127.0.0.1:1/0"} },
 			[]string{"redis", "store unreachable at start: decisions follow HTTP_PROTECT_ON_STORE_ERROR until it answers", "listening", "std log line", "shutting down"}},
