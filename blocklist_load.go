@@ -66,6 +66,7 @@ type listSource struct {
 	etag    string
 	lastMod string
 	lastErr string // the failure last logged; "" after a success
+	polling bool   // start has returned: a failure before it is New's error, not logged
 }
 
 // A checkRun is one check of a list, shared by every caller that asked
@@ -96,6 +97,13 @@ func (s *listSource) BlockSourceStatus() BlockSourceStatus {
 
 // start loads what New must have: the file, or the cached copy of a URL.
 func (s *listSource) start() error {
+	// A failure until start returns is New's error, not logged; every
+	// check after it, the first fetch of a URL too, logs its failure.
+	defer func() {
+		s.mu.Lock()
+		s.polling = true
+		s.mu.Unlock()
+	}()
 	if s.cfg.Path != "" {
 		if err := s.checkNow(); err != nil && s.set.Load() == nil {
 			return err
@@ -423,10 +431,18 @@ func (s *listSource) failed(err error) error {
 	err = fmt.Errorf("protect: block list %q (%s): %w", s.cfg.Name, s.cfg.Path+shownURL(s.cfg.URL), err)
 	s.errors.Add(1)
 	s.up.Store(false)
+	set := s.set.Load()
+	if set == nil && !s.polling {
+		return err // New returns it: nothing is in force, and nothing starts
+	}
 	if msg := err.Error(); msg != s.lastErr {
 		s.lastErr = msg
-		s.log.LogAttrs(context.Background(), slog.LevelWarn, "protect: block list not loaded; the last good set stays in force",
-			slog.String("list", s.cfg.Name), slog.Int("entries", s.set.Load().Len()), slog.String("err", msg))
+		what := "protect: block list not loaded; the last good set stays in force"
+		if set == nil {
+			what = "protect: block list not loaded; it blocks nothing until it loads"
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, what,
+			slog.String("list", s.cfg.Name), slog.Int("entries", set.Len()), slog.String("err", msg))
 	}
 	return err
 }

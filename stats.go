@@ -49,6 +49,12 @@ type Stats struct {
 	// Decisions[Limited] is how many were limited. A dry run counts the
 	// status it decided, refusal or not.
 	Decisions [numStatuses]uint64
+	// UnknownPlans counts the Unknown decisions of a consumer named with
+	// no plan (ErrNoPlan: a plan name the gateway sends and the service
+	// does not know), which Decisions[Unknown] holds too: a mistake of
+	// configuration, where the rest of Decisions[Unknown] are clients
+	// whose address or consumer could not be determined.
+	UnknownPlans uint64
 	// DryRunRefusals counts the decisions that Config.DryRun let through:
 	// those that would have refused.
 	DryRunRefusals uint64
@@ -183,6 +189,7 @@ type statStripe struct {
 
 type statCounters struct {
 	decisions     [numStatuses]atomic.Uint64
+	unknownPlans  atomic.Uint64
 	dryRun        atomic.Uint64
 	penalties     atomic.Uint64
 	autoBans      atomic.Uint64
@@ -232,6 +239,9 @@ func (d *Decision) hint() uint64 {
 func (p *Protector) decided(d *Decision) {
 	st := p.stats.stripe(d.hint())
 	st.decisions[d.Status%Status(numStatuses)].Add(1)
+	if d.Status == Unknown && d.Err != nil && errors.Is(d.Err, ErrNoPlan) {
+		st.unknownPlans.Add(1)
+	}
 	if d.DryRun && d.Status >= Limited {
 		st.dryRun.Add(1)
 	}
@@ -273,6 +283,7 @@ func (s *stats) snapshot() Stats {
 		for j := range c.decisions {
 			out.Decisions[j] += c.decisions[j].Load()
 		}
+		out.UnknownPlans += c.unknownPlans.Load()
 		out.DryRunRefusals += c.dryRun.Load()
 		out.Penalties += c.penalties.Load()
 		out.AutoBans += c.autoBans.Load()

@@ -404,23 +404,27 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 	}
 	errs = append(errs, validate(prefix, c.Config, vars0)...)
 	errs = append(errs, redisWaitErrors(prefix, &c, vars0, opts)...)
-	if len(errs) > 0 {
-		return protect.Config{}, errors.Join(errs...)
-	}
 	if opts.RedisURL != "" {
 		c.redisURL = opts.RedisURL
 	}
 	if c.redisURL != "" && c.stateFile != "" {
-		return protect.Config{}, configErr("%sSTATE_FILE and %sREDIS_URL are both set: the state file keeps one process's memory store, Redis is shared by every instance; set one", prefix, prefix)
-	}
-	if c.redisURL != "" {
+		errs = append(errs, configErr("%sSTATE_FILE and %sREDIS_URL are both set: the state file keeps one process's memory store, Redis is shared by every instance; set one", prefix, prefix))
+	} else if c.redisURL != "" {
+		// Dialed beside the other mistakes, so that a bad URL is
+		// reported with them, not after they are fixed.
 		store, err := redisstore.Dial(c.redisURL, c.redisWait.redisOptions(opts.Redis))
 		if err != nil {
 			// Dial's error quotes the URL with its password redacted;
 			// never quote it here.
-			return protect.Config{}, configErr("%sREDIS_URL: %w", prefix, err)
+			errs = append(errs, configErr("%sREDIS_URL: %w", prefix, err))
+		} else if len(errs) > 0 {
+			store.Close()
+		} else {
+			c.Store = store
 		}
-		c.Store = store
+	}
+	if len(errs) > 0 {
+		return protect.Config{}, errors.Join(errs...)
 	}
 	if c.stateFile != "" {
 		store, err := openStateFile(prefix, c.stateFile, opts.Memory)

@@ -52,6 +52,11 @@ type descs struct {
 	listEntries, listErrors, listAge, listUp                             *prometheus.Desc
 }
 
+// unknownPlan is the status of protect_decisions_total for a consumer
+// named with a plan the service does not know (protect.ErrNoPlan),
+// counted apart from status unknown.
+const unknownPlan = "unknown_plan"
+
 func newDescs() descs {
 	ns := []string{"namespace"}
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
@@ -59,7 +64,7 @@ func newDescs() descs {
 	}
 	return descs{
 		decisions: desc("protect_decisions_total",
-			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted, blocked.", "status"),
+			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted, blocked, unknown_plan.", "status"),
 		dryRun: desc("protect_dry_run_refusals_total",
 			"Decisions that would have refused and that DryRun let through."),
 		penalties: desc("protect_penalties_total",
@@ -151,6 +156,7 @@ func (n *nsStats) add(s *protect.Stats) {
 	for i := range t.Decisions {
 		t.Decisions[i] += s.Decisions[i]
 	}
+	t.UnknownPlans += s.UnknownPlans
 	t.DryRunRefusals += s.DryRunRefusals
 	t.Penalties += s.Penalties
 	t.AutoBans += s.AutoBans
@@ -201,8 +207,14 @@ func (d *descs) collect(ch chan<- prometheus.Metric, s *nsStats) {
 		send(desc, prometheus.CounterValue, float64(v), labels...)
 	}
 	for st, n := range s.Decisions {
+		if protect.Status(st) == protect.Unknown {
+			// A consumer under a plan nobody configured is the operator's
+			// mistake, not a client's: a status of its own.
+			n -= min(n, s.UnknownPlans)
+		}
 		counter(d.decisions, n, protect.Status(st).String())
 	}
+	counter(d.decisions, s.UnknownPlans, unknownPlan)
 	counter(d.dryRun, s.DryRunRefusals)
 	counter(d.penalties, s.Penalties)
 	counter(d.bans, s.AutoBans, "auto")

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -123,6 +124,22 @@ func TestScriptedRun(t *testing.T) {
 			t.Fatalf("VerifyConsumer(acme) = %v, want %v", d.Status, st)
 		}
 		want[st]++
+	}
+	// A consumer named with no plan (a plan name the service does not
+	// know) is the operator's mistake: status unknown_plan, apart from
+	// the clients that could not be told (unknown), which stay at one.
+	for range 3 {
+		if d, _ := p.VerifyConsumer(ctx, "acme", nil); d.Status != protect.Unknown || !errors.Is(d.Err, protect.ErrNoPlan) {
+			t.Fatalf("VerifyConsumer(acme, no plan) = %v, %v; want unknown, ErrNoPlan", d.Status, d.Err)
+		}
+		want[unknownPlan]++
+	}
+	if _, err := p.VerifyConsumer(ctx, "", plan); err != nil { // no consumer: a client not told, status unknown
+		t.Fatal(err)
+	}
+	want[protect.Unknown]++
+	if s := p.Stats(); s.Decisions[protect.Unknown] != 5 || s.UnknownPlans != 3 {
+		t.Fatalf("Stats() = Decisions[Unknown] %d, UnknownPlans %d; want 5, 3", s.Decisions[protect.Unknown], s.UnknownPlans)
 	}
 
 	c := metrics.NewCollector(p)
@@ -263,8 +280,12 @@ func decisions(ns string, n map[protect.Status]int) []string {
 	for _, st := range []protect.Status{protect.Allowed, protect.Banned, protect.Blocked, protect.Exhausted, protect.Limited, protect.Safe, protect.Unavailable, protect.Unknown} {
 		out = append(out, fmt.Sprintf(`protect_decisions_total{namespace=%q,status=%q} %d`, ns, st, n[st]))
 	}
-	return out
+	return append(out, fmt.Sprintf(`protect_decisions_total{namespace=%q,status="unknown_plan"} %d`, ns, n[unknownPlan]))
 }
+
+// unknownPlan stands for status unknown_plan in the maps of decisions:
+// an Unknown decision of a consumer with no plan (protect.ErrNoPlan).
+const unknownPlan = protect.Status(255)
 
 func histogramCount(t *testing.T, c prometheus.Collector, name string) uint64 {
 	t.Helper()

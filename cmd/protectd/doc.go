@@ -13,6 +13,13 @@
 // bad setting, saying to use redis+cluster:// (see redisstore.Dial), at
 // start as in -check.
 //
+// Every line protectd logs is JSON, on stderr: its own, and those of
+// the packages beneath it (the state file's, go-redis's, grpc's, the log
+// package's). -check prints its findings as text: each mistake on a
+// line of its own, "store: memory, state file PATH" or "store: redis at
+// ADDR, answered in …", or the one sentence of a Redis that does not
+// answer.
+//
 // At start and in -check, protectd logs a warning for a Redis whose
 // eviction policy can evict bans or that keeps nothing across a restart
 // (docs/redis.md has the settings to use).

@@ -52,12 +52,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) (cod
 		fmt.Fprintf(stderr, "protectd: unexpected argument %q (settings come from the environment; see protectd -h)\n", fs.Arg(0))
 		return exitUsage
 	}
-	s, err := loadSettings(env)
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// The process's own loggers (the log package's, go-redis's, grpc's:
+	// processlog.go) write to this run's log while it runs.
+	defer processLog.use(log.Handler(), *check)()
+	s, err := loadSettingsLog(env, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %v\n", err)
 		return exitUsage
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	defer startBouncer(ctx, &s, log, !*check)()
 	v, err := newVerifier(s, log)
 	if err != nil {
@@ -83,8 +86,10 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) (cod
 		log.Warn("listen address reachable from other machines: keep protectd on loopback or a unix socket beside its proxy",
 			"addr", s.listen, "why", why)
 	}
-	reached, storeErr := reachStore(ctx, s.cfg.Store)
-	checkSetup(ctx, s.cfg.Store, log)
+	reached, storeErr := reachStore(ctx, s.cfg.Store, s.stateFile)
+	if storeErr == nil { // a store that does not answer cannot be asked for its setup either
+		checkSetup(ctx, s.cfg.Store, log)
+	}
 	if *check {
 		c := v.p.Config()
 		fmt.Fprintf(stdout, "listen %s, %s store, %d plans, max_requests %d, ttl %v, ban_limit %d, trusted_proxies %q\n",

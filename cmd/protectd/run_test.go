@@ -124,7 +124,7 @@ func TestRunCheckReachesStore(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	env := []string{trusted, "HTTP_PROTECT_REDIS_URL=redis://127.0.0.1:1/0"}
 	code := run(context.Background(), []string{"-check"}, env, &stdout, &stderr)
-	if code != exitFailure || !strings.Contains(stderr.String(), "redis at 127.0.0.1:1 did not answer") {
+	if code != exitFailure || stderr.String() != "protectd: redis at 127.0.0.1:1 does not answer: connection refused\n" {
 		t.Fatalf("protectd -check with a dead Redis = exit %d, stderr %q; want exit 1 naming 127.0.0.1:1", code, stderr.String())
 	}
 	stdout.Reset()

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/envconfig"
+	"github.com/httpprotect/protect/redisstore"
 )
 
 // protectd's own settings, beside protect's HTTP_PROTECT_* names.
@@ -51,6 +54,9 @@ type settings struct {
 	crowdsec *crowdsec.Options
 	// sinks hand the bans on (sinks.go).
 	sinks sinkSettings
+	// stateFile is HTTP_PROTECT_STATE_FILE, the memory store's file; ""
+	// without one.
+	stateFile string
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
@@ -61,18 +67,29 @@ type settings struct {
 // Every problem is reported at once, protect's and protectd's own, so
 // that a first run with three mistakes needs one fix, not three runs.
 func loadSettings(env []string) (settings, error) {
+	return loadSettingsLog(env, slog.Default())
+}
+
+// loadSettingsLog is loadSettings with the store that it opens (a state
+// file's memory store, a Redis client) logging to log.
+func loadSettingsLog(env []string, log *slog.Logger) (settings, error) {
 	var errs []error
-	cfg, err := envconfig.FromEnviron(env, envconfig.Prefix, append([]string{ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval}, sinkNames...)...)
+	cfg, err := envconfig.Read(env, envconfig.Options{
+		Prefix: envconfig.Prefix,
+		Own:    append([]string{ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval}, sinkNames...),
+		Redis:  redisstore.Options{Logger: log},
+		Memory: protect.MemoryOptions{Logger: log},
+	})
 	if err != nil {
 		errs = append(errs, err)
 	}
 	vars := make(map[string]string, 2)
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen || k == envBlockLists) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == envListen || k == envPlans || k == envGRPCListen || k == envBlockLists || k == envStateFile) {
 			vars[k] = v
 		}
 	}
-	s := settings{cfg: cfg, listen: defaultListen, plans: map[string]*protect.Plan{}}
+	s := settings{cfg: cfg, listen: defaultListen, plans: map[string]*protect.Plan{}, stateFile: strings.TrimSpace(vars[envStateFile])}
 	if err == nil && cfg.TrustedProxies == nil && cfg.ProxyCount == 0 && !cfg.TrustUnixSocket {
 		// protectd sits behind a proxy by design: without trusted
 		// proxies every request would be counted as the proxy itself,
@@ -98,6 +115,7 @@ func loadSettings(env []string) (settings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", envPlans, shorten(v), err))
 		}
 	}
+	errs = append(errs, listFileErrors(vars[envBlockLists])...)
 	if s.admin, err = loadAdminSettings(env); err != nil {
 		errs = append(errs, err)
 	}
@@ -170,6 +188,10 @@ func checkListen(v string) error {
 // loadSettings checks against HTTP_PROTECT_CROWDSEC_URL.
 const envBlockLists = envconfig.Prefix + "BLOCKLISTS"
 
+// envStateFile is protect's variable of the memory store's state file,
+// which -check names.
+const envStateFile = envconfig.Prefix + "STATE_FILE"
+
 // shorten cuts a long value (inline plans, a list of block lists) for an
 // error message.
 func shorten(v string) string {
@@ -178,4 +200,29 @@ func shorten(v string) string {
 		return v[:max] + "…"
 	}
 	return v
+}
+
+// listFileErrors says which list files of HTTP_PROTECT_BLOCKLISTS (its
+// value v) cannot be read, under the variable's name: protect.New would
+// stop at the first, naming it BlockLists[i], and only once every other
+// setting is right. The entries are parsed as envconfig parses them; an
+// entry that does not parse is envconfig's error already.
+func listFileErrors(v string) []error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	cfg, err := envconfig.FromEnviron([]string{envBlockLists + "=" + v}, envconfig.Prefix)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, l := range cfg.BlockLists {
+		if l.Path == "" {
+			continue
+		}
+		if _, err := os.Stat(l.Path); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: list %q: %w", envBlockLists, shorten(strings.TrimSpace(v)), l.Name, err))
+		}
+	}
+	return errs
 }
