@@ -179,7 +179,7 @@ func TestLAPICutsReaderThatDoesNotRead(t *testing.T) {
 	fill(t, r.p, bans)
 	var log bytes.Buffer
 	r.h = newLAPI(r.p, []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
-	r.h.opt.stall = 50 * time.Millisecond
+	r.h.opt.stall = time.Second // long enough that the pull after it, which reads, is never cut on a busy machine
 	srv, closed := r.serve(t)
 	c := tinyReader(t, srv.Listener.Addr().String())
 	fmt.Fprintf(c, "GET /v1/decisions/stream?startup=true HTTP/1.1\r\nHost: protectd\r\nX-Api-Key: %s\r\n\r\n", keyA)
