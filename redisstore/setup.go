@@ -43,8 +43,8 @@ func (s *Store) CheckSetup(ctx context.Context) ([]protect.SetupWarning, error) 
 		if err != nil {
 			return err
 		}
-		server := ""
-		if n, ok := c.(*redis.Client); ok && s.isCluster() {
+		server := s.Addr() // the server checked: a node's own, on a cluster
+		if n, ok := c.(*redis.Client); ok {
 			server = n.Options().Addr
 		}
 		ws := setupWarnings(conf, server)

@@ -23,15 +23,15 @@ func TestRedisCheckSetup(t *testing.T) {
 			t.Fatalf("CheckSetup = %v, %v; want %d warnings", ws, err, len(want))
 		}
 		for i, w := range ws {
-			if !strings.Contains(w.String(), want[i]) || !strings.Contains(w.Fix, "noeviction") {
-				t.Fatalf("CheckSetup warning %d = %q; want it saying %q, and noeviction as the fix", i, w, want[i])
+			if !strings.Contains(w.String(), want[i]) || !strings.Contains(w.Fix, "noeviction") || w.Server != srv.Addr {
+				t.Fatalf("CheckSetup warning %d = %q (server %q); want it saying %q, server %s, and noeviction as the fix", i, w, w.Server, want[i], srv.Addr)
 			}
 		}
 	}
 	check("persistence appendonly no")
 	for _, tc := range []struct{ policy, want string }{
-		{"allkeys-lru", "maxmemory-policy allkeys-lru: when Redis reaches maxmemory it evicts any key: bans, permanent ones too"},
-		{"volatile-ttl", "maxmemory-policy volatile-ttl: when Redis reaches maxmemory it evicts keys with a TTL: every temporary ban"},
+		{"allkeys-lru", "maxmemory-policy allkeys-lru on " + srv.Addr + ": when Redis reaches maxmemory it evicts any key: bans, permanent ones too"},
+		{"volatile-ttl", "maxmemory-policy volatile-ttl on " + srv.Addr + ": when Redis reaches maxmemory it evicts keys with a TTL: every temporary ban"},
 	} {
 		srv.Do("CONFIG", "SET", "maxmemory-policy", tc.policy)
 		check(tc.want, "persistence")

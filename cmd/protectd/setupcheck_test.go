@@ -21,9 +21,9 @@ func TestSetupWarnings(t *testing.T) {
 	want := func(where string, logs *logBuffer) {
 		t.Helper()
 		lines := logs.lines(t, setupMsg)
-		if len(lines) != 1 || lines[0]["level"] != "WARN" || lines[0]["setting"] != "maxmemory-policy" || lines[0]["value"] != "allkeys-lru" ||
+		if len(lines) != 1 || lines[0]["level"] != "WARN" || lines[0]["setting"] != "maxmemory-policy" || lines[0]["value"] != "allkeys-lru" || lines[0]["server"] != srv.Addr ||
 			!strings.Contains(lines[0]["risk"].(string), "permanent ones too") || !strings.Contains(lines[0]["fix"].(string), "noeviction") {
-			t.Fatalf("%s: log lines %q = %v; want one warning of allkeys-lru, what it evicts and noeviction as the fix; log:\n%s", where, setupMsg, lines, logs)
+			t.Fatalf("%s: log lines %q = %v; want one warning of allkeys-lru, server %s, what it evicts and noeviction as the fix; log:\n%s", where, setupMsg, lines, srv.Addr, logs)
 		}
 	}
 	logs := &logBuffer{}
