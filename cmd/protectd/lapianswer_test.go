@@ -107,7 +107,7 @@ func TestLAPIStartupMemory(t *testing.T) {
 			clock := testclock.New()
 			cfg := protect.Config{Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if store == "redis-server" {
-				addr := redistest.RealAddr(t)
+				addr := redistest.Start(t).Addr // its own: see TestLAPIManyBouncers
 				rc := redistest.Dial(addr)
 				s := redisstore.New(rc, redisstore.Options{Clock: clock.Now, Logger: cfg.Logger, RangeRefresh: -1})
 				t.Cleanup(func() { s.Close(); rc.Close() })
