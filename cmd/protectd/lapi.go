@@ -78,13 +78,6 @@ type lapi struct {
 	// given holds, per key, where its bouncer stands: at most two
 	// snapshots, shared with every other key and answer that holds them.
 	given map[[sha256.Size]byte]*position
-	// pulls makes one key's pulls one at a time, from reading its
-	// position to recording the next: a bouncer that asks again the
-	// moment it has read an answer must find that answer recorded, or it
-	// would be answered from before it and its record would overwrite
-	// the newer one. A pull that is not read holds the key for stall at
-	// most, as the write deadline cuts it.
-	pulls map[[sha256.Size]byte]*sync.Mutex
 }
 
 // A position is what a bouncer was given. sent is the last answer's
@@ -103,10 +96,8 @@ func newLAPI(src nftsink.Lister, keys []string, clock func() time.Time, log *slo
 	l := &lapi{src: src, clock: clock, log: log, given: map[[sha256.Size]byte]*position{},
 		opt: lapiOptions{stall: lapiStall, answerMax: lapiAnswerMax, historyMax: lapiHistoryMax}}
 	l.bufs.New = func() any { b := make([]byte, 0, lapiChunk+lapiChunk/4); return &b }
-	l.pulls = map[[sha256.Size]byte]*sync.Mutex{}
 	for _, k := range keys {
 		l.keys = append(l.keys, sha256.Sum256([]byte(k)))
-		l.pulls[l.keys[len(l.keys)-1]] = new(sync.Mutex)
 	}
 	l.mux = http.NewServeMux()
 	l.mux.HandleFunc("GET /v1/decisions/stream", l.auth(l.stream))
@@ -298,10 +289,6 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 		return
 	}
 	startup := q.Get("startup") == "true"
-	if m := l.pulls[key]; m != nil {
-		m.Lock()
-		defer m.Unlock()
-	}
 	snap, err := l.snapshot(r.Context())
 	if err != nil {
 		l.listFailed(w, err)
