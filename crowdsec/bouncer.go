@@ -467,11 +467,11 @@ func (b *Bouncer) keep(d *apiDecision, scenarios map[string]string) (added, bool
 		return added{}, false
 	}
 	sc, ok := scenarios[d.Scenario]
-	if !ok && len(scenarios) < 4096 {
+	if !ok {
 		sc = d.Scenario
-		scenarios[sc] = sc
-	} else if !ok {
-		sc = d.Scenario
+		if len(scenarios) < 4096 { // a bound on names that are not shared
+			scenarios[sc] = sc
+		}
 	}
 	return added{id: d.ID, prefix: p, scenario: sc, left: left}, true
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -74,63 +72,6 @@ func TestDamagedBanRecord(t *testing.T) {
 			ctlJSON(t, s, &recs, "lift", "-all")
 			if len(recs) != 1 || recs[0].Malformed == "" {
 				t.Fatalf("protectctl lift -all -json = %+v, want the damaged record", recs)
-			}
-		})
-	}
-}
-
-// Two damaged records beside an ending and a permanent ban: protectctl
-// lists all four, through the store and through the admin API, ending
-// bans first, then permanent, then the damaged records by key.
-func TestListingWithDamagedRecords(t *testing.T) {
-	for name, mk := range servers(t) {
-		t.Run(name, func(t *testing.T) {
-			s := mk(t)
-			sv := newService(t, s, protect.Config{})
-			ctx := t.Context()
-			for _, a := range []string{"198.18.7.32", "198.18.7.31"} {
-				s.c.Set(ctx, s.ns+"{"+a+"}:b", "garbage", 0)
-				sv.verify(t, a)
-			}
-			for _, args := range [][]string{{"ban", "-for", "1h", "198.18.7.40"}, {"ban", "198.18.7.41"}} {
-				if code, out, errs := ctl(t, s, args...); code != 0 {
-					t.Fatalf("protectctl %v = exit %d\n%s%s\nwant exit 0", args, code, out, errs)
-				}
-			}
-			want := "198.18.7.40 198.18.7.41 198.18.7.31(malformed) 198.18.7.32(malformed)"
-			keys := func(recs []admin.BanRecord) string {
-				var b strings.Builder
-				for i, r := range recs {
-					if i > 0 {
-						b.WriteByte(' ')
-					}
-					b.WriteString(r.Key)
-					if r.Malformed != "" {
-						b.WriteString("(malformed)")
-					}
-				}
-				return b.String()
-			}
-			var recs []admin.BanRecord
-			ctlJSON(t, s, &recs, "bans")
-			if got := keys(recs); got != want {
-				t.Errorf("protectctl bans -json = %s, want %s", got, want)
-			}
-			if code, out, errs := ctl(t, s, "bans"); code != 0 || strings.Count(out, "malformed") != 2 {
-				t.Errorf("protectctl bans = exit %d\n%s%s\nwant exit 0 and two records malformed", code, out, errs)
-			}
-			srv := httptest.NewServer(admin.Handler(sv.p))
-			t.Cleanup(srv.Close)
-			code, out, errs := ctlServer(t, srv.URL, "bans", "-json")
-			if code != 0 {
-				t.Fatalf("protectctl -server bans -json = exit %d\n%s%s\nwant exit 0", code, out, errs)
-			}
-			recs = nil
-			if err := json.Unmarshal([]byte(out), &recs); err != nil {
-				t.Fatalf("protectctl -server bans -json: json.Unmarshal(%q) = %v", out, err)
-			}
-			if got := keys(recs); got != want {
-				t.Errorf("protectctl -server bans -json = %s, want %s", got, want)
 			}
 		})
 	}

@@ -473,25 +473,6 @@ func TestGRPCUnixSocket(t *testing.T) {
 	}
 }
 
-// A check past grpcMaxMessage is refused with ResourceExhausted; one
-// carrying headers at Envoy's default bound (60 KiB) is answered.
-func TestGRPCMessageBound(t *testing.T) {
-	c := startGRPCDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=none")
-	for _, tt := range []struct {
-		header int
-		want   codes.Code
-	}{
-		{60 << 10, codes.OK},
-		{grpcMaxMessage, codes.ResourceExhausted},
-		{1 << 20, codes.ResourceExhausted},
-	} {
-		_, err := c.authz.Check(t.Context(), checkRequest("203.0.113.9", 5555, "x-big", strings.Repeat("a", tt.header)))
-		if got := status.Code(err); got != tt.want {
-			t.Errorf("Check(a %d-byte header) = %v (%v), want %v", tt.header, got, err, tt.want)
-		}
-	}
-}
-
 // protectd tells each connection, in its first HTTP/2 SETTINGS, that it
 // takes grpcMaxStreams calls at once.
 func TestGRPCStreamBound(t *testing.T) {
