@@ -6,93 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/httpprotect/protect/internal/clientaddr"
+	"github.com/httpprotect/protect/store"
 )
-
-// Source says who wrote a ban. The zero value, "", is neither and matches
-// both where a filter takes a Source.
-type Source string
-
-const (
-	// SourceAuto marks a ban written by the pipeline when a stream passed
-	// BanLimit. Automatic bans always expire.
-	SourceAuto Source = "auto"
-	// SourceManual marks a ban an operator added.
-	SourceManual Source = "manual"
-)
-
-// A Ban is one entry of the block list. The zero Ban bans nothing: a
-// store rejects a ban with an empty Key.
-type Ban struct {
-	Key     Key       // the banned key, or the banned range when Range is set
-	Range   bool      // checked against every client address, not one counting key
-	Reason  string    // why, in words
-	Source  Source    // auto or manual; SourceList in a Blocked decision
-	By      string    // who added a manual ban
-	Created time.Time // by the store's clock
-	Expires time.Time // zero: permanent
-	Offense int       // the key's automatic bans within the offense window, this one included
-	// Malformed, when not empty, says that the store holds a record at
-	// Key that it cannot read, and what is wrong with it (quoting the
-	// record). Such a ban refuses nothing (see ErrMalformed): it is
-	// listed, inspected and lifted so that an operator can find and
-	// remove it, and every other field but Key and Range is zero.
-	Malformed string
-}
-
-// Permanent reports whether the ban never expires.
-func (b Ban) Permanent() bool { return b.Expires.IsZero() }
-
-// Left returns the time until the ban ends at now; zero when permanent or
-// over.
-func (b Ban) Left(now time.Time) time.Duration {
-	if b.Permanent() {
-		return 0
-	}
-	return max(b.Expires.Sub(now), 0)
-}
-
-// Covers reports whether b applies to the client address a with counting
-// key k.
-func (b Ban) Covers(k Key, a netip.Addr) bool {
-	if !b.Range {
-		return b.Key == k
-	}
-	return a.IsValid() && b.Key.Prefix.Contains(a)
-}
-
-// resetsRange reports whether the range ban b resets the counters inside
-// it when written: only an operator's does. An automatic range ban
-// (prefix escalation) is written inside a client's request, which must
-// never wait for a walk of the store (on Redis a SCAN of every master);
-// it needs no reset either: the keys whose bans caused it were reset by
-// those bans, and the counters inside it, no longer counted, expire
-// within TTL.
-func resetsRange(b Ban) bool { return b.Source == SourceManual }
-
-// BanLength returns the length of the n-th automatic ban of a key within
-// the offense window: BanDuration × BanFactor^(n−1), capped at
-// MaxBanDuration (fail2ban's bantime.increment). n below 1 counts as 1.
-//
-// The Redis store computes the same length in Lua (redisstore/lua/prelude.lua); the
-// Escalation test of package storetest keeps the two equal.
-func BanLength(lim *Limits, n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := float64(lim.BanDuration) * math.Pow(lim.BanFactor, float64(n-1))
-	if lim.MaxBanDuration > 0 && (d > float64(lim.MaxBanDuration) || math.IsInf(d, 0) || math.IsNaN(d)) {
-		return lim.MaxBanDuration
-	}
-	if d > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(d)
-}
 
 // BanOptions describe a manual ban. The zero value asks for a ban of
 // Config.BanDuration with reason "manual" and no author.
@@ -112,14 +33,6 @@ type BanOptions struct {
 	// Ban refuses otherwise (ErrWideTarget).
 	Force bool
 }
-
-// MaxReasonLen is the longest reason a ban records, in bytes: room for a
-// sentence and a ticket link, not for a document. Protector.Ban refuses a
-// longer one (ErrReasonTooLong), and so do protectctl and the admin API
-// through it; CheckBan, which every store's AddBan calls, cuts whatever
-// else reaches a store to it, so that no list of bans holds a reason that
-// a table, a log line or a Redis record must carry at any length.
-const MaxReasonLen = 1024
 
 // ErrReasonTooLong is wrapped by the error of Ban for a reason longer
 // than MaxReasonLen.
@@ -162,16 +75,16 @@ func (p *Protector) target(s string) (target, error) {
 		if name == "" {
 			return target{}, fmt.Errorf("%w: %q names no consumer", ErrBadTarget, s)
 		}
-		if k, ok := keptKey(name); ok { // the key itself, as listings show it
-			return target{key: Key{Name: k}}, nil
+		if k, err := store.ParseKey(name); err == nil && k.Name != "" { // the key itself, as listings show it
+			return target{key: k}, nil
 		}
 		return target{key: ConsumerKey(name)}, nil
 	}
-	pfx, err := parseNetEntry(s)
+	pfx, err := store.ParsePrefix(s)
 	if err != nil {
 		return target{}, fmt.Errorf("%w: %w (want an address, a CIDR or consumer:NAME)", ErrBadTarget, err)
 	}
-	pfx = hostEntry(pfx) // 2002:c000:204::1 is the client 192.0.2.4, as Verify sees it
+	pfx = clientaddr.HostEntry(pfx) // 2002:c000:204::1 is the client 192.0.2.4, as Verify sees it
 	a := pfx.Addr()
 	if pfx.IsSingleIP() { // "1.2.3.4" and "1.2.3.4/32" alike
 		if a.IsUnspecified() {
@@ -179,7 +92,7 @@ func (p *Protector) target(s string) (target, error) {
 		}
 		return target{key: p.agg.key(a)}, nil
 	}
-	if name, v4, ok := tunnelRange(pfx); ok {
+	if name, v4, ok := clientaddr.TunnelRange(pfx); ok {
 		hint := "write the IPv4 range"
 		if v4.IsValid() {
 			hint = "did you mean " + v4.String() + "?"
@@ -374,7 +287,7 @@ func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
 // where the store can (one round trip per page on Redis), ranges one by
 // one.
 func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban, error) {
-	ps, paged := p.raw.(BanPager)
+	ps, paged := p.raw.(store.BanPager)
 	var keys, keyBans []Key
 	for _, b := range bans {
 		if paged && !b.Range {
@@ -441,7 +354,7 @@ func (p *Protector) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
 		bans []Ban
 		err  error
 	)
-	if ps, ok := p.raw.(BanPager); ok {
+	if ps, ok := p.raw.(store.BanPager); ok {
 		bans, err = ps.BansPaged(ctx, f, p.pageTimeout())
 	} else {
 		bans, err = p.space.Bans(ctx, f)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/httpprotect/protect/internal/blocktest"
 )
 
 // staticSource is a BlockSource of one set; pointerSource is one that
@@ -28,12 +30,12 @@ func (s *pointerSource) BlockSetPointer() *atomic.Pointer[BlockSet] { return &s.
 func BenchmarkVerifyAddrBlockLists(b *testing.B) {
 	ctx := context.Background()
 	addrs := benchAddrs(10_000) // inside 11.0.0.0/16
-	entries, _ := benchEntries(250_000, 100_000)
+	prefixes, _ := blocktest.Entries(250_000, 100_000)
 	probe := netip.MustParsePrefix("11.0.0.0/16")
-	kept := entries[:0]
-	for _, e := range entries {
-		if !e.Prefix.Overlaps(probe) {
-			kept = append(kept, e)
+	var kept []BlockEntry
+	for _, p := range prefixes {
+		if !p.Overlaps(probe) {
+			kept = append(kept, BlockEntry{Prefix: p})
 		}
 	}
 	set := NewBlockSet(kept)

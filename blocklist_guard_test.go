@@ -49,11 +49,11 @@ func TestBlockListURLShrinkKeepsLastSet(t *testing.T) {
 		want     string // the refusal; "" when the answer is taken
 		entries  int    // in force after it
 	}{
-		{"empty", "", 0, "0 entries, fewer than 0.5 of the 100 in force (BlockList.MinShare)", 100},
-		{"comments", "# firehol\n# nothing today\n", 0, "0 entries, fewer than 0.5 of the 100 in force (BlockList.MinShare)", 100},
-		{"49 of 100", hundred(49), 0, "49 entries, fewer than 0.5 of the 100 in force (BlockList.MinShare)", 100},
+		{"empty", "", 0, "0 entries, fewer than 0.5 of the 100 in force (MinShare)", 100},
+		{"comments", "# firehol\n# nothing today\n", 0, "0 entries, fewer than 0.5 of the 100 in force (MinShare)", 100},
+		{"49 of 100", hundred(49), 0, "49 entries, fewer than 0.5 of the 100 in force (MinShare)", 100},
 		{"50 of 100", hundred(50), 0, "", 50},
-		{"90 of 100 at 0.95", hundred(90), 0.95, "90 entries, fewer than 0.95 of the 100 in force (BlockList.MinShare)", 100},
+		{"90 of 100 at 0.95", hundred(90), 0.95, "90 entries, fewer than 0.95 of the 100 in force (MinShare)", 100},
 		{"empty, MinShare -1", "", -1, "", 0},
 	}
 	for _, tt := range tests {
@@ -134,7 +134,7 @@ func TestBlockListFileShrinkKeepsLastSet(t *testing.T) {
 			t.Cleanup(func() { p.Close() })
 			writeList(t, path, "# emptied\n")
 			err = p.ReloadBlockLists(t.Context())
-			want, entries := fmt.Sprintf(`protect: block list "list" (%s): 0 entries, fewer than 0.5 of the 100 in force (BlockList.MinShare)`, path), 100
+			want, entries := fmt.Sprintf(`protect: block list "list" (%s): 0 entries, fewer than 0.5 of the 100 in force (MinShare)`, path), 100
 			if minShare < 0 {
 				want, entries = "<nil>", 0
 			}

@@ -44,7 +44,7 @@ func TestBlockListsRefuseBeforeTheStore(t *testing.T) {
 	dir := t.TempDir()
 	mine, drop := filepath.Join(dir, "mine.txt"), filepath.Join(dir, "drop.txt")
 	writeList(t, mine, "192.0.2.7\n198.51.100.0/24\n")
-	b, err := os.ReadFile("testdata/blocklists/drop.txt")
+	b, err := os.ReadFile("blocklist/testdata/blocklists/drop.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ func (s *handingSource) BlockSetPointer() *atomic.Pointer[BlockSet] { return &s.
 // requests load the set themselves, and see each set it stores. One
 // that does not is asked on every request that reaches the step.
 func TestBlockSetPointer(t *testing.T) {
-	entries := make([]BlockEntry, 0, v4OccupancyMin+1)
-	for i := range v4OccupancyMin {
+	entries := make([]BlockEntry, 0, bigSet+1)
+	for i := range bigSet {
 		entries = append(entries, BlockEntry{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(i >> 15), byte(i >> 7), byte(i << 1)}), 32)})
 	}
 	entries = append(entries, BlockEntry{Prefix: netip.MustParsePrefix("203.0.113.0/24")})
@@ -71,3 +71,7 @@ func TestBlockSetPointer(t *testing.T) {
 		t.Errorf("VerifyAddr(203.0.113.1) after the source stored a set with it = %v, want blocked", d.Status)
 	}
 }
+
+// bigSet is the size past which a BlockSet indexes the /24s of IPv4
+// (blocklist's v4OccupancyMin): the sets of these tests take that path.
+const bigSet = 1 << 17

@@ -8,9 +8,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/httpprotect/protect/internal/clientaddr"
 )
 
 // addrVector is one line of testdata/clientaddr.jsonl.
@@ -90,7 +91,7 @@ func TestClientAddrVectors(t *testing.T) {
 	for _, v := range vs {
 		t.Run(v.Name, func(t *testing.T) {
 			p := vectorProtector(t, v)
-			got, err := p.res.resolve(vectorRequest(v))
+			got, err := p.res.Resolve(vectorRequest(v))
 			if v.Want == "ERR" {
 				if err == nil {
 					t.Fatalf("resolve() = %v, nil; want an unknown address", got)
@@ -122,7 +123,7 @@ func TestClientAddrVectors(t *testing.T) {
 func TestResolveDoesNotAllocate(t *testing.T) {
 	p := vectorProtector(t, addrVector{})
 	r := vectorRequest(addrVector{Lines: []string{"6.6.6.6, 203.0.113.7, 10.0.0.2"}})
-	if n := testing.AllocsPerRun(100, func() { p.res.resolve(r) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { p.res.Resolve(r) }); n != 0 {
 		t.Fatalf("resolve() allocates %v times per call, want 0", n)
 	}
 }
@@ -145,49 +146,6 @@ func TestAggregationKeys(t *testing.T) {
 			t.Errorf("aggregator{/%d, /%d}.key(%s) = %s, want %s", tt.v4, tt.v6, tt.addr, got, tt.want)
 		}
 	}
-}
-
-// checkResolved asserts the invariants of any resolved address.
-func checkResolved(t *testing.T, a netip.Addr) {
-	t.Helper()
-	if !a.IsValid() || a.Is4In6() || a.Zone() != "" || a.IsUnspecified() {
-		t.Fatalf("resolve() = %v (%#v), want a valid, unmapped, zone-free and specified address", a, a)
-	}
-	if a.Is6() && embeddedIPv4(a) != a {
-		t.Fatalf("resolve() = %v, want %v: the IPv4 host it embeds, which it must be counted as", a, embeddedIPv4(a))
-	}
-}
-
-func FuzzParseNode(f *testing.F) {
-	for _, s := range []string{"1.2.3.4", "1.2.3.4:80", "[2001:db8::1]:443", "2001:db8::1", "::ffff:1.2.3.4", "fe80::1%eth0", "[", "[]:", "0.0.0.0", "[::ffff:0.0.0.0]:1",
-		"2002:c000:204::1", "[64:ff9b::1.2.3.4]:80", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2002::"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if a, ok := parseNode(s); ok {
-			checkResolved(t, a)
-		}
-		if a, ok := parseForwardedNode(s); ok {
-			checkResolved(t, a)
-		}
-	})
-}
-
-func FuzzForwarded(f *testing.F) {
-	for _, s := range []string{`for=192.0.2.43, for=unknown`, `for="[2001:db8:cafe::17]:4711"`, `for=1.2.3.4;proto=http;by="a,b"`, `for="\`, `for="a\"b"`, `;`, `,`, `for=1;for=2`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		fors, ok := parseForwarded(line, nil)
-		if !ok {
-			return
-		}
-		for _, v := range fors {
-			if a, ok := parseForwardedNode(v); ok {
-				checkResolved(t, a)
-			}
-		}
-	})
 }
 
 // FuzzResolve drives the whole resolver with a peer and two header lines,
@@ -219,32 +177,16 @@ func FuzzResolve(f *testing.F) {
 		i := int(mode) % len(modes)
 		p := ps[i]
 		// All the resolver reads: the peer and the header lines.
-		r := &http.Request{RemoteAddr: peer, Header: http.Header{p.res.header: {line1, line2}}}
-		a, err := p.res.resolve(r)
+		r := &http.Request{RemoteAddr: peer, Header: http.Header{p.res.Header(): {line1, line2}}}
+		a, err := p.res.Resolve(r)
 		if err != nil {
 			if !errors.Is(err, ErrUnknownClient) {
 				t.Fatalf("resolve(peer %q, lines %q, %q) = %v, want an error wrapping ErrUnknownClient", peer, line1, line2, err)
 			}
 			return
 		}
-		checkResolved(t, a)
-	})
-}
-
-func FuzzNetEntry(f *testing.F) {
-	for _, s := range []string{"10.0.0.0/8", "192.0.2.15", "::ffff:10.0.0.0/104", "10.0.0.0/", "1.2.3.4/33", "garbage", "fe80::1%eth0"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := parseNetEntry(s)
-		if err != nil {
-			if !strings.Contains(err.Error(), strconv.Quote(s)) {
-				t.Fatalf("parseNetEntry(%q) = %q, want an error quoting the entry", s, err)
-			}
-			return
-		}
-		if !p.IsValid() || p != p.Masked() || (p.Addr().Is4In6() && p.Bits() >= 96) {
-			t.Fatalf("parseNetEntry(%q) = %v, want a valid, masked and unmapped prefix", s, p)
+		if n, ok := clientaddr.Normalize(a); !ok || n != a {
+			t.Fatalf("resolve() = %v, want a valid, normalised address (%v)", a, n)
 		}
 	})
 }

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/httpprotect/protect/internal/clientaddr"
+	"github.com/httpprotect/protect/store"
 )
 
 // FailurePolicy says what Verify does when the store fails or times out.
@@ -316,11 +319,11 @@ func (c Config) checked() (checkedConfig, error) {
 	if cc.Config, err = c.withDefaults(); err != nil {
 		errs = append(errs, err)
 	}
-	if cc.trusted, err = parseNetList("TrustedProxies", c.TrustedProxies); err != nil {
-		errs = append(errs, err)
+	if cc.trusted, err = clientaddr.ParseNetList(c.TrustedProxies); err != nil {
+		errs = append(errs, &ConfigError{Field: "TrustedProxies", Reason: err.Error(), Err: err})
 	}
-	if cc.safe, err = parseNetList("SafeNetworks", c.SafeNetworks); err != nil {
-		errs = append(errs, err)
+	if cc.safe, err = clientaddr.ParseNetList(c.SafeNetworks); err != nil {
+		errs = append(errs, &ConfigError{Field: "SafeNetworks", Reason: err.Error(), Err: err})
 	}
 	return cc, errors.Join(errs...)
 }
@@ -328,7 +331,7 @@ func (c Config) checked() (checkedConfig, error) {
 // checkedConfig is a Config with its defaults and its lists parsed.
 type checkedConfig struct {
 	Config
-	trusted, safe netList
+	trusted, safe clientaddr.NetList
 }
 
 // withDefaults checks c and fills in its zero fields.
@@ -394,11 +397,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ProxyHeader == "" {
 		c.ProxyHeader = DefaultProxyHeader
 	}
-	for i := 0; i < len(c.ProxyHeader); i++ {
-		if !isTchar(c.ProxyHeader[i]) {
-			fail(fieldErr("ProxyHeader", strconv.Quote(c.ProxyHeader), "not a header name"))
-			break
-		}
+	if !clientaddr.ValidHeaderName(c.ProxyHeader) {
+		fail(fieldErr("ProxyHeader", strconv.Quote(c.ProxyHeader), "not a header name"))
 	}
 	if c.ProxyCount < 0 {
 		fail(fieldErr("ProxyCount", c.ProxyCount, "must not be negative"))
@@ -423,7 +423,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.KeyFunc != nil && c.ConsumerFunc != nil {
 		fail(fieldErr("ConsumerFunc", nil, "KeyFunc and ConsumerFunc are both set: set one (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)"))
 	}
-	if c.Plan != nil && len(c.Plan.limits) == 0 {
+	if c.Plan != nil && c.Plan.Len() == 0 {
 		fail(fieldErr("Plan", nil, "not made by NewPlan"))
 	}
 	if c.Namespace == "" {
@@ -442,7 +442,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Name == "" {
 		c.Name = policyName(c.Namespace)
-	} else if err := checkLimitName(c.Name); err != nil {
+	} else if err := store.CheckLimitName(c.Name); err != nil {
 		fail(&ConfigError{Field: "Name", Value: strconv.Quote(c.Name), Reason: err.Error(), Err: err})
 	}
 	if c.OnStoreError > FailClosed {
@@ -482,7 +482,7 @@ func policyName(ns string) string {
 	if len(b) > 64 {
 		b = b[:64]
 	}
-	if checkLimitName(string(b)) != nil {
+	if store.CheckLimitName(string(b)) != nil {
 		return "protect" // nothing usable: a namespace of digits, say
 	}
 	return string(b)

@@ -2,9 +2,7 @@ package protect
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/netip"
 	"os"
@@ -12,43 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/store"
 )
-
-// wordsOfAs16 is wordsOf as it reads every address: by its 16-byte
-// form, an IPv4 address's mapped one. The journal and the durable state
-// hold these words, so wordsOf must give exactly them.
-func wordsOfAs16(p netip.Prefix) wordKey {
-	b := p.Addr().As16()
-	return wordKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), bits: uint64(p.Bits())}
-}
-
-func TestWordsOfIsAs16(t *testing.T) {
-	prefixes := []netip.Prefix{
-		netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("0.0.0.0/32"),
-		netip.MustParsePrefix("255.255.255.255/32"), netip.MustParsePrefix("10.1.2.0/24"),
-		netip.MustParsePrefix("::/0"), netip.MustParsePrefix("::/128"),
-		netip.MustParsePrefix("2001:db8:1:2::/64"), netip.MustParsePrefix("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"),
-		netip.MustParsePrefix("::ffff:192.0.2.7/128"), netip.MustParsePrefix("::ffff:0.0.0.0/96"),
-		netip.PrefixFrom(netip.MustParseAddr("fe80::1%eth0"), 64), // a zone, which As16 drops
-		{}, // invalid: Bits is -1
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 1000 {
-		var b4 [4]byte
-		var b16 [16]byte
-		binary.BigEndian.PutUint32(b4[:], r.Uint32())
-		binary.BigEndian.PutUint64(b16[:8], r.Uint64())
-		binary.BigEndian.PutUint64(b16[8:], r.Uint64())
-		p4, _ := netip.AddrFrom4(b4).Prefix(r.IntN(33))
-		p6, _ := netip.AddrFrom16(b16).Prefix(r.IntN(129))
-		prefixes = append(prefixes, p4, p6)
-	}
-	for _, p := range prefixes {
-		if got, want := wordsOf(p), wordsOfAs16(p); got != want {
-			t.Errorf("wordsOf(%v) = %+v, want %+v", p, got, want)
-		}
-	}
-}
 
 // downStore is a remote memory store whose Take and TakePlan fail while
 // down is set.
@@ -58,11 +22,11 @@ type downStore struct {
 }
 
 type downSpace struct {
-	Space
+	store.Space
 	down *atomic.Bool
 }
 
-func (s downStore) Space(sc Scope) (Space, error) {
+func (s downStore) Space(sc store.Scope) (store.Space, error) {
 	sp, err := s.remoteStore.Space(sc)
 	if err != nil {
 		return nil, err
@@ -70,16 +34,16 @@ func (s downStore) Space(sc Scope) (Space, error) {
 	return downSpace{sp, s.down}, nil
 }
 
-func (sp downSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+func (sp downSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (store.Result, error) {
 	if sp.down.Load() {
-		return Result{}, errDown
+		return store.Result{}, errDown
 	}
 	return sp.Space.Take(ctx, k, a, n)
 }
 
-func (sp downSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
+func (sp downSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (store.PlanResult, error) {
 	if sp.down.Load() {
-		return PlanResult{}, errDown
+		return store.PlanResult{}, errDown
 	}
 	return sp.Space.TakePlan(ctx, k, a, plan, cost, stream)
 }
@@ -175,8 +139,8 @@ func TestDecisionAddrKeyOnEveryPath(t *testing.T) {
 // unknown client, a nil set, a set swapped in, several lists) they
 // decide as VerifyAddr does.
 func TestVerifyEarlyBlockListTest(t *testing.T) {
-	entries := make([]BlockEntry, 0, v4OccupancyMin+8)
-	for i := range v4OccupancyMin {
+	entries := make([]BlockEntry, 0, bigSet+8)
+	for i := range bigSet {
 		entries = append(entries, BlockEntry{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(i >> 15), byte(i >> 7), byte(i << 1)}), 32)})
 	}
 	for _, s := range []string{"0.0.0.0/32", "255.255.255.255/32", "203.0.113.0/24", "2001:db8::/32"} {

@@ -136,9 +136,11 @@ type Decision struct {
 	// logs: it never reaches a response.
 	Err error
 
-	// hdr holds the field values of the protector, or under a plan those
-	// of the plan (hdr.plan); nil when nothing was counted.
+	// hdr holds the field values of the protector; nil when nothing was
+	// counted or a plan decided.
 	hdr *headerValues
+	// plan is the plan that decided; nil for the stream limit.
+	plan *Plan
 	// Under a plan, each limit's r and t for the RateLimit field, kept
 	// inline so that deciding allocates nothing, and in 32 bits, as
 	// every request copies them (r stops at maxPlanLeft).
@@ -244,14 +246,19 @@ func (d Decision) StatusCode() int {
 // the hot path does not allocate: replace them (Header.Set), never modify
 // them in place.
 func (d Decision) WriteHeaders(h http.Header) {
-	if d.hdr != nil {
+	switch {
+	case d.plan != nil:
+		own := d.plan.LimitName(0)
+		setField(h, "Ratelimit-Policy", own, d.plan.PolicyField())
+		if d.Status != Banned {
+			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
+		} else {
+			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
+		}
+	case d.hdr != nil:
 		own := d.hdr.name
 		setField(h, "Ratelimit-Policy", own, d.hdr.policy)
 		switch {
-		case d.hdr.plan != nil && d.Status != Banned:
-			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
-		case d.hdr.plan != nil:
-			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
 		case d.Status != Banned && d.Remaining < int64(len(d.hdr.rate)):
 			setField(h, "Ratelimit", own, d.hdr.rate[d.Remaining])
 		case d.Status != Banned:
@@ -292,12 +299,12 @@ func (d Decision) WriteResponse(w http.ResponseWriter) {
 func (d *Decision) planRateLimit() string {
 	var buf [256]byte
 	b := buf[:0]
-	for i, l := range d.hdr.plan.limits {
+	for i := range d.plan.Len() {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, '"')
-		b = append(b, l.name...)
+		b = append(b, d.plan.LimitName(i)...)
 		b = append(b, `";r=`...)
 		b = strconv.AppendUint(b, uint64(d.planLeft[i]), 10)
 		b = append(b, ";t="...)
@@ -312,7 +319,7 @@ func (d Decision) problem(code int) []byte {
 	switch d.Status {
 	case Limited:
 		detail = "Too many requests without a pause. Pause for retry_after seconds and the limit starts over."
-		if d.hdr != nil && d.hdr.plan != nil {
+		if d.plan != nil {
 			detail = "Too many requests for this plan's rate. Retry after retry_after seconds."
 			if d.RetryAfter <= 0 {
 				detail = "This request costs more than this plan's rate ever allows at once."

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/clientaddr"
 )
 
 // sfItem is one member of an RFC 9651 List whose bare items are strings
@@ -137,7 +139,7 @@ func TestProblemBody(t *testing.T) {
 		{Decision{Status: Limited, RetryAfter: 10 * time.Second}, 429, "rate_limited", 10},
 		{Decision{Status: Banned, RetryAfter: 1500 * time.Millisecond, code: 403}, 403, "banned", 2},
 		{Decision{Status: Banned, code: 451}, 451, "banned", 0},
-		{Decision{Status: Unknown, code: 400, Err: errBadEntry}, 400, "unknown_client", 0},
+		{Decision{Status: Unknown, code: 400, Err: clientaddr.ErrBadEntry}, 400, "unknown_client", 0},
 		{Decision{Status: Unavailable, RetryAfter: time.Second, Err: fmt.Errorf("dial tcp 10.1.2.3:6379: connection refused")}, 503, "unavailable", 1},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"strconv"
+
+	"github.com/httpprotect/protect/store"
 )
 
 // Prefix escalation: a client that holds many counting keys (an IPv6 /48
@@ -50,7 +52,7 @@ const (
 
 // escalation is a Protector's prefix escalation; nil when off.
 type escalation struct {
-	space     Space
+	space     store.Space
 	threshold int
 	v4, v6    []int // the wider lengths, longest first
 }
@@ -110,7 +112,7 @@ func (p *Protector) newEscalation() (*escalation, error) {
 	// in BanDuration or OffenseWindow, and a store binds one namespace to
 	// one set of Limits. So bans written by two protectors with different
 	// Namespaces do not add up towards one wider prefix.
-	scope := Scope{Namespace: p.cfg.Namespace + escalationSuffix, BanNamespace: c.BanNamespace + escalationSuffix, Limits: lim}
+	scope := store.Scope{Namespace: p.cfg.Namespace + escalationSuffix, BanNamespace: c.BanNamespace + escalationSuffix, Limits: lim}
 	sp, err := p.store.Space(scope)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/httpprotect/protect/internal/storeerr"
+	"github.com/httpprotect/protect/store"
 )
 
 // The guard is the one place where the Protector deals with a store
@@ -39,13 +39,13 @@ type guard struct {
 	// deadline, Done and Err, which deadlines makes cheaply (deadline.go).
 	deadlineOnly bool
 	deadlines    deadlines
-	brk          *Circuit     // the store's (CircuitStore), or this protector's own
-	held         BanHolder    // the space, when it holds bans in this process; else nil
-	local        Space        // FailLocal's per-process fallback; nil otherwise
-	localMem     *MemoryStore // the store behind local
-	pending      pendingBans  // bans the local store wrote, for the store
-	publishing   atomic.Int32 // publishPending, publishRunning, publishDone
-	damage       damageLog    // the damaged records logged (malformed.go)
+	brk          *store.Circuit  // the store's (CircuitStore), or this protector's own
+	held         store.BanHolder // the space, when it holds bans in this process; else nil
+	local        store.Space     // FailLocal's per-process fallback; nil otherwise
+	localMem     *MemoryStore    // the store behind local
+	pending      pendingBans     // bans the local store wrote, for the store
+	publishing   atomic.Int32    // publishPending, publishRunning, publishDone
+	damage       damageLog       // the damaged records logged (malformed.go)
 
 	bgMu   sync.Mutex // guards closed against bg.Add
 	closed bool       // close was called: nothing more starts in the background
@@ -58,7 +58,7 @@ type guard struct {
 // it holds while the circuit is open, and publishes the protector's
 // limits once it counts; its escalation space does neither.
 type guardedSpace struct {
-	Space
+	store.Space
 	g    *guard
 	main bool
 }
@@ -66,22 +66,22 @@ type guardedSpace struct {
 // guardSpace returns the space p calls for sp, bound to scope: sp itself
 // when it is local, else sp behind p's guard, which it makes on first
 // use.
-func (p *Protector) guardSpace(sp Space, scope Scope, main bool) Space {
-	if l, ok := sp.(LocalSpace); ok && l.Local() {
+func (p *Protector) guardSpace(sp store.Space, scope store.Scope, main bool) store.Space {
+	if l, ok := sp.(store.LocalSpace); ok && l.Local() {
 		return sp
 	}
 	if p.guard == nil {
 		g := &guard{p: p}
-		if d, ok := sp.(DeadlineSpace); ok {
+		if d, ok := sp.(store.DeadlineSpace); ok {
 			g.deadlineOnly = d.DeadlineOnly()
 		}
-		if cs, ok := p.store.(CircuitStore); ok && cs.Circuit() != nil {
+		if cs, ok := p.store.(store.CircuitStore); ok && cs.Circuit() != nil {
 			g.brk = cs.Circuit()
 		} else {
-			g.brk = new(Circuit)
+			g.brk = new(store.Circuit)
 		}
-		g.brk.init(p.cfg.Clock)
-		g.held, _ = sp.(BanHolder)
+		g.brk.SetClock(p.cfg.Clock)
+		g.held, _ = sp.(store.BanHolder)
 		if p.cfg.DryRun {
 			g.publishing.Store(publishDone) // a dry run enforces nothing: it has no limits to publish
 		}
@@ -124,14 +124,14 @@ func (g *guard) spawn(f func()) bool {
 }
 
 // Take implements Space: with a deadline, through the circuit breaker.
-func (gs guardedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+func (gs guardedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (store.Result, error) {
 	g := gs.g
-	if gs.main && g.brk.open() {
+	if gs.main && g.brk.Open() {
 		if res, ok := g.heldWhileOpen(k, a); ok {
 			return res, nil
 		}
 	}
-	res, err := guarded(g, ctx, k, func(ctx context.Context) (Result, error) {
+	res, err := guarded(g, ctx, k, func(ctx context.Context) (store.Result, error) {
 		return gs.Space.Take(ctx, k, a, n)
 	})
 	if err == nil && n > 0 && gs.main && g.publishing.Load() == publishPending {
@@ -141,14 +141,14 @@ func (gs guardedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (
 }
 
 // TakePlan implements Space, as Take does.
-func (gs guardedSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (PlanResult, error) {
+func (gs guardedSpace) TakePlan(ctx context.Context, k Key, a netip.Addr, plan *Plan, cost int64, stream bool) (store.PlanResult, error) {
 	g := gs.g
-	if gs.main && g.brk.open() {
+	if gs.main && g.brk.Open() {
 		if res, ok := g.heldWhileOpen(k, a); ok {
-			return PlanResult{Result: res, Decider: -1}, nil
+			return store.PlanResult{Result: res, Decider: -1}, nil
 		}
 	}
-	res, err := guarded(g, ctx, k, func(ctx context.Context) (PlanResult, error) {
+	res, err := guarded(g, ctx, k, func(ctx context.Context) (store.PlanResult, error) {
 		return gs.Space.TakePlan(ctx, k, a, plan, cost, stream)
 	})
 	if err == nil && cost > 0 && gs.main && g.publishing.Load() == publishPending {
@@ -198,19 +198,19 @@ func (gs guardedSpace) Publish(ctx context.Context) error {
 // the error to return (ctx's, once ctx has ended). One function for the
 // stream and for plans, so that the two never answer an outage apart.
 func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (local bool, _ error) {
-	d.Err, d.hdr = err, nil
+	d.Err, d.hdr, d.plan = err, nil, nil
 	if ctx.Err() != nil {
 		d.Status = Unavailable
 		return false, ctx.Err()
 	}
-	p.stats.stripe(d.hint() ^ d.Key.hint()).storeFailures.Add(1)
+	p.stats.stripe(d.hint() ^ keyHint(d.Key)).storeFailures.Add(1)
 	switch {
 	case p.heldBanDecision(ctx, d):
 		// A ban this instance knows holds whatever the store's health,
 		// under every policy.
 		return false, nil
 	case p.cfg.OnStoreError == FailClosed:
-		d.Status, d.RetryAfter = Unavailable, breakerCooldown
+		d.Status, d.RetryAfter = Unavailable, store.CircuitCooldown
 		p.logDryRun(d)
 		return false, nil
 	case p.cfg.OnStoreError == FailOpen || p.guard == nil || p.guard.local == nil: // no local store: an in-process one never fails
@@ -244,8 +244,8 @@ func (p *Protector) takeFailed(ctx context.Context, d *Decision, n int64, err er
 func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Context) (R, error)) (R, error) {
 	p := g.p
 	var zero R
-	if !g.brk.allow() {
-		p.stats.stripe(k.hint()).circuitReject.Add(1)
+	if !g.brk.Allow() {
+		p.stats.stripe(keyHint(k)).circuitReject.Add(1)
 		return zero, ErrStoreUnavailable
 	}
 	var res R
@@ -268,16 +268,16 @@ func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Cont
 		err = nil
 	}
 	p.stats.storeCall(ctx, time.Since(start), err)
-	if err != nil && errors.Is(err, ErrNotAcknowledged) {
+	if err != nil && errors.Is(err, store.ErrNotAcknowledged) {
 		// The store answered: the breaker counts a success, and the
 		// failure policy decides this request (malformed.go).
-		if g.brk.success() {
+		if g.brk.Success() {
 			p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.cfg.Namespace))
 		}
-		return zero, storeerr.Explain(err, p.cfg.StoreTimeout)
+		return zero, store.ExplainError(err, p.cfg.StoreTimeout)
 	}
 	if err == nil {
-		if g.brk.success() {
+		if g.brk.Success() {
 			p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "protect: store recovered", slog.String("namespace", p.cfg.Namespace))
 		}
 		if g.pending.n.Load() != 0 {
@@ -287,11 +287,11 @@ func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Cont
 	}
 	if ctx.Err() != nil {
 		// The caller gave up; that says nothing about the store.
-		g.brk.release()
+		g.brk.Release()
 		return zero, ctx.Err()
 	}
-	err = storeerr.Explain(err, p.cfg.StoreTimeout)
-	if g.brk.failure() {
+	err = store.ExplainError(err, p.cfg.StoreTimeout)
+	if g.brk.Failure() {
 		p.stats.stripe(0).circuitOpens.Add(1)
 		p.cfg.Logger.LogAttrs(ctx, slog.LevelError, "protect: store failing; circuit open",
 			slog.String("namespace", p.cfg.Namespace), slog.String("policy", p.cfg.OnStoreError.String()), slog.Any("error", err))
@@ -326,9 +326,9 @@ func (p *Protector) takePlanFailed(ctx context.Context, d *Decision, k Key, a ne
 // cooldown, for as long as a banned client keeps trying).
 //
 //go:noinline
-func (g *guard) heldWhileOpen(k Key, a netip.Addr) (Result, bool) {
+func (g *guard) heldWhileOpen(k Key, a netip.Addr) (store.Result, bool) {
 	if g.held == nil {
-		return Result{}, false
+		return store.Result{}, false
 	}
 	return g.held.HeldBan(k, a)
 }
@@ -515,7 +515,7 @@ func (p *Protector) publish() {
 func (p *Protector) publishIn(ctx context.Context) error {
 	was, ok, err := p.store.Published(ctx, p.cfg.Namespace)
 	if err == nil && ok && was != p.lim {
-		theirs, ours := was.diff(p.lim)
+		theirs, ours := was.Diff(p.lim)
 		p.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "protect: LIMITS DIFFER: another instance counts this namespace with other limits; the counters are shared, so neither set holds. Give each protector its own Namespace.",
 			slog.String("namespace", p.cfg.Namespace), slog.String("published", theirs), slog.String("ours", ours))
 	}

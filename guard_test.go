@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/store"
 )
 
 // flakyStore is a store outside the process with none of the optional
@@ -19,11 +21,11 @@ type flakyStore struct {
 }
 
 type flakySpace struct {
-	Space
+	store.Space
 	s flakyStore
 }
 
-func (s flakyStore) Space(sc Scope) (Space, error) {
+func (s flakyStore) Space(sc store.Scope) (store.Space, error) {
 	sp, err := s.remoteStore.Space(sc)
 	if err != nil {
 		return nil, err
@@ -33,9 +35,9 @@ func (s flakyStore) Space(sc Scope) (Space, error) {
 
 var errDown = errors.New("store down")
 
-func (sp flakySpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+func (sp flakySpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (store.Result, error) {
 	if sp.s.down.Load() {
-		return Result{}, errDown
+		return store.Result{}, errDown
 	}
 	return sp.Space.Take(ctx, k, a, n)
 }
@@ -79,7 +81,7 @@ func TestGuardReplaysLocalBans(t *testing.T) {
 	if n, got := s.bans.Load(), p.Stats().PendingBans; n != 1 || got != 0 {
 		t.Fatalf("after the store came back: AddBan calls = %d, PendingBans = %d; want 1, 0", n, got)
 	}
-	sp, err := s.MemoryStore.Space(Scope{Namespace: DefaultNamespace, Limits: p.lim})
+	sp, err := s.MemoryStore.Space(store.Scope{Namespace: DefaultNamespace, Limits: p.lim})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestTrustedWalkEndsSafe(t *testing.T) {
 			r := httptest.NewRequest("GET", "/health", nil)
 			r.RemoteAddr = tt.peer
 			if tt.header != "" {
-				r.Header.Set(p.res.header, tt.header)
+				r.Header.Set(p.res.Header(), tt.header)
 			}
 			d, err := p.Verify(t.Context(), r)
 			if err != nil || d.Status != tt.want || addrString(d.Addr) != tt.wantFor {

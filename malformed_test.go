@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/httpprotect/protect/store"
 )
 
 // damagedStore is a third party's store whose record of one key is
@@ -15,7 +17,7 @@ import (
 // damage beside the result, as the SPI asks (malformed.go).
 type damagedStore struct{ remoteStore }
 
-func (s damagedStore) Space(sc Scope) (Space, error) {
+func (s damagedStore) Space(sc store.Scope) (store.Space, error) {
 	sp, err := s.remoteStore.Space(sc)
 	if err != nil {
 		return nil, err
@@ -23,12 +25,12 @@ func (s damagedStore) Space(sc Scope) (Space, error) {
 	return damagedSpace{sp}, nil
 }
 
-type damagedSpace struct{ Space }
+type damagedSpace struct{ store.Space }
 
-func (sp damagedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (Result, error) {
+func (sp damagedSpace) Take(ctx context.Context, k Key, a netip.Addr, n int64) (store.Result, error) {
 	res, err := sp.Space.Take(ctx, k, a, n)
 	if err == nil && k.Name == "damaged" {
-		err = &MalformedError{Key: "db:bans/damaged", Record: `"garbage"`, Err: errors.New("not a ban")}
+		err = &store.MalformedError{Key: "db:bans/damaged", Record: `"garbage"`, Err: errors.New("not a ban")}
 	}
 	return res, err
 }
@@ -57,7 +59,7 @@ func TestMalformedIsNotAFailure(t *testing.T) {
 	if n := strings.Count(logs.String(), "msg=\"protect: malformed record in the store"); n != 1 || !strings.Contains(logs.String(), "key=db:bans/damaged") {
 		t.Fatalf("log:\n%s\nwant one line naming the record's key", logs.String())
 	}
-	if !errors.Is(&MalformedError{}, ErrMalformed) {
+	if !errors.Is(&store.MalformedError{}, ErrMalformed) {
 		t.Fatal("errors.Is(&MalformedError{}, ErrMalformed) = false")
 	}
 }

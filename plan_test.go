@@ -3,11 +3,9 @@ package protect
 import (
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -511,132 +509,5 @@ func TestVerifyConsumerAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() { p.VerifyConsumer(ctx, id, plan) }); n != 0 {
 			t.Errorf("VerifyConsumer(%q) allocates %v times per call, want 0", id, n)
 		}
-	}
-}
-
-// left, GCRA's "how many tokens are there", estimated in floating point
-// and corrected, equals the exact quotient.
-func FuzzRateLeft(f *testing.F) {
-	f.Add(int64(5), int64(1_000_000), int64(10), int64(400_000), int64(0))
-	f.Add(int64(1<<32), int64(3_600_000_000), int64(1<<32), int64(1_800_000_000), int64(12345))
-	f.Add(int64(3), int64(1_000_000), int64(3), int64(333_333), int64(2))
-	f.Add(int64(1<<50), int64(1), int64(1<<50), int64(0), int64(1<<49))
-	f.Fuzz(func(t *testing.T, limit, period, burst, backlog, rem int64) {
-		l, err := newRate(Rate{Limit: limit, Period: time.Duration(period) * time.Microsecond, Burst: burst})
-		if err != nil {
-			return
-		}
-		rem = min(max(rem, 0), l.limit-1)
-		now := int64(1_800_000_000_000_000)
-		tat := now + min(max(backlog, 0), l.tq)
-		got := l.left(now, tat, rem)
-		// floor(((now − tat + depth) × Limit + depth's remainder − rem) / Period)
-		n := new(big.Int).Mul(big.NewInt(now-tat+l.tq), big.NewInt(l.limit))
-		n.Add(n, big.NewInt(l.tr-rem))
-		want := int64(0)
-		if n.Sign() > 0 {
-			want = min(new(big.Int).Quo(n, big.NewInt(l.period)).Int64(), l.burst)
-		}
-		if got != want {
-			t.Fatalf("left(limit %d, period %dµs, burst %d, backlog %d, rem %d) = %d, want %d", limit, period, burst, tat-now, rem, got, want)
-		}
-	})
-}
-
-// Under pressure the memory store evicts the plan state that is worth
-// least: a flood of fresh consumers does not evict a customer's month of
-// usage (which would hand it that usage again).
-func TestPlanEvictionKeepsUsage(t *testing.T) {
-	clk := newFakeClock()
-	s := NewMemoryStore(MemoryOptions{MaxKeys: 64, Shards: 1, Clock: clk.Now, SweepInterval: -1})
-	t.Cleanup(func() { s.Close() })
-	p, err := New(Config{Store: s, Clock: clk.Now, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	plan := mustPlan(t, "pro", Quota{Name: "monthly", Limit: 1000, Period: Monthly})
-	for range 50 {
-		consume(t, p, "acme", plan)
-	}
-	for i := range 1000 {
-		consume(t, p, fmt.Sprintf("flood-%d", i), plan)
-	}
-	if d := consume(t, p, "acme", plan); d.Status != Allowed || d.Remaining != 949 {
-		t.Fatalf("VerifyConsumer(acme) after a flood of 1000 consumers in a store of 64 = %v, %d left; want allowed, 949 left", d.Status, d.Remaining)
-	}
-}
-
-// A plan's charge writes each limit into the slot decide found for it,
-// unless making room for a new limit came first: room is made by
-// dropping the slots of other plans that are over, which moves the rest
-// within the entry, or by a larger entry. Either way every kept limit is
-// charged in its own slot, on every request, and the new one in its own.
-func TestPlanChargeAfterMakingRoom(t *testing.T) {
-	monthly := Quota{Name: "monthly", Limit: 1000, Period: Monthly}
-	daily := Quota{Name: "daily", Limit: 100, Period: Daily}
-	hourly := Quota{Name: "hourly", Limit: 50, Period: Hourly}
-	burst := Rate{Name: "burst", Limit: 10, Period: time.Second} // over within a second of the requests below
-	minute := Rate{Name: "minute", Limit: 60, Period: time.Minute}
-	for _, tc := range []struct {
-		name   string
-		before []PlanLimit   // the plan of the key's first requests
-		wait   time.Duration // after them
-		after  []PlanLimit   // the plan of the ones after
-		want   []string      // what Inspect lists then: a quota as name=count, a rate as its name
-	}{
-		{"new limit ahead of a kept one, entry full", []PlanLimit{monthly}, 0, []PlanLimit{hourly, monthly}, []string{"hourly=2", "monthly=5"}},
-		{"new limit ahead of a kept one, an over slot dropped in place", []PlanLimit{burst, monthly}, 2 * time.Second, []PlanLimit{hourly, monthly}, []string{"hourly=2", "monthly=5"}},
-		{"new limit ahead of a kept one, a live slot kept", []PlanLimit{burst, monthly}, 0, []PlanLimit{hourly, monthly}, []string{"burst", "hourly=2", "monthly=5"}},
-		{"new limits around kept ones", []PlanLimit{daily, monthly}, 0, []PlanLimit{hourly, daily, minute, monthly}, []string{"daily=5", "hourly=2", "minute", "monthly=5"}},
-		{"new limit behind kept ones", []PlanLimit{monthly, daily}, 0, []PlanLimit{daily, monthly, hourly}, []string{"daily=5", "hourly=2", "monthly=5"}},
-		{"kept ones reordered behind a new one, an over slot dropped between them", []PlanLimit{daily, burst, monthly}, 2 * time.Second, []PlanLimit{hourly, monthly, daily}, []string{"daily=5", "hourly=2", "monthly=5"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, clk := newTestMemoryStore(t, MemoryOptions{})
-			sp := memSpaceFor(t, s, "ns:", testLimits())
-			k := Key{Name: "cus_moved"}
-			before, after := mustPlan(t, "before", tc.before...), mustPlan(t, "after", tc.after...)
-			used := map[string]int64{}
-			take := func(plan *Plan) {
-				t.Helper()
-				r, err := sp.TakePlan(t.Context(), k, netip.Addr{}, plan, 1, false)
-				if err != nil || !r.Charged {
-					t.Fatalf("TakePlan(%s, %s) = %+v, %v; want charged", k, plan.Name(), r, err)
-				}
-				for i, l := range plan.limits {
-					if l.quota == 0 {
-						continue
-					}
-					used[l.name]++
-					if got, want := r.Limits[i].Remaining, l.limit-used[l.name]; got != want {
-						t.Fatalf("TakePlan(%s, %s) after %d of %s = %d left, want %d", k, plan.Name(), used[l.name], l.name, got, want)
-					}
-				}
-			}
-			for range 3 {
-				take(before)
-			}
-			clk.Advance(tc.wait)
-			for range 2 {
-				take(after)
-			}
-			st, err := sp.Inspect(t.Context(), k)
-			if err != nil {
-				t.Fatalf("Inspect(%s) = %v", k, err)
-			}
-			var got []string
-			for _, u := range st.Usage {
-				if u.Period == 0 {
-					got = append(got, u.Name)
-				} else {
-					got = append(got, fmt.Sprintf("%s=%d", u.Name, u.Used))
-				}
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Fatalf("Inspect(%s).Usage = %v, want %v", k, got, tc.want)
-			}
-		})
 	}
 }

@@ -2,12 +2,16 @@ package protect
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"sync"
+
+	"github.com/httpprotect/protect/blocklist"
+	"github.com/httpprotect/protect/internal/clientaddr"
+	"github.com/httpprotect/protect/memstore"
+	"github.com/httpprotect/protect/store"
 )
 
 // A Protector decides, request by request, whether a client may pass. It
@@ -16,23 +20,23 @@ import (
 type Protector struct {
 	cfg   Config // as New completed it
 	store Store
-	raw   Space  // the store, bound to the namespace and the limits
-	space Space  // raw, or raw behind the guard when it is outside this process
-	guard *guard // the outage machinery around a space outside this process (guard.go); nil for a local one
-	owned bool   // New made the store: Close closes it
-	stats stats  // Stats' counters (stats.go)
+	raw   store.Space // the store, bound to the namespace and the limits
+	space store.Space // raw, or raw behind the guard when it is outside this process
+	guard *guard      // the outage machinery around a space outside this process (guard.go); nil for a local one
+	owned bool        // New made the store: Close closes it
+	stats stats       // Stats' counters (stats.go)
 
-	lim Limits        // what the space decides by
+	lim store.Limits  // what the space decides by
 	hdr *headerValues // the RateLimit fields' parts that never change
 
-	res          resolver
-	safe         netList
+	res          clientaddr.Resolver
+	safe         clientaddr.NetList
 	agg          aggregator
-	consumerKeys consumerKeys // the cache of hashed consumer keys (consumer.go)
+	consumerKeys store.KeyCache // the cache of hashed consumer keys (consumer.go)
 
 	esc *escalation // prefix escalation (escalate.go); nil when off
 
-	lists *blockLists // Config.BlockLists (blocklist.go); nil when none
+	lists *blocklist.Lists // Config.BlockLists; nil when none
 
 	closeOnce sync.Once
 	closeErr  error
@@ -52,11 +56,10 @@ func New(cfg Config) (*Protector, error) {
 		return nil, err
 	}
 	c, trusted, safe := cc.Config, cc.trusted, cc.safe
-	header := canonicalHeader(c.ProxyHeader)
 	p := &Protector{
 		cfg:   c,
 		store: c.Store,
-		lim: Limits{
+		lim: store.Limits{
 			MaxRequests:    c.MaxRequests,
 			TTL:            c.TTL,
 			BanLimit:       c.BanLimit,
@@ -66,7 +69,7 @@ func New(cfg Config) (*Protector, error) {
 			OffenseWindow:  c.OffenseWindow,
 		},
 		hdr:   newHeaderValues(c.Name, c.MaxRequests, c.TTL),
-		res:   resolver{trusted: trusted, header: header, kind: kindOf(header), count: c.ProxyCount, trustUnix: c.TrustUnixSocket},
+		res:   clientaddr.NewResolver(trusted, c.ProxyHeader, c.ProxyCount, c.TrustUnixSocket),
 		safe:  safe,
 		agg:   aggregator{v4Bits: c.IPv4Prefix, v6Bits: c.IPv6Prefix},
 		stats: newStats(),
@@ -77,9 +80,9 @@ func New(cfg Config) (*Protector, error) {
 		p.lim.BanReason = failuresReason(c.BanLimit)
 	}
 	if p.store == nil {
-		p.store, p.owned = NewMemoryStore(MemoryOptions{Clock: cfg.Clock}), true
+		p.store, p.owned = memstore.New(memstore.Options{Clock: cfg.Clock}), true
 	}
-	scope := Scope{Namespace: p.cfg.Namespace, BanNamespace: c.BanNamespace, Limits: p.lim}
+	scope := store.Scope{Namespace: p.cfg.Namespace, BanNamespace: c.BanNamespace, Limits: p.lim}
 	if p.cfg.DryRun {
 		// A dry run writes no ban: its bans would be enforced by every
 		// live protector on the ban list. It decides "would ban" itself,
@@ -95,9 +98,9 @@ func New(cfg Config) (*Protector, error) {
 		p.closeOwned()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if p.lists, err = newBlockLists(c.BlockLists, c.Clock, c.Logger); err != nil {
+	if p.lists, err = blocklist.Open(c.BlockLists, c.Clock, c.Logger); err != nil {
 		p.Close()
-		return nil, err
+		return nil, configErr("BlockLists%w", err)
 	}
 	if p.guard == nil && !p.cfg.DryRun {
 		p.publish() // in process: at once, it costs nothing
@@ -122,7 +125,7 @@ func (p *Protector) Close() error {
 		if p.guard != nil {
 			p.guard.close()
 		}
-		p.lists.close()
+		p.lists.Close()
 		p.closeErr = p.closeOwned()
 	})
 	return p.closeErr
@@ -138,8 +141,8 @@ func (p *Protector) Config() Config {
 
 // IsSafe reports whether a is in SafeNetworks.
 func (p *Protector) IsSafe(a netip.Addr) bool {
-	a, ok := normalize(a)
-	return ok && p.safe.contains(a)
+	a, ok := clientaddr.Normalize(a)
+	return ok && p.safe.Contains(a)
 }
 
 // Inspect reports the state of k in the protector's namespace without
@@ -180,9 +183,8 @@ func (p *Protector) Check(ctx context.Context, r *http.Request) (d Decision, err
 
 // request runs the pipeline for r, counting n.
 func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d Decision, err error) {
-	set := p.oneSet()
-	a, err := p.res.resolve(r)
-	if (set == nil || !p.passes(set, a, err)) && p.screened(&d, a, err) {
+	a, err := p.res.Resolve(r)
+	if p.screened(&d, a, err) {
 		return d, nil
 	}
 	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
@@ -192,77 +194,26 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 	return d, err
 }
 
-// screened runs steps 1 and 2 for the client address a, which resolving
-// it (or normalising it) gave with err, and then Config.BlockLists: it
-// reports whether they decided d. A safe address passes even when the
-// walk behind it failed: it ended on one of our own proxies, or on the
-// peer itself, and that is safe (a health check from the load
-// balancer's subnet; see resolve). A listed address is Blocked before the
-// store is asked anything, so a listed flood costs the store nothing.
+// screened runs steps 1 to 3 for the client address a, which resolving
+// it (or normalising it) gave with err: unknown address, safe networks,
+// Config.BlockLists. It reports whether one of them decided d. A listed
+// address is Blocked before the store is asked anything, so a listed
+// flood costs the store nothing.
 func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
-	if err == nil && p.safe.set == nil && p.lists == nil { // the common case, inlined
+	if err == nil && p.safe.Empty() && p.lists == nil { // the common case, inlined
 		return false
 	}
 	return p.screen(d, a, err)
 }
 
-// oneSet returns the set of the one list (blockLists.one), nil when
-// there is none. Callers load it before they resolve or normalise the
-// address: the loads from p to the set do not depend on it, so they run
-// while that work does, and only the load of a's bit is left when the
-// address is known.
-func (p *Protector) oneSet() *BlockSet {
-	if p.lists == nil || p.lists.one == nil {
-		return nil
-	}
-	return p.lists.one.Load()
-}
-
-// passes reports whether the client address a (err from resolving it)
-// surely passes steps 1 to 3 with no call of screen: an IPv4 address, no
-// safe networks, and set, the one list's (oneSet; the caller checked it
-// is not nil), meets no address of a's /24. As4, not As16: see wordsOf
-// (key.go). As4's panics put passes past the inlining budget, so it is a
-// call, but one that calls nothing.
-func (p *Protector) passes(set *BlockSet, a netip.Addr, err error) bool {
-	if err != nil || p.safe.set != nil || !a.Is4() {
-		return false
-	}
-	b := a.As4()
-	return set.misses4(binary.BigEndian.Uint32(b[:]))
-}
-
-// screen is screened past its inlined test. The block list step, which
-// every request of a protector with lists takes, is its body rather than
-// a call of its own.
+// screen is screened past its inlined test.
 func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
-	if (err != nil || p.safe.set != nil) && p.safeOrUnknown(d, a, err) {
+	if (err != nil || !p.safe.Empty()) && p.safeOrUnknown(d, a, err) {
 		return true
 	}
-	if p.lists == nil {
-		return false
-	}
-	// The block list step: is a on a list? (blocklist.go)
-	var x uint32
-	is4 := a.Is4()
-	if is4 {
-		b := a.As4()
-		x = binary.BigEndian.Uint32(b[:])
-	}
-	for _, l := range p.lists.lists {
-		var s *BlockSet
-		if l.set != nil { // a file, a URL, a BlockSetPointer: the set without an interface call
-			s = l.set.Load()
-		} else {
-			s = l.src.BlockSet()
-		}
-		if is4 && s.misses4(x) {
-			continue
-		}
-		if i, ok := s.find(a); ok {
-			p.blocked(d, a, l, s, i)
-			return true
-		}
+	if hit, ok := p.lists.Find(a); ok {
+		p.blocked(d, a, hit)
+		return true
 	}
 	return false
 }
@@ -273,7 +224,7 @@ func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
 //go:noinline
 func (p *Protector) safeOrUnknown(d *Decision, a netip.Addr, err error) bool {
 	switch {
-	case a.IsValid() && p.safe.contains(a):
+	case a.IsValid() && p.safe.Contains(a):
 		d.Status, d.Addr = Safe, a
 	case err != nil:
 		*d = p.unknown(err)
@@ -303,7 +254,7 @@ func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a neti
 			if d, banned := p.addressBanned(ctx, a); banned {
 				return d, nil
 			}
-			k = p.consumerKeys.key(id)
+			k = p.consumerKeys.Key(id)
 		}
 	}
 	err = p.decide(ctx, &d, k, a, n)
@@ -340,20 +291,11 @@ func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decis
 func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision, err error) {
 	// Each return counts the decision itself: a defer costs the hot path
 	// more than the count.
-	set := p.oneSet()
-	a, ok := normalize(addr)
+	a, ok := clientaddr.Normalize(addr)
 	if !ok {
-		a, err = netip.Addr{}, errUnspecified
+		a, err = netip.Addr{}, clientaddr.ErrUnspecified
 	}
-	// passes, written out rather than called: this is the path measured
-	// against the peers, and the call would be most of what the block
-	// list step costs it.
-	pass := false
-	if set != nil && ok && p.safe.set == nil && a.Is4() {
-		b := a.As4()
-		pass = set.misses4(binary.BigEndian.Uint32(b[:]))
-	}
-	if !pass && p.screened(&d, a, err) {
+	if p.screened(&d, a, err) {
 		p.decided(&d)
 		return d, nil
 	}
@@ -370,7 +312,7 @@ func (p *Protector) VerifyKey(ctx context.Context, key string) (d Decision, err 
 	if key == "" {
 		return p.unknown(fmt.Errorf("%w: empty consumer key", ErrUnknownClient)), nil
 	}
-	err = p.decide(ctx, &d, p.consumerKeys.key(key), netip.Addr{}, 1)
+	err = p.decide(ctx, &d, p.consumerKeys.Key(key), netip.Addr{}, 1)
 	return d, err
 }
 
@@ -405,7 +347,7 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 // streamDecision writes into d, whose Addr and Key are set, the answer
 // res that the store, or the FailLocal store, gave for counting n: the
 // one place a stream's Decision is made.
-func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, res *Result) {
+func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, res *store.Result) {
 	d.Limit, d.Window, d.DryRun, d.hdr = p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun, p.hdr
 	d.Count = res.Count
 	d.Remaining = max(p.cfg.MaxRequests-res.Count, 0)
@@ -446,7 +388,7 @@ func (p *Protector) wouldBan(ctx context.Context, d *Decision, n int64) {
 // banned writes the answer of the ban in res into d, out of the hot path.
 //
 //go:noinline
-func (p *Protector) banned(ctx context.Context, d *Decision, res *Result) {
+func (p *Protector) banned(ctx context.Context, d *Decision, res *store.Result) {
 	d.Status, d.code, d.Ban = Banned, uint16(p.cfg.BanStatus), res.Ban
 	d.RetryAfter, d.BanExpires = res.BanLeft, res.Ban.Expires
 	if res.NewBan {

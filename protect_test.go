@@ -337,8 +337,8 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatalf("New(bare addresses, a mapped CIDR) = %v, want nil", err)
 	}
 	defer p.Close()
-	if !p.res.trusted.contains(netip.MustParseAddr("192.0.2.15")) || p.res.trusted.contains(netip.MustParseAddr("192.0.2.16")) ||
-		!p.safe.contains(netip.MustParseAddr("198.51.100.77")) {
+	if !p.res.TrustedEnd(netip.MustParseAddr("192.0.2.15")) || p.res.TrustedEnd(netip.MustParseAddr("192.0.2.16")) ||
+		!p.IsSafe(netip.MustParseAddr("198.51.100.77")) {
 		t.Fatal("trusted.contains(192.0.2.15), !trusted.contains(192.0.2.16), safe.contains(198.51.100.77) = not all true, want bare addresses and mapped CIDRs honoured")
 	}
 }

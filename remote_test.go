@@ -1,5 +1,7 @@
 package protect
 
+import "github.com/httpprotect/protect/store"
+
 // remoteStore is a store as a third party writes one, which Protector
 // tests use to run the path of every store outside the process: the
 // memory store behind nothing but the Store and Space interfaces, so that
@@ -8,10 +10,10 @@ package protect
 type remoteStore struct{ *MemoryStore }
 
 // Space hides what the memory store's space offers beyond Space.
-func (s remoteStore) Space(sc Scope) (Space, error) {
+func (s remoteStore) Space(sc store.Scope) (store.Space, error) {
 	sp, err := s.MemoryStore.Space(sc)
 	if err != nil {
 		return nil, err
 	}
-	return struct{ Space }{sp}, nil
+	return struct{ store.Space }{sp}, nil
 }

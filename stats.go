@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/httpprotect/protect/store"
 )
 
 // numStatuses is the number of Status values; Stats.Decisions has one
@@ -158,17 +160,14 @@ func (p *Protector) Stats() Stats {
 	s.Namespace, s.OnStoreError = p.cfg.Namespace, p.cfg.OnStoreError
 	s.RangeBans = -1
 	if g := p.guard; g != nil {
-		s.CircuitOpen, s.PendingBans = g.brk.open(), int(g.pending.n.Load())
+		s.CircuitOpen, s.PendingBans = g.brk.Open(), int(g.pending.n.Load())
 	}
-	if r, ok := p.raw.(RangeBanCounter); ok {
+	if r, ok := p.raw.(store.RangeBanCounter); ok {
 		s.RangeBans = r.RangeBans()
 	}
-	s.BlockLists = p.lists.stats()
+	s.BlockLists = p.lists.Stats()
 	return s
 }
-
-// RangeBans implements RangeBanCounter.
-func (sp *memSpace) RangeBans() int { return sp.bns.ranges.Load().Len(sp.s.now()) }
 
 // stats holds a protector's counters, striped: every request adds to one
 // counter, and a counter that every core wrote would bounce its cache line

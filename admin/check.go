@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // Kinds of CheckSource. Bans are the protector's own. An entry of a
@@ -151,7 +152,7 @@ type LimitsRecord struct {
 // its namespace.
 func (a *Admin) ProtectorRecord(ctx context.Context) (ProtectorRecord, error) {
 	cfg := a.p.Config()
-	lim := protect.Limits{MaxRequests: cfg.MaxRequests, TTL: cfg.TTL, BanLimit: cfg.BanLimit, BanDuration: cfg.BanDuration,
+	lim := store.Limits{MaxRequests: cfg.MaxRequests, TTL: cfg.TTL, BanLimit: cfg.BanLimit, BanDuration: cfg.BanDuration,
 		BanFactor: cfg.BanFactor, MaxBanDuration: cfg.MaxBanDuration, OffenseWindow: cfg.OffenseWindow}
 	pub, ok, err := cfg.Store.Published(ctx, cfg.Namespace)
 	if err != nil {

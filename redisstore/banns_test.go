@@ -7,6 +7,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,8 +25,8 @@ func TestRedisBanNamespaceKeys(t *testing.T) {
 			root := uniqueNamespace(t, c)
 			s := New(c, Options{RangeRefresh: -1, Logger: discardLogger()})
 			t.Cleanup(func() { s.Close() })
-			lim := protect.Limits{TTL: time.Minute, BanLimit: 2, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: 24 * time.Hour, OffenseWindow: 24 * time.Hour}
-			sp, err := s.Space(protect.Scope{Namespace: root + "api:", BanNamespace: root, Limits: lim})
+			lim := store.Limits{TTL: time.Minute, BanLimit: 2, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: 24 * time.Hour, OffenseWindow: 24 * time.Hour}
+			sp, err := s.Space(store.Scope{Namespace: root + "api:", BanNamespace: root, Limits: lim})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +67,7 @@ func TestRedisBanNamespaceKeys(t *testing.T) {
 				}
 			}
 
-			if _, err := s.Space(protect.Scope{Namespace: root, BanNamespace: "x{y}:", Limits: lim}); err == nil {
+			if _, err := s.Space(store.Scope{Namespace: root, BanNamespace: "x{y}:", Limits: lim}); err == nil {
 				t.Fatal("Space with a brace in BanNamespace accepted")
 			}
 		})

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/httpprotect/protect/internal/rangeset"
+
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // What a Store holds of Redis in this process, so that a banned
@@ -63,7 +63,7 @@ func rangesKey(ns string) string { return ns + "ranges" }
 // rangeCall runs the ranges script, through s.once so that its failures
 // reach Store.failed (topology.go): the refresher calls it even while the
 // circuit is open.
-func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []protect.Ban, err error) {
+func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []store.Ban, err error) {
 	v, err := rangesScript.Run(ctx, s.once(), []string{rangesKey(ns)}, args...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
@@ -85,20 +85,20 @@ func (s *Store) loadRanges(ctx context.Context, ns *redisNamespace) error {
 		return err
 	}
 	t := s.now()
-	held := make([]rangeset.Entry[protect.Ban], 0, len(bans))
+	held := make([]store.RangeEntry, 0, len(bans))
 	for _, b := range bans {
 		if b.Malformed != "" { // refuses nothing: see protect.ErrMalformed
 			s.logDamage(rangesKey(ns.name), b.Key.String(), "protect: malformed range ban record, not enforced; lift it (protectctl lift) or repair it",
 				"key", rangesKey(ns.name), "range", b.Key.String(), "error", b.Malformed)
 			continue
 		}
-		h := rangeset.Entry[protect.Ban]{Prefix: b.Key.Prefix, Value: b}
+		h := store.RangeEntry{Prefix: b.Key.Prefix, Ban: b}
 		if !b.Permanent() {
 			h.End = t + int64(time.Duration(b.Expires.UnixMilli()-now)*time.Millisecond)
 		}
 		held = append(held, h)
 	}
-	ns.ranges.Store(rangeset.New(held))
+	ns.ranges.Store(store.NewRangeSet(held))
 	return nil
 }
 
@@ -165,11 +165,11 @@ func (s *Store) refreshEvery(interval time.Duration) {
 
 type cacheKey struct {
 	ns *redisNamespace
-	k  protect.Key
+	k  store.Key
 }
 
 type cachedBan struct {
-	ban   *protect.Ban
+	ban   *store.Ban
 	end   int64 // ticks: the ban's end; 0 when permanent
 	until int64 // ticks: the cached answer is used until then
 }
@@ -178,41 +178,41 @@ type cachedBan struct {
 func (c *cachedBan) live(t int64) bool { return c.end == 0 || c.end > t }
 
 // rangeBans is one ban list's range bans, as this process checks them.
-type rangeBans = rangeset.Set[protect.Ban]
+type rangeBans = store.RangeSet
 
 // rangeBanned checks addr against the range bans r at ticks t.
-func rangeBanned(r *rangeBans, addr netip.Addr, t int64) (protect.Result, bool) {
+func rangeBanned(r *rangeBans, addr netip.Addr, t int64) (store.Result, bool) {
 	if r == nil { // no range bans: the common case, in one compare
-		return protect.Result{}, false
+		return store.Result{}, false
 	}
 	return lookupRange(r, addr, t)
 }
 
-func lookupRange(r *rangeBans, addr netip.Addr, t int64) (protect.Result, bool) {
+func lookupRange(r *rangeBans, addr netip.Addr, t int64) (store.Result, bool) {
 	e, ok := r.Lookup(addr, t)
 	if !ok {
-		return protect.Result{}, false
+		return store.Result{}, false
 	}
-	return protect.BanResult(&e.Value, e.End, t), true
+	return store.BanResult(&e.Ban, e.End, t), true
 }
 
 // lookupBan answers from the local ban cache.
-func (s *Store) lookupBan(ns *redisNamespace, k protect.Key, t int64) (protect.Result, bool) {
+func (s *Store) lookupBan(ns *redisNamespace, k store.Key, t int64) (store.Result, bool) {
 	if s.cached.Load() == 0 { // the common case: nothing banned here lately
-		return protect.Result{}, false
+		return store.Result{}, false
 	}
 	s.cacheMu.Lock()
 	c, ok := s.cache[cacheKey{ns, k}]
 	s.cacheMu.Unlock()
 	if !ok || t >= c.until {
-		return protect.Result{}, false
+		return store.Result{}, false
 	}
-	return protect.BanResult(c.ban, c.end, t), true
+	return store.BanResult(c.ban, c.end, t), true
 }
 
 // remember caches a ban answer for at most BanCacheTTL, and never past
 // the ban's end.
-func (s *Store) remember(ns *redisNamespace, k protect.Key, r protect.Result, t int64) {
+func (s *Store) remember(ns *redisNamespace, k store.Key, r store.Result, t int64) {
 	if s.cacheTTL < 0 {
 		return
 	}
@@ -243,7 +243,7 @@ func (s *Store) remember(ns *redisNamespace, k protect.Key, r protect.Result, t 
 // lift made elsewhere and seen here must not come back through HeldBan
 // when Redis fails later. A younger entry is another request's newer
 // answer, and stays.
-func (s *Store) seenUnbanned(ns *redisNamespace, k protect.Key, t int64) {
+func (s *Store) seenUnbanned(ns *redisNamespace, k store.Key, t int64) {
 	if s.cached.Load() == 0 { // the common case: nothing banned here lately
 		return
 	}
@@ -256,7 +256,7 @@ func (s *Store) seenUnbanned(ns *redisNamespace, k protect.Key, t int64) {
 }
 
 // forget drops a cached ban, after a lift or a new ban through this store.
-func (s *Store) forget(ns *redisNamespace, k protect.Key) {
+func (s *Store) forget(ns *redisNamespace, k store.Key) {
 	s.cacheMu.Lock()
 	delete(s.cache, cacheKey{ns, k})
 	s.cached.Store(int64(len(s.cache)))
@@ -267,22 +267,22 @@ func (s *Store) forget(ns *redisNamespace, k protect.Key) {
 // refresh, and a cached key ban until the ban's own end (past
 // BanCacheTTL, which bounds how soon a lift elsewhere is seen: no lift
 // can be seen while Redis cannot be asked).
-func (sp *redisSpace) HeldBan(k protect.Key, addr netip.Addr) (protect.Result, bool) {
+func (sp *redisSpace) HeldBan(k store.Key, addr netip.Addr) (store.Result, bool) {
 	t := sp.s.now()
 	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
 		return r, true
 	}
 	s := sp.s
 	if s.cached.Load() == 0 {
-		return protect.Result{}, false
+		return store.Result{}, false
 	}
 	s.cacheMu.Lock()
 	c, ok := s.cache[cacheKey{sp.bns, k}]
 	s.cacheMu.Unlock()
 	if !ok || !c.live(t) {
-		return protect.Result{}, false
+		return store.Result{}, false
 	}
-	return protect.BanResult(c.ban, c.end, t), true
+	return store.BanResult(c.ban, c.end, t), true
 }
 
 // RangeBans implements protect.RangeBanCounter.

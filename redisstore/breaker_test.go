@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // A probe whose caller gives up neither closes nor reopens the circuit,
@@ -112,9 +113,9 @@ func stepWall(t *testing.T, tm time.Time, d time.Duration) time.Time {
 // party's store would.
 type opaqueStore struct{ s protect.Store }
 
-func (o opaqueStore) Space(sc protect.Scope) (protect.Space, error) { return o.s.Space(sc) }
-func (o opaqueStore) Close() error                                  { return o.s.Close() }
-func (o opaqueStore) Published(ctx context.Context, ns string) (protect.Limits, bool, error) {
+func (o opaqueStore) Space(sc store.Scope) (store.Space, error) { return o.s.Space(sc) }
+func (o opaqueStore) Close() error                              { return o.s.Close() }
+func (o opaqueStore) Published(ctx context.Context, ns string) (store.Limits, bool, error) {
 	return o.s.Published(ctx, ns)
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // The Redis store keeps every ban, on a key or on a range, as one record
@@ -32,31 +32,31 @@ const maxRecordMillis = 253402300799999
 // and offense in decimal digits; expires 0 (permanent) or no earlier than
 // created; a source of auto or manual. Anything else is a record this
 // store did not write, and an error says which field is wrong.
-func decodeBan(k protect.Key, isRange bool, rec string) (protect.Ban, error) {
+func decodeBan(k store.Key, isRange bool, rec string) (store.Ban, error) {
 	f := strings.SplitN(rec, "|", 6)
 	if len(f) != 6 {
-		return protect.Ban{}, fmt.Errorf("%d fields of the 6 of created|expires|offense|source|by|reason", len(f))
+		return store.Ban{}, fmt.Errorf("%d fields of the 6 of created|expires|offense|source|by|reason", len(f))
 	}
 	var n [3]int64
 	for i, name := range [...]string{"created", "expires", "offense"} {
 		v, err := recordNumber(f[i])
 		if err != nil {
-			return protect.Ban{}, fmt.Errorf("%s %q: %w", name, f[i], err)
+			return store.Ban{}, fmt.Errorf("%s %q: %w", name, f[i], err)
 		}
 		n[i] = v
 	}
 	created, expires, offense := n[0], n[1], n[2]
 	switch {
 	case expires != 0 && expires < created:
-		return protect.Ban{}, fmt.Errorf("expires %d before created %d", expires, created)
+		return store.Ban{}, fmt.Errorf("expires %d before created %d", expires, created)
 	case offense > math.MaxInt32:
-		return protect.Ban{}, fmt.Errorf("offense %d: too large", offense)
+		return store.Ban{}, fmt.Errorf("offense %d: too large", offense)
 	}
-	src := protect.Source(f[3])
-	if src != protect.SourceAuto && src != protect.SourceManual {
-		return protect.Ban{}, fmt.Errorf("source %q: want %q or %q", f[3], protect.SourceAuto, protect.SourceManual)
+	src := store.Source(f[3])
+	if src != store.SourceAuto && src != store.SourceManual {
+		return store.Ban{}, fmt.Errorf("source %q: want %q or %q", f[3], store.SourceAuto, store.SourceManual)
 	}
-	b := protect.Ban{Key: k, Range: isRange, Created: time.UnixMilli(created).UTC(), Offense: int(offense),
+	b := store.Ban{Key: k, Range: isRange, Created: time.UnixMilli(created).UTC(), Offense: int(offense),
 		Source: src, By: f[4], Reason: f[5]}
 	if expires != 0 {
 		b.Expires = time.UnixMilli(expires).UTC()
@@ -84,14 +84,14 @@ func recordNumber(s string) (int64, error) {
 
 // errNeverEnds is the damage of a temporary ban whose key has no expiry:
 // the record says it ends, Redis would keep it for ever.
-func errNeverEnds(b protect.Ban) error {
+func errNeverEnds(b store.Ban) error {
 	return fmt.Errorf("a ban that ends at %s on a key that never expires", b.Expires.Format(time.RFC3339))
 }
 
 // readBan reads the ban record rec of key k, whose Redis key has pttl
 // milliseconds left (-1: no expiry; anything else when not known): a ban,
 // or a Ban whose Malformed says what is wrong with rec.
-func readBan(k protect.Key, isRange bool, rec string, pttl int64) protect.Ban {
+func readBan(k store.Key, isRange bool, rec string, pttl int64) store.Ban {
 	b, err := decodeBan(k, isRange, rec)
 	if err == nil && pttl == -1 && !b.Permanent() {
 		err = errNeverEnds(b)
@@ -103,13 +103,13 @@ func readBan(k protect.Key, isRange bool, rec string, pttl int64) protect.Ban {
 }
 
 // malformedBan is the Ban that reports the unreadable record rec.
-func malformedBan(k protect.Key, isRange bool, rec string, err error) protect.Ban {
-	return protect.Ban{Key: k, Range: isRange, Malformed: err.Error() + ": " + protect.QuoteMalformed(rec)}
+func malformedBan(k store.Key, isRange bool, rec string, err error) store.Ban {
+	return store.Ban{Key: k, Range: isRange, Malformed: err.Error() + ": " + store.QuoteMalformed(rec)}
 }
 
 // takeReply is a take script's reply, decoded.
 type takeReply struct {
-	res protect.Result
+	res store.Result
 	// ignored: the script found a damaged ban record, the one it was told
 	// to ignore, and decided as if it were absent.
 	ignored bool
@@ -134,18 +134,18 @@ func (b *badRecord) Error() string { return b.err.Error() }
 // {count} when not banned because the damaged record it was told to
 // ignore is there, else {count, ms left (-1: the key never expires), new,
 // record}.
-func decodeTake(v any, k protect.Key) (takeReply, error) {
+func decodeTake(v any, k store.Key) (takeReply, error) {
 	if n, ok := v.(int64); ok {
-		return takeReply{res: protect.Result{Count: n}}, nil
+		return takeReply{res: store.Result{Count: n}}, nil
 	}
 	a, ok := v.([]any)
 	if ok && len(a) == 1 {
 		n, err := toInt(a[0])
-		return takeReply{res: protect.Result{Count: n}, ignored: true}, err
+		return takeReply{res: store.Result{Count: n}, ignored: true}, err
 	}
 	if ok && len(a) == 3 && str(a[1]) == "counter" {
 		n, err := toInt(a[0])
-		return takeReply{res: protect.Result{Count: n}, counter: str(a[2])}, err
+		return takeReply{res: store.Result{Count: n}, counter: str(a[2])}, err
 	}
 	if !ok || len(a) != 4 {
 		return takeReply{}, fmt.Errorf("unexpected reply %v", v)
@@ -164,7 +164,7 @@ func decodeTake(v any, k protect.Key) (takeReply, error) {
 	if err != nil {
 		return takeReply{bad: &badRecord{rec: rec, err: err}}, nil
 	}
-	r := protect.Result{Count: count, NewBan: isNew == 1, Ban: &b}
+	r := store.Result{Count: count, NewBan: isNew == 1, Ban: &b}
 	if !b.Permanent() {
 		r.BanLeft = time.Duration(left) * time.Millisecond
 	}
@@ -176,7 +176,7 @@ func decodeTake(v any, k protect.Key) (takeReply, error) {
 // Malformed says why, so that one bad record can neither hide the others
 // nor itself; a field that is not a range names nothing a listing could
 // show or lift, and is reported through skip.
-func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans []protect.Ban, err error) {
+func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans []store.Ban, err error) {
 	if len(v) == 0 || len(v)%2 != 1 {
 		return 0, nil, fmt.Errorf("unexpected reply of %d values", len(v))
 	}
@@ -190,13 +190,13 @@ func decodeRanges(v []any, skip func(field string, err error)) (now int64, bans 
 			skip(field, err)
 			continue
 		}
-		bans = append(bans, readBan(protect.Key{Prefix: p}, true, str(v[i+1]), 0))
+		bans = append(bans, readBan(store.Key{Prefix: p}, true, str(v[i+1]), 0))
 	}
 	return now, bans, nil
 }
 
 // redisBase returns <ns>{<key>}, the base of a key's Redis keys.
-func redisBase(ns string, k protect.Key) string {
+func redisBase(ns string, k store.Key) string {
 	var kb [64]byte
 	ks, _ := k.AppendText(kb[:0])
 	var b strings.Builder
@@ -213,7 +213,7 @@ func redisBase(ns string, k protect.Key) string {
 // cut from one string (one allocation instead of five). The hash tag is
 // the key alone, so the three share a cluster slot whatever the
 // namespaces.
-func redisKeys(ns, bns string, k protect.Key) (counter, ban, offenses string) {
+func redisKeys(ns, bns string, k store.Key) (counter, ban, offenses string) {
 	var kb [64]byte
 	ks, _ := k.AppendText(kb[:0])
 	var b strings.Builder
@@ -258,7 +258,7 @@ func str(v any) string {
 // limit's outcome (fits, a, b) in the plan's order; the first value is 2
 // rather than 1 when the script ignored the damaged ban record it was
 // told to. A ban record Go cannot read is a *badRecord error.
-func decodePlan(v any, k protect.Key, p *protect.Plan, n int, cost int64, r *protect.PlanResult) (ignored bool, err error) {
+func decodePlan(v any, k store.Key, p *store.Plan, n int, cost int64, r *store.PlanResult) (ignored bool, err error) {
 	a, ok := v.([]any)
 	if !ok || len(a) == 0 {
 		return false, fmt.Errorf("unexpected reply %v", v)
@@ -286,7 +286,7 @@ func decodePlan(v any, k protect.Key, p *protect.Plan, n int, cost int64, r *pro
 	if err := errors.Join(err1, err2); err != nil {
 		return false, err
 	}
-	var out [protect.MaxPlanLimits]protect.LimitOutcome
+	var out [store.MaxPlanLimits]store.LimitOutcome
 	for i := range n {
 		fits, err1 := toInt(a[3+3*i])
 		x, err2 := toInt(a[4+3*i])
@@ -294,7 +294,7 @@ func decodePlan(v any, k protect.Key, p *protect.Plan, n int, cost int64, r *pro
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return false, err
 		}
-		out[i] = protect.LimitOutcome{Fits: fits == 1, A: x, B: y}
+		out[i] = store.LimitOutcome{Fits: fits == 1, A: x, B: y}
 	}
 	r.Count = count
 	r.Fill(p, now, cost, &out)
@@ -314,7 +314,7 @@ type publishedRecord struct {
 	BanReason      string  `json:"ban_reason,omitempty"`
 }
 
-func encodeLimits(l protect.Limits) string {
+func encodeLimits(l store.Limits) string {
 	b, _ := json.Marshal(publishedRecord{ // a struct of numbers and a string: cannot fail
 		MaxRequests: l.MaxRequests, TTL: l.TTL.Milliseconds(), BanLimit: l.BanLimit,
 		BanDuration: l.BanDuration.Milliseconds(), BanFactor: l.BanFactor,
@@ -324,13 +324,13 @@ func encodeLimits(l protect.Limits) string {
 	return string(b)
 }
 
-func decodeLimits(s string) (protect.Limits, error) {
+func decodeLimits(s string) (store.Limits, error) {
 	var r publishedRecord
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		return protect.Limits{}, fmt.Errorf("malformed published limits %q: %w", s, err)
+		return store.Limits{}, fmt.Errorf("malformed published limits %q: %w", s, err)
 	}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return protect.Limits{
+	return store.Limits{
 		MaxRequests: r.MaxRequests, TTL: ms(r.TTL), BanLimit: r.BanLimit,
 		BanDuration: ms(r.BanDuration), BanFactor: r.BanFactor,
 		MaxBanDuration: ms(r.MaxBanDuration), OffenseWindow: ms(r.OffenseWindow),

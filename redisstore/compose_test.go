@@ -8,6 +8,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // A service publishes its limits under its namespace once it has counted
@@ -23,7 +24,7 @@ func TestServicePublishesLimits(t *testing.T) {
 		return startInstance(t, m.Addr(), "svc:", cfg, Options{RangeRefresh: -1}, false)
 	}
 	a := instance(protect.Config{MaxRequests: 250})
-	published := func() (protect.Limits, bool) {
+	published := func() (store.Limits, bool) {
 		lim, ok, err := a.store.Published(t.Context(), "svc:")
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +65,7 @@ func TestServicePublishesLimits(t *testing.T) {
 	// One store value, one namespace, two sets of limits: an error.
 	// (a.store counts "svc:" with MaxRequests 250.)
 	_, err = protect.New(protect.Config{Store: a.store, Namespace: "svc:", MaxRequests: 100, Logger: discardLogger()})
-	if !errors.Is(err, protect.ErrLimitsDiffer) || !errors.Is(err, protect.ErrConfig) {
+	if !errors.Is(err, store.ErrLimitsDiffer) || !errors.Is(err, protect.ErrConfig) {
 		t.Fatalf("a second set of limits on one store: %v", err)
 	}
 }

@@ -6,9 +6,8 @@ import (
 	"encoding/hex"
 	"math"
 
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
-
-	protect "github.com/httpprotect/protect"
 )
 
 // Damaged ban records. Anyone who can write to the Redis can write a key
@@ -31,12 +30,12 @@ import (
 
 // damage is what the store remembers of one damaged record.
 type damage struct {
-	sha string                  // the record's SHA-1, in hex
-	err *protect.MalformedError // what the take reports with its result
+	sha string                // the record's SHA-1, in hex
+	err *store.MalformedError // what the take reports with its result
 }
 
 // damaged returns the damage remembered for k in ns, or nil.
-func (s *Store) damaged(ns *redisNamespace, k protect.Key) *damage {
+func (s *Store) damaged(ns *redisNamespace, k store.Key) *damage {
 	if s.damagedN.Load() == 0 { // the common case: no damage seen
 		return nil
 	}
@@ -48,9 +47,9 @@ func (s *Store) damaged(ns *redisNamespace, k protect.Key) *damage {
 
 // rememberDamage remembers the record rec at Redis key rk, of k in ns,
 // that did not decode with err, and returns it.
-func (s *Store) rememberDamage(ns *redisNamespace, k protect.Key, rk, rec string, err error) *damage {
+func (s *Store) rememberDamage(ns *redisNamespace, k store.Key, rk, rec string, err error) *damage {
 	sum := sha1.Sum([]byte(rec))
-	d := &damage{sha: hex.EncodeToString(sum[:]), err: &protect.MalformedError{Key: rk, Record: protect.QuoteMalformed(rec), Err: err}}
+	d := &damage{sha: hex.EncodeToString(sum[:]), err: &store.MalformedError{Key: rk, Record: store.QuoteMalformed(rec), Err: err}}
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	if s.damage == nil || len(s.damage) >= s.maxCache {
@@ -63,7 +62,7 @@ func (s *Store) rememberDamage(ns *redisNamespace, k protect.Key, rk, rec string
 
 // forgetDamage drops what the store remembers of k's record: it is gone,
 // or replaced.
-func (s *Store) forgetDamage(ns *redisNamespace, k protect.Key) {
+func (s *Store) forgetDamage(ns *redisNamespace, k store.Key) {
 	s.cacheMu.Lock()
 	delete(s.damage, cacheKey{ns, k})
 	s.damagedN.Store(int64(len(s.damage)))
@@ -105,7 +104,7 @@ func pttlOf(c redis.Cmder) int64 {
 
 // unbanned reads lua/unban.lua's reply {record, ms left}: the ban lifted,
 // or a Ban that says the record lifted was damaged.
-func unbanned(k protect.Key, v []any) protect.Ban {
+func unbanned(k store.Key, v []any) store.Ban {
 	var rec string
 	var left int64
 	if len(v) == 2 {
@@ -119,7 +118,7 @@ func unbanned(k protect.Key, v []any) protect.Ban {
 // when it is not there (a record written by hand), scored as a permanent
 // ban: listings show it until it is lifted. A failure is only logged: the
 // request is decided all the same.
-func (s *Store) indexDamage(ctx context.Context, ns *redisNamespace, k protect.Key) {
+func (s *Store) indexDamage(ctx context.Context, ns *redisNamespace, k store.Key) {
 	err := s.client.ZAddNX(ctx, s.indexKey(ns.name, k), redis.Z{Score: math.Inf(1), Member: k.String()}).Err()
 	if err != nil {
 		s.log.Warn("protect: cannot add a damaged ban record to the ban index; protectctl bans may not list it", "key", k.String(), "error", err)

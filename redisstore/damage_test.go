@@ -10,6 +10,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/logtest"
+	"github.com/httpprotect/protect/store"
 )
 
 const damageMsg = "protect: malformed record in the store, decided as if it were absent; lift it (protectctl lift) or repair it"
@@ -100,7 +101,7 @@ func TestRedisDamagedBanRecord(t *testing.T) {
 					if len(lines) != 1 || lines[0]["key"] != bad || lines[0]["client"] != "198.18.7.21" || !strings.Contains(lines[0]["error"], shape.want) {
 						t.Fatalf("log lines %q: %v; want one, key %s, client 198.18.7.21, error saying %s", damageMsg, lines, bad, shape.want)
 					}
-					if len(lines[0]["error"]) > 2*protect.MaxMalformedText+200 {
+					if len(lines[0]["error"]) > 2*store.MaxMalformedText+200 {
 						t.Fatalf("log line of %d bytes: the record is quoted whole", len(lines[0]["error"]))
 					}
 				})
@@ -210,13 +211,13 @@ func TestRedisDamageError(t *testing.T) {
 	ns := testNamespace(t, addr)
 	in := newInstance(t, addr, ns, protect.Config{}, Options{})
 	in.store.client.Set(t.Context(), ns+"{cus_x}:b", "garbage", 0)
-	sp, err := in.store.Space(protect.Scope{Namespace: ns + "x:", BanNamespace: ns,
-		Limits: protect.Limits{MaxRequests: 10, TTL: time.Minute, BanLimit: 50, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}})
+	sp, err := in.store.Space(store.Scope{Namespace: ns + "x:", BanNamespace: ns,
+		Limits: store.Limits{MaxRequests: 10, TTL: time.Minute, BanLimit: 50, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := sp.Take(t.Context(), protect.Key{Name: "cus_x"}, netip.Addr{}, 1)
-	var me *protect.MalformedError
+	var me *store.MalformedError
 	if !errors.Is(err, protect.ErrMalformed) || !errors.As(err, &me) || me.Key != ns+"{cus_x}:b" || me.Record != `"garbage"` || res.Count != 1 || res.Banned() {
 		t.Fatalf("Take = %+v, %v; want count 1 and a MalformedError at %s{cus_x}:b", res, err, ns)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // A ban record from Redis is data that another process wrote: decoding
@@ -71,7 +72,7 @@ func FuzzPlanReply(f *testing.F) {
 			}
 		}
 		plan := mustPlan(t, "fuzz", protect.Rate{Limit: 3, Period: time.Second, Burst: 7}, protect.Quota{Limit: 9, Period: protect.Daily})
-		var r protect.PlanResult
+		var r store.PlanResult
 		reply := []any{int64(1), a, b, fits, a, b, fits, b, a}
 		if _, err := decodePlan(reply, protect.Key{Name: "cus"}, plan, 2, fits, &r); err != nil {
 			t.Fatalf("decodePlan(%v) = %v", reply, err)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,7 +44,7 @@ func (s *Store) isCluster() bool {
 }
 
 // indexKey returns the index that holds k's ban in ban namespace bns.
-func (s *Store) indexKey(bns string, k protect.Key) string {
+func (s *Store) indexKey(bns string, k store.Key) string {
 	if !s.isCluster() {
 		return bns + "bans"
 	}
@@ -133,7 +133,7 @@ type indexCursor struct {
 // once. Entries of bans that expired are
 // pruned on the way; entries whose ban is gone (lifted by hand, or
 // expired within the page) are skipped.
-func (sp *redisSpace) listKeyBans(ctx context.Context, f protect.BanFilter, perPage time.Duration, keep func(protect.Ban)) error {
+func (sp *redisSpace) listKeyBans(ctx context.Context, f store.BanFilter, perPage time.Duration, keep func(store.Ban)) error {
 	s := sp.s
 	bns := sp.bns.name
 	pctx, cancel := pageContext(ctx, perPage)
@@ -191,7 +191,7 @@ func (sp *redisSpace) listKeyBans(ctx context.Context, f protect.BanFilter, perP
 // readPage reads the next entries of each cursor of batch and the bans
 // they name, in two pipelined round trips under one deadline, and returns
 // the cursors that have more.
-func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*indexCursor, f protect.BanFilter, perPage time.Duration, keep func(protect.Ban)) ([]*indexCursor, error) {
+func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*indexCursor, f store.BanFilter, perPage time.Duration, keep func(store.Ban)) ([]*indexCursor, error) {
 	s := sp.s
 	ctx, cancel := pageContext(ctx, perPage)
 	defer cancel()
@@ -207,7 +207,7 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 		return nil, fmt.Errorf("protect: redis ban index: %w", err)
 	}
 	var (
-		keys    []protect.Key
+		keys    []store.Key
 		banKeys []string
 		more    []*indexCursor
 	)
@@ -220,7 +220,7 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 				cur.min, cur.skip = e.Score, 1
 			}
 			member, _ := e.Member.(string)
-			k, err := protect.ParseKey(member)
+			k, err := store.ParseKey(member)
 			if err != nil {
 				s.log.Warn("protect: skipping a ban index entry", "index", cur.index, "entry", member, "error", err)
 				continue
@@ -264,9 +264,9 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 // LiftBans implements protect.BanPager: the bans on keys (none of them a
 // range) are lifted by lua/unban.lua, a page of banPage at a time in one
 // pipelined round trip, each page under a deadline of perPage.
-func (sp *redisSpace) LiftBans(ctx context.Context, keys []protect.Key, perPage time.Duration) ([]protect.Ban, error) {
+func (sp *redisSpace) LiftBans(ctx context.Context, keys []store.Key, perPage time.Duration) ([]store.Ban, error) {
 	s := sp.s
-	lifted := []protect.Ban{}
+	lifted := []store.Ban{}
 	for start := 0; start < len(keys); start += banPage {
 		page := keys[start:min(start+banPage, len(keys))]
 		for _, k := range page {
@@ -299,7 +299,7 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []protect.Key, perPage 
 
 // unbanPage runs lua/unban.lua for each key of page in one pipeline, by
 // its hash when sha is set, else with its text.
-func (sp *redisSpace) unbanPage(ctx context.Context, page []protect.Key, sha bool) ([]redis.Cmder, error) {
+func (sp *redisSpace) unbanPage(ctx context.Context, page []store.Key, sha bool) ([]redis.Cmder, error) {
 	s := sp.s
 	return s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range page {

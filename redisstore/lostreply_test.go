@@ -11,6 +11,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,15 +25,15 @@ import (
 func TestClusterLostRepliesNeverCountTwice(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0, 2*time.Second)
 	url := "redis+cluster://" + strings.Join(cl.Addrs(), ",")
-	lim := protect.Limits{MaxRequests: 1 << 40, TTL: time.Hour, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}
-	var spaces []protect.Space
+	lim := store.Limits{MaxRequests: 1 << 40, TTL: time.Hour, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}
+	var spaces []store.Space
 	for range 3 {
 		s, err := Dial(url, Options{Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		sp, err := s.Space(protect.Scope{Namespace: "lost:", Limits: lim})
+		sp, err := s.Space(store.Scope{Namespace: "lost:", Limits: lim})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/httpprotect/protect/store"
 )
 
 // BenchmarkRedisMemoryPerClient measures what one client costs in a
@@ -43,7 +44,7 @@ func BenchmarkRedisMemoryPerClient(b *testing.B) {
 			for range b.N {
 				srv := redistest.Start(b)
 				s := New(dial(srv.Addr), Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: discardLogger()})
-				sp, err := s.Space(protect.Scope{Namespace: "protect:", Limits: protect.Limits{
+				sp, err := s.Space(store.Scope{Namespace: "protect:", Limits: store.Limits{
 					MaxRequests: 200, TTL: 10 * time.Second, BanLimit: tc.banLimit, BanDuration: time.Hour,
 					BanFactor: 2, MaxBanDuration: 7 * 24 * time.Hour, OffenseWindow: 7 * 24 * time.Hour}})
 				if err != nil {

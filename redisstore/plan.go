@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/httpprotect/protect/internal/gcra"
+
 	"math"
 	"net/netip"
 	"slices"
@@ -13,16 +13,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
 // planArgs are a plan's script arguments, made once per plan and store:
 // a request of cost 0 or 1 then boxes nothing.
 type planArgs struct {
-	plan   *protect.Plan
-	limits []protect.PlanLimit // as the plan completed them
-	base   [2][]any            // for cost 0 and 1, without a stream
+	plan   *store.Plan
+	limits []store.PlanLimit // as the plan completed them
+	base   [2][]any          // for cost 0 and 1, without a stream
 	// stream: the arguments with a space's stream limits, for the space
 	// that used the plan last (a protector with Config.Plan uses one plan
 	// in one space, so they are made once).
@@ -40,7 +40,7 @@ type streamArgs struct {
 // request from a database row, and a plan the cache holds cannot be
 // collected. Past maxPlanArgs plans it starts afresh; a plan used again
 // is prepared again, which costs a few allocations, once.
-func (s *Store) planArgs(plan *protect.Plan) *planArgs {
+func (s *Store) planArgs(plan *store.Plan) *planArgs {
 	if pa, ok := s.plans.Load(plan); ok {
 		return pa.(*planArgs)
 	}
@@ -92,14 +92,14 @@ func (pa *planArgs) script(cost int64, stream string) []any {
 	args = append(args, cost, stream)
 	for _, pl := range pa.limits {
 		switch l := pl.(type) {
-		case protect.Quota:
+		case store.Quota:
 			args = append(args, "q", l.Name, strconv.FormatInt(l.Limit, 10), quotaCode(l.Period), "0", "0", "0")
-		case protect.Rate:
+		case store.Rate:
 			period := l.Period.Microseconds()
-			tq, tr, _ := gcra.Split(l.Burst, period, l.Limit, math.MaxInt64)
+			tq, tr, _ := store.GCRASplit(l.Burst, period, l.Limit, math.MaxInt64)
 			iq, ir := "n", "n"
 			if c := max(cost, 1); c <= l.Burst {
-				q, r, _ := gcra.Split(c, period, l.Limit, math.MaxInt64)
+				q, r, _ := store.GCRASplit(c, period, l.Limit, math.MaxInt64)
 				iq, ir = strconv.FormatInt(q, 10), strconv.FormatInt(r, 10)
 			}
 			args = append(args, "r", l.Name, strconv.FormatInt(l.Limit, 10), strconv.FormatInt(tq, 10), strconv.FormatInt(tr, 10), iq, ir)
@@ -109,11 +109,11 @@ func (pa *planArgs) script(cost int64, stream string) []any {
 }
 
 // quotaCode names a quota's calendar window to lua/plan.lua.
-func quotaCode(p protect.QuotaPeriod) string {
+func quotaCode(p store.QuotaPeriod) string {
 	switch p {
-	case protect.Hourly:
+	case store.Hourly:
 		return "h"
-	case protect.Daily:
+	case store.Daily:
 		return "d"
 	}
 	return "m"
@@ -121,23 +121,23 @@ func quotaCode(p protect.QuotaPeriod) string {
 
 // TakePlan implements Space: one round trip of lua/plan.lua, or none when
 // a range ban or a cached ban answers.
-func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Addr, plan *protect.Plan, cost int64, stream bool) (protect.PlanResult, error) {
-	if err := protect.CheckTakePlan(k, plan, cost); err != nil {
-		return protect.PlanResult{}, err
+func (sp *redisSpace) TakePlan(ctx context.Context, k store.Key, addr netip.Addr, plan *store.Plan, cost int64, stream bool) (store.PlanResult, error) {
+	if err := store.CheckTakePlan(k, plan, cost); err != nil {
+		return store.PlanResult{}, err
 	}
 	if err := checkRedisKey(k); err != nil {
-		return protect.PlanResult{}, err
+		return store.PlanResult{}, err
 	}
 	s := sp.s
 	t := s.now()
 	if err := s.ready(ctx, sp.bns); err != nil {
-		return protect.PlanResult{}, err
+		return store.PlanResult{}, err
 	}
 	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
-		return protect.PlanResult{Result: r, Decider: -1}, nil
+		return store.PlanResult{Result: r, Decider: -1}, nil
 	}
 	if r, ok := s.lookupBan(sp.bns, k, t); ok {
-		return protect.PlanResult{Result: r, Decider: -1}, nil
+		return store.PlanResult{Result: r, Decider: -1}, nil
 	}
 	var limits string
 	if stream {
@@ -152,9 +152,9 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 	for try := 0; ; try++ {
 		v, err := planScript.Run(ctx, s.counting(), sp.scriptKeys(k), args...).Result()
 		if err != nil {
-			return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+			return store.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 		}
-		var res protect.PlanResult
+		var res store.PlanResult
 		ignored, err := decodePlan(v, k, plan, len(pa.limits), cost, &res)
 		var bad *badRecord
 		switch {
@@ -165,12 +165,12 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 				s.indexDamage(ctx, sp.bns, k)
 			}
 			if try == 2 {
-				return protect.PlanResult{Decider: -1}, dmg.err
+				return store.PlanResult{Decider: -1}, dmg.err
 			}
 			args = append(slices.Clone(pa.args(cost, limits)), dmg.sha)
 			continue
 		case err != nil:
-			return protect.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
+			return store.PlanResult{}, fmt.Errorf("protect: redis plan %s: %w", k, err)
 		}
 		if !stream {
 			res.Count = 0
@@ -194,7 +194,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k protect.Key, addr netip.Ad
 // planUsage reads the plan states of k: its keys are found with one SCAN
 // of the node that holds k's slot (the pattern names k's hash tag), and
 // read in one pipelined round trip. It is for operators, not requests.
-func (sp *redisSpace) planUsage(ctx context.Context, k protect.Key) ([]protect.LimitUsage, error) {
+func (sp *redisSpace) planUsage(ctx context.Context, k store.Key) ([]store.LimitUsage, error) {
 	s := sp.s
 	base := redisBase(sp.ns, k)
 	pattern := globEscape(base) + ":[rq]:*"
@@ -238,7 +238,7 @@ func (sp *redisSpace) planUsage(ctx context.Context, k protect.Key) ([]protect.L
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
-	var out []protect.LimitUsage
+	var out []store.LimitUsage
 	for i, key := range keys {
 		v, err1 := gets[i].Result()
 		ttl, err2 := ttls[i].Result()
@@ -257,39 +257,39 @@ func (sp *redisSpace) planUsage(ctx context.Context, k protect.Key) ([]protect.L
 
 // decodeUsage reads one plan state: its key's suffix after the base
 // (":r:<name>" or ":q:<name>:<window>"), its value and its time to live.
-func decodeUsage(suffix, v string, ttl time.Duration) (protect.LimitUsage, error) {
+func decodeUsage(suffix, v string, ttl time.Duration) (store.LimitUsage, error) {
 	kind, rest, _ := strings.Cut(strings.TrimPrefix(suffix, ":"), ":")
 	switch kind {
 	case "r":
 		tat, rem, ok := strings.Cut(v, "|")
 		if _, err := strconv.ParseInt(tat, 10, 64); !ok || err != nil {
-			return protect.LimitUsage{}, fmt.Errorf("malformed rate state %q", v)
+			return store.LimitUsage{}, fmt.Errorf("malformed rate state %q", v)
 		}
 		if _, err := strconv.ParseInt(rem, 10, 64); err != nil {
-			return protect.LimitUsage{}, fmt.Errorf("malformed rate state %q", v)
+			return store.LimitUsage{}, fmt.Errorf("malformed rate state %q", v)
 		}
 		// The key expires when the bucket is full: its TTL is the backlog.
-		return protect.LimitUsage{Name: rest, Reset: ttl}, checkLimitName(rest)
+		return store.LimitUsage{Name: rest, Reset: ttl}, checkLimitName(rest)
 	case "q":
 		name, window, _ := strings.Cut(rest, ":")
 		used, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return protect.LimitUsage{}, fmt.Errorf("malformed quota count %q", v)
+			return store.LimitUsage{}, fmt.Errorf("malformed quota count %q", v)
 		}
-		u := protect.LimitUsage{Name: name, Window: window, Used: used, Reset: ttl}
+		u := store.LimitUsage{Name: name, Window: window, Used: used, Reset: ttl}
 		switch len(window) {
 		case len("2006-01-02T15"):
-			u.Period = protect.Hourly
+			u.Period = store.Hourly
 		case len("2006-01-02"):
-			u.Period = protect.Daily
+			u.Period = store.Daily
 		case len("2006-01"):
-			u.Period = protect.Monthly
+			u.Period = store.Monthly
 		default:
-			return protect.LimitUsage{}, fmt.Errorf("malformed quota window %q", window)
+			return store.LimitUsage{}, fmt.Errorf("malformed quota window %q", window)
 		}
 		return u, checkLimitName(name)
 	}
-	return protect.LimitUsage{}, fmt.Errorf("not a plan state: %q", suffix)
+	return store.LimitUsage{}, fmt.Errorf("not a plan state: %q", suffix)
 }
 
 // checkLimitName refuses a name no plan can hold, as NewPlan judges it:
@@ -305,6 +305,6 @@ func validLimitName(name string) bool {
 	if name == "" { // NewPlan would name it
 		return false
 	}
-	_, err := protect.NewPlan("name", protect.Quota{Name: name, Limit: 1, Period: protect.Daily})
+	_, err := store.NewPlan("name", store.Quota{Name: name, Limit: 1, Period: store.Daily})
 	return err == nil
 }

@@ -12,6 +12,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/testclock"
+	"github.com/httpprotect/protect/store"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -227,7 +228,7 @@ func TestPlanCalendarAgrees(t *testing.T) {
 		m.SetTime(at)
 		k := protect.Key{Name: fmt.Sprintf("cus_%d", i)}
 		for name, st := range map[string]protect.Store{"memory": ms, "redis": rs} {
-			sp, err := st.Space(protect.Scope{Namespace: "cal:", Limits: protect.Limits{TTL: time.Second, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}})
+			sp, err := st.Space(store.Scope{Namespace: "cal:", Limits: store.Limits{TTL: time.Second, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}

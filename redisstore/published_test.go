@@ -6,6 +6,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/httpprotect/protect/store"
 )
 
 // Published limits come back after Redis loses them (a FLUSHALL, a
@@ -16,7 +17,7 @@ func TestRedisRepublish(t *testing.T) {
 	srv := redistest.Start(t)
 	in := newInstance(t, srv.Addr, "svc:", protect.Config{MaxRequests: 100, BanLimit: 200}, Options{RangeRefresh: -1})
 	ctx := t.Context()
-	published := func() (protect.Limits, bool) {
+	published := func() (store.Limits, bool) {
 		t.Helper()
 		lim, ok, err := in.store.Published(ctx, "svc:")
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,7 +60,7 @@ func (e *fewReplicas) Error() string {
 // key shares, does not count it (a lost WAIT reply, which says nothing
 // of the server, is ErrNotReplicated alone).
 func (e *fewReplicas) Is(target error) bool {
-	return target == ErrNotReplicated || target == protect.ErrNotAcknowledged
+	return target == ErrNotReplicated || target == store.ErrNotAcknowledged
 }
 
 // redirected is a Cluster node's MOVED or ASK to a counting script sent
@@ -69,7 +69,7 @@ func (e *fewReplicas) Is(target error) bool {
 type redirected struct{ error }
 
 func (e redirected) Unwrap() error        { return e.error }
-func (e redirected) Is(target error) bool { return target == protect.ErrNotAcknowledged }
+func (e redirected) Is(target error) bool { return target == store.ErrNotAcknowledged }
 
 // errWaitClient is the error of a counting call with WaitReplicas on a
 // client whose connections the store cannot choose.

@@ -13,6 +13,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -290,7 +291,7 @@ func TestWaitReplicasShortfallKeepsTheCircuitClosed(t *testing.T) {
 	for i := range 10 {
 		addr := netip.AddrFrom4([4]byte{198, 51, 100, byte(100 + i)})
 		d, err := p.VerifyAddr(t.Context(), addr)
-		if err != nil || d.Status != protect.Unavailable || !errors.Is(d.Err, ErrNotReplicated) || !errors.Is(d.Err, protect.ErrNotAcknowledged) {
+		if err != nil || d.Status != protect.Unavailable || !errors.Is(d.Err, ErrNotReplicated) || !errors.Is(d.Err, store.ErrNotAcknowledged) {
 			t.Fatalf("VerifyAddr(%s) with the replica paused = %v, %v, %v; want unavailable, not replicated", addr, d.Status, d.Err, err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,9 +35,9 @@ const fixAdvice = "give protect a Redis of its own with maxmemory-policy noevict
 // (CONFIG GET), and warns of a policy that can evict bans and of a node
 // without persistence. On a server that refuses CONFIG (a managed Redis
 // may) it returns an error saying it could not check.
-func (s *Store) CheckSetup(ctx context.Context) ([]protect.SetupWarning, error) {
+func (s *Store) CheckSetup(ctx context.Context) ([]store.SetupWarning, error) {
 	var mu sync.Mutex
-	warnings := []protect.SetupWarning{}
+	warnings := []store.SetupWarning{}
 	err := s.eachNode(ctx, func(ctx context.Context, c redis.Cmdable) error {
 		conf, err := c.ConfigGet(ctx, "*").Result()
 		if err != nil {
@@ -60,8 +60,8 @@ func (s *Store) CheckSetup(ctx context.Context) ([]protect.SetupWarning, error) 
 }
 
 // setupWarnings reads one node's settings.
-func setupWarnings(conf map[string]string, server string) []protect.SetupWarning {
-	var out []protect.SetupWarning
+func setupWarnings(conf map[string]string, server string) []store.SetupWarning {
+	var out []store.SetupWarning
 	policy, shown := conf["maxmemory-policy"]
 	limitNote := ""
 	if conf["maxmemory"] == "0" {
@@ -72,15 +72,15 @@ func setupWarnings(conf map[string]string, server string) []protect.SetupWarning
 		// A server that answers CONFIG GET without it (a managed one may
 		// hide some settings) is not known to keep bans: say so, rather
 		// than pass what was not checked.
-		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: "not shown", Server: server,
+		out = append(out, store.SetupWarning{Setting: "maxmemory-policy", Value: "not shown", Server: server,
 			Risk: "the server's CONFIG GET does not show it, so it could not be checked: allkeys-* would evict any key, bans and the ban index too, and volatile-* every temporary ban",
 			Fix:  "make sure it is noeviction; " + fixAdvice})
 	case strings.HasPrefix(policy, "allkeys-"):
-		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
+		out = append(out, store.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
 			Risk: "when Redis reaches maxmemory it evicts any key: bans, permanent ones too, the ban index, offense histories and published limits, so banned clients are served again with nothing in the log" + limitNote,
 			Fix:  fixAdvice})
 	case strings.HasPrefix(policy, "volatile-"):
-		out = append(out, protect.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
+		out = append(out, store.SetupWarning{Setting: "maxmemory-policy", Value: policy, Server: server,
 			Risk: "when Redis reaches maxmemory it evicts keys with a TTL: every temporary ban, offense history and counter, and the published limits (every automatic ban has a TTL), so banned clients are served again with nothing in the log" + limitNote,
 			Fix:  fixAdvice})
 	}
@@ -90,7 +90,7 @@ func setupWarnings(conf map[string]string, server string) []protect.SetupWarning
 	case aof == "yes" || strings.TrimSpace(save) != "":
 		// AOF or snapshots, whatever the other shows.
 	case !aofShown && !saveShown:
-		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "not shown", Server: server,
+		out = append(out, store.SetupWarning{Setting: "persistence", Value: "not shown", Server: server,
 			Risk: "the server's CONFIG GET shows neither appendonly nor save, so it could not be checked: without either, Redis keeps nothing across a restart",
 			Fix:  "make sure AOF is on (appendonly yes); " + fixAdvice})
 	case !aofShown || !saveShown:
@@ -99,11 +99,11 @@ func setupWarnings(conf map[string]string, server string) []protect.SetupWarning
 		if !aofShown {
 			value = `appendonly not shown, save ""`
 		}
-		out = append(out, protect.SetupWarning{Setting: "persistence", Value: value, Server: server,
+		out = append(out, store.SetupWarning{Setting: "persistence", Value: value, Server: server,
 			Risk: "the server's CONFIG GET does not show one of appendonly and save, and the other is off, so it could not be checked: without either, Redis keeps nothing across a restart",
 			Fix:  "make sure AOF is on (appendonly yes); " + fixAdvice})
 	default:
-		out = append(out, protect.SetupWarning{Setting: "persistence", Value: "appendonly no, save \"\"", Server: server,
+		out = append(out, store.SetupWarning{Setting: "persistence", Value: "appendonly no, save \"\"", Server: server,
 			Risk: "Redis keeps nothing across a restart: every ban, offense history and published limit is gone when it restarts",
 			Fix:  "turn on AOF (appendonly yes, appendfsync everysec); " + fixAdvice})
 	}

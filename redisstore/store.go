@@ -13,8 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	protect "github.com/httpprotect/protect"
-	"github.com/httpprotect/protect/internal/storeerr"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -95,11 +94,11 @@ type Store struct {
 	clock    func() time.Time
 	epoch    time.Time
 	log      *slog.Logger
-	circuit  protect.Circuit // shared by every protector on this store
+	circuit  store.Circuit // shared by every protector on this store
 
 	nsMu       sync.Mutex // guards namespaces and bound
 	namespaces map[string]*redisNamespace
-	bound      map[string]protect.Limits // each Namespace's protect.Limits, as first bound
+	bound      map[string]store.Limits // each Namespace's protect.Limits, as first bound
 
 	plans     sync.Map     // *protect.Plan → *planArgs (plan.go)
 	planCount atomic.Int64 // entries in plans, about
@@ -159,7 +158,7 @@ func New(client redis.UniversalClient, opt Options) *Store {
 		epoch:      opt.Clock(),
 		log:        opt.Logger,
 		namespaces: make(map[string]*redisNamespace),
-		bound:      make(map[string]protect.Limits),
+		bound:      make(map[string]store.Limits),
 		cache:      make(map[cacheKey]cachedBan),
 		stop:       make(chan struct{}),
 	}
@@ -200,7 +199,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		timeout = time.Until(d).Round(time.Millisecond)
 	}
 	if err := s.client.Ping(ctx).Err(); err != nil {
-		return storeerr.Explain(fmt.Errorf("protect: redis at %s does not answer: %w", s.Addr(), err), timeout)
+		return store.ExplainError(fmt.Errorf("protect: redis at %s does not answer: %w", s.Addr(), err), timeout)
 	}
 	return nil
 }
@@ -228,7 +227,7 @@ func (s *Store) now() int64 { return int64(s.clock().Sub(s.epoch)) }
 // Space implements Store. A namespace holding '{' or '}' is refused: it
 // would move every key's hash tag, and with it the keys of one client
 // out of one cluster slot.
-func (s *Store) Space(scope protect.Scope) (protect.Space, error) {
+func (s *Store) Space(scope store.Scope) (store.Space, error) {
 	for _, ns := range [...]string{scope.Namespace, scope.BanNamespace} {
 		if strings.ContainsAny(ns, "{}") {
 			return nil, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", ns)
@@ -240,7 +239,7 @@ func (s *Store) Space(scope protect.Scope) (protect.Space, error) {
 	lim := scope.Limits
 	s.nsMu.Lock()
 	was, ok := s.bound[scope.Namespace]
-	err := protect.LimitsDiffer(scope.Namespace, was, ok, lim)
+	err := store.LimitsDiffer(scope.Namespace, was, ok, lim)
 	if err == nil {
 		s.bound[scope.Namespace] = lim
 	}
@@ -263,10 +262,10 @@ func (s *Store) Space(scope protect.Scope) (protect.Space, error) {
 // checkRedisKey refuses a key that cannot name Redis keys: an empty one,
 // or a name with a brace, which would move the hash tag (ConsumerKey
 // never makes one).
-func checkRedisKey(k protect.Key) error {
+func checkRedisKey(k store.Key) error {
 	switch {
 	case k.IsZero():
-		return protect.ErrEmptyKey
+		return store.ErrEmptyKey
 	case strings.ContainsAny(k.Name, "{}"):
 		return fmt.Errorf("protect: redis store: key %q: must not contain { or }", k.Name)
 	}
@@ -276,7 +275,7 @@ func checkRedisKey(k protect.Key) error {
 // redisSpace is a Store bound to one Scope.
 type redisSpace struct {
 	s    *Store
-	lim  protect.Limits
+	lim  store.Limits
 	ns   string          // counters and plan states
 	bns  *redisNamespace // bans and offenses, with their local copies
 	args [2][]any        // the take script's arguments for n = 0 and n = 1
@@ -290,7 +289,7 @@ type redisSpace struct {
 // On Redis Cluster a third key names the index of key bans in k's slot
 // (index.go), which the scripts cannot derive; elsewhere they derive
 // <bns>bans from the ban base, and the command stays as short.
-func (sp *redisSpace) scriptKeys(k protect.Key) []string {
+func (sp *redisSpace) scriptKeys(k store.Key) []string {
 	if sp.s.isCluster() {
 		return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k), sp.s.indexKey(sp.bns.name, k)}
 	}
@@ -308,11 +307,11 @@ func (*redisSpace) DeadlineOnly() bool { return true }
 
 // Circuit implements protect.CircuitStore: one breaker for the store's
 // one pool.
-func (s *Store) Circuit() *protect.Circuit { return &s.circuit }
+func (s *Store) Circuit() *store.Circuit { return &s.circuit }
 
 // banNamespace is where scope's bans live: BanNamespace, or Namespace
 // when that is empty.
-func banNamespace(scope protect.Scope) string {
+func banNamespace(scope store.Scope) string {
 	if scope.BanNamespace != "" {
 		return scope.BanNamespace
 	}
@@ -331,14 +330,14 @@ func (sp *redisSpace) takeArgs(n int64) []any {
 
 // Take implements Space: one round trip, or none when a range ban or a
 // cached ban answers.
-func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, n int64) (protect.Result, error) {
+func (sp *redisSpace) Take(ctx context.Context, k store.Key, addr netip.Addr, n int64) (store.Result, error) {
 	if err := checkRedisKey(k); err != nil {
-		return protect.Result{}, err
+		return store.Result{}, err
 	}
 	s := sp.s
 	t := s.now()
 	if err := s.ready(ctx, sp.bns); err != nil {
-		return protect.Result{}, err
+		return store.Result{}, err
 	}
 	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
 		return r, nil
@@ -355,11 +354,11 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 	for try := 0; ; try++ {
 		v, err := takeScript.Run(ctx, s.counting(), keys, args...).Result()
 		if err != nil {
-			return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+			return store.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 		}
 		tr, err := decodeTake(v, k)
 		if err != nil {
-			return protect.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
+			return store.Result{}, fmt.Errorf("protect: redis take %s: %w", k, err)
 		}
 		switch {
 		case tr.bad != nil:
@@ -372,7 +371,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 				s.indexDamage(ctx, sp.bns, k)
 			}
 			if try == 2 {
-				return protect.Result{}, dmg.err
+				return store.Result{}, dmg.err
 			}
 			args = append(slices.Clone(sp.takeArgs(n)), dmg.sha)
 			continue
@@ -384,7 +383,7 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 			// result stands, and the guard counts and logs the damage
 			// once, never against the breaker (malformed.go).
 			ck, _, _ := redisKeys(sp.ns, sp.bns.name, k)
-			return tr.res, &protect.MalformedError{Key: ck, Record: protect.QuoteMalformed(tr.counter), Err: errCounterReset}
+			return tr.res, &store.MalformedError{Key: ck, Record: store.QuoteMalformed(tr.counter), Err: errCounterReset}
 		case dmg != nil:
 			s.forgetDamage(sp.bns, k) // lifted or replaced
 		}
@@ -402,13 +401,13 @@ func (sp *redisSpace) Take(ctx context.Context, k protect.Key, addr netip.Addr, 
 var errCounterReset = errors.New("not a count; deleted, and counted again from nothing")
 
 // AddBan implements Space.
-func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Duration) (protect.Ban, error) {
-	b, err := protect.CheckBan(b)
+func (sp *redisSpace) AddBan(ctx context.Context, b store.Ban, length time.Duration) (store.Ban, error) {
+	b, err := store.CheckBan(b)
 	if err != nil {
-		return protect.Ban{}, err
+		return store.Ban{}, err
 	}
 	if err := checkRedisKey(b.Key); err != nil {
-		return protect.Ban{}, err
+		return store.Ban{}, err
 	}
 	s := sp.s
 	ms := length.Milliseconds()
@@ -427,15 +426,15 @@ func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Dur
 	}
 	rec, err := banScript.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
 	if err != nil {
-		return protect.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
+		return store.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
 	stored, err := decodeBan(b.Key, b.Range, rec)
 	if err != nil {
-		return protect.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
+		return store.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
 	if b.Range {
-		s.reloadRanges(ctx, sp.bns)           // this instance sees it at once
-		if b.Source != protect.SourceManual { // see Space.AddBan: escalation resets nothing
+		s.reloadRanges(ctx, sp.bns)         // this instance sees it at once
+		if b.Source != store.SourceManual { // see Space.AddBan: escalation resets nothing
 			return stored, nil
 		}
 		if err := sp.resetRange(ctx, b.Key.Prefix); err != nil {
@@ -451,18 +450,18 @@ func (sp *redisSpace) AddBan(ctx context.Context, b protect.Ban, length time.Dur
 
 // Lift implements Space. A prefix may name a counting key and a range
 // alike, so both are lifted.
-func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, bool, error) {
+func (sp *redisSpace) Lift(ctx context.Context, k store.Key) (store.Ban, bool, error) {
 	if err := checkRedisKey(k); err != nil {
-		return protect.Ban{}, false, err
+		return store.Ban{}, false, err
 	}
 	s := sp.s
 	s.forget(sp.bns, k)
-	var lifted protect.Ban
+	var lifted store.Ban
 	found := false
 	if k.Prefix.IsValid() {
 		_, bans, err := s.rangeCall(ctx, sp.bns.name, "lift", k.String())
 		if err != nil {
-			return protect.Ban{}, false, err
+			return store.Ban{}, false, err
 		}
 		if len(bans) > 0 {
 			lifted, found = bans[0], true
@@ -475,7 +474,7 @@ func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, boo
 	case errors.Is(err, redis.Nil):
 		return lifted, found, nil
 	case err != nil:
-		return protect.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
+		return store.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
 	}
 	s.forgetDamage(sp.bns, k)
 	// A damaged record is lifted too, and reported so: it was there, and
@@ -486,13 +485,13 @@ func (sp *redisSpace) Lift(ctx context.Context, k protect.Key) (protect.Ban, boo
 // Bans implements Space, under ctx's deadline alone. Range bans are one
 // read of one hash; key bans are read from their index (index.go),
 // never found by scanning the keyspace.
-func (sp *redisSpace) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
+func (sp *redisSpace) Bans(ctx context.Context, f store.BanFilter) ([]store.Ban, error) {
 	return sp.BansPaged(ctx, f, 0)
 }
 
 // BansPaged implements protect.BanPager: Bans with a deadline of perPage on each page of a listing
 // rather than one on the whole: a namespace may hold any number of bans.
-func (sp *redisSpace) BansPaged(ctx context.Context, f protect.BanFilter, perPage time.Duration) ([]protect.Ban, error) {
+func (sp *redisSpace) BansPaged(ctx context.Context, f store.BanFilter, perPage time.Duration) ([]store.Ban, error) {
 	s := sp.s
 	pctx, cancel := pageContext(ctx, perPage)
 	_, ranges, err := s.rangeCall(pctx, sp.bns.name, "list")
@@ -500,7 +499,7 @@ func (sp *redisSpace) BansPaged(ctx context.Context, f protect.BanFilter, perPag
 	if err != nil {
 		return nil, err
 	}
-	var out []protect.Ban
+	var out []store.Ban
 	for _, b := range ranges {
 		if f.Match(b) {
 			out = append(out, b)
@@ -510,7 +509,7 @@ func (sp *redisSpace) BansPaged(ctx context.Context, f protect.BanFilter, perPag
 		return out, nil
 	}
 	var mu sync.Mutex
-	keep := func(b protect.Ban) {
+	keep := func(b store.Ban) {
 		mu.Lock()
 		out = append(out, b)
 		mu.Unlock()
@@ -534,28 +533,28 @@ func globEscape(s string) string {
 }
 
 // Inspect implements Space.
-func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeyState, error) {
+func (sp *redisSpace) Inspect(ctx context.Context, k store.Key) (store.KeyState, error) {
 	if err := checkRedisKey(k); err != nil {
-		return protect.KeyState{}, err
+		return store.KeyState{}, err
 	}
 	s := sp.s
 	c, b, o := redisKeys(sp.ns, sp.bns.name, k)
 	v, err := inspectScript.Run(ctx, s.client, []string{c, b, o}, sp.lim.OffenseWindow.Milliseconds()).Slice()
 	if err != nil {
-		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+		return store.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 	}
 	if len(v) != 5 {
-		return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: unexpected reply", k)
+		return store.KeyState{}, fmt.Errorf("protect: redis inspect %s: unexpected reply", k)
 	}
 	var n [3]int64
 	for i := range n {
 		if n[i], err = toInt(v[i]); err != nil {
-			return protect.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
+			return store.KeyState{}, fmt.Errorf("protect: redis inspect %s: %w", k, err)
 		}
 	}
-	st := protect.KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
+	st := store.KeyState{Key: k, Count: n[0], Offenses: int(n[2])}
 	if st.Usage, err = sp.planUsage(ctx, k); err != nil {
-		return protect.KeyState{}, err
+		return store.KeyState{}, err
 	}
 	if n[1] > 0 {
 		st.CountTTL = time.Duration(n[1]) * time.Millisecond
@@ -567,7 +566,7 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 	} else if k.Prefix.IsValid() {
 		_, bans, err := s.rangeCall(ctx, sp.bns.name, "get", k.String())
 		if err != nil {
-			return protect.KeyState{}, err
+			return store.KeyState{}, err
 		}
 		if len(bans) > 0 {
 			st.Ban = &bans[0]
@@ -577,20 +576,20 @@ func (sp *redisSpace) Inspect(ctx context.Context, k protect.Key) (protect.KeySt
 }
 
 // Published implements Store.
-func (s *Store) Published(ctx context.Context, namespace string) (protect.Limits, bool, error) {
+func (s *Store) Published(ctx context.Context, namespace string) (store.Limits, bool, error) {
 	if strings.ContainsAny(namespace, "{}") {
-		return protect.Limits{}, false, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", namespace)
+		return store.Limits{}, false, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", namespace)
 	}
 	v, err := s.client.Get(ctx, limitsKey(namespace)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return protect.Limits{}, false, nil
+		return store.Limits{}, false, nil
 	case err != nil:
-		return protect.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+		return store.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
 	}
 	lim, err := decodeLimits(v)
 	if err != nil {
-		return protect.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+		return store.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
 	}
 	return lim, true, nil
 }
@@ -610,7 +609,7 @@ func (sp *redisSpace) resetRange(ctx context.Context, r netip.Prefix) error {
 		for iter.Next(ctx) {
 			key := iter.Val()
 			s := strings.TrimSuffix(strings.TrimPrefix(key, sp.ns+"{"), "}:c")
-			if k, err := protect.ParseKey(s); err == nil && k.Prefix.IsValid() && (protect.BanFilter{Within: r}).Match(protect.Ban{Key: k}) {
+			if k, err := store.ParseKey(s); err == nil && k.Prefix.IsValid() && (store.BanFilter{Within: r}).Match(store.Ban{Key: k}) {
 				del = append(del, key)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	protect "github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,8 +61,8 @@ func TestOneNodeClientOnClusterNodeLogsOnce(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	s := New(c, Options{RangeRefresh: -1, Logger: slog.New(rec)})
 	t.Cleanup(func() { s.Close() })
-	lim := protect.Limits{MaxRequests: 10, TTL: time.Minute, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}
-	sp, err := s.Space(protect.Scope{Namespace: "moved:", Limits: lim})
+	lim := store.Limits{MaxRequests: 10, TTL: time.Minute, BanLimit: -1, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: time.Hour, OffenseWindow: time.Hour}
+	sp, err := s.Space(store.Scope{Namespace: "moved:", Limits: lim})
 	if err != nil {
 		t.Fatal(err)
 	}

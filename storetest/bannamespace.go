@@ -6,15 +6,15 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // scoped binds the environment's store to a Scope whose namespaces are
 // the environment's plus the given suffixes (ban "" leaves BanNamespace
 // empty: the namespace itself).
-func (env *Env) scoped(t *testing.T, ns, ban string, lim protect.Limits) protect.Space {
+func (env *Env) scoped(t *testing.T, ns, ban string, lim store.Limits) store.Space {
 	t.Helper()
-	sc := protect.Scope{Namespace: env.Namespace + ns, Limits: lim}
+	sc := store.Scope{Namespace: env.Namespace + ns, Limits: lim}
 	if ban != "" {
 		sc.BanNamespace = env.Namespace + ban
 	}
@@ -51,7 +51,7 @@ func testBanNamespaces(t *testing.T, env *Env) {
 	if r := take(t, login, k, a, 1); !r.NewBan || r.Ban.Offense != 1 {
 		t.Fatalf("Take #6 through login = %+v, want a new ban", r)
 	}
-	if r := take(t, api, k, a, 1); !r.Banned() || r.NewBan || r.Ban.Source != protect.SourceAuto || r.Count != 0 {
+	if r := take(t, api, k, a, 1); !r.Banned() || r.NewBan || r.Ban.Source != store.SourceAuto || r.Count != 0 {
 		t.Fatalf("Take through api after login banned %s = %+v, want refused by login's ban, nothing counted", k, r)
 	}
 	if r := take(t, apart, k, a, 1); r.Banned() || r.Count != 1 {
@@ -69,19 +69,19 @@ func testBanNamespaces(t *testing.T, env *Env) {
 	// The offense history is the ban namespace's: a second ban through
 	// api is the client's second offense.
 	take(t, api, k, a, 4)
-	if r := take(t, api, k, a, 2); !r.NewBan || r.Ban.Offense != 2 || r.BanLeft != protect.BanLength(&lim, 2) {
-		t.Fatalf("ban through api after one through login = %+v, want offense 2 of length %v", r, protect.BanLength(&lim, 2))
+	if r := take(t, api, k, a, 2); !r.NewBan || r.Ban.Offense != 2 || r.BanLeft != store.BanLength(&lim, 2) {
+		t.Fatalf("ban through api after one through login = %+v, want offense 2 of length %v", r, store.BanLength(&lim, 2))
 	}
 
-	rng := protect.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
-	addBan(t, login, protect.Ban{Key: rng, Range: true, Source: protect.SourceManual, Reason: "scanner"}, 30*env.Unit)
-	consumer := protect.Key{Name: "cus_shared"}
-	addBan(t, api, protect.Ban{Key: consumer, Source: protect.SourceManual, Reason: "fraud"}, 30*env.Unit)
+	rng := store.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
+	addBan(t, login, store.Ban{Key: rng, Range: true, Source: store.SourceManual, Reason: "scanner"}, 30*env.Unit)
+	consumer := store.Key{Name: "cus_shared"}
+	addBan(t, api, store.Ban{Key: consumer, Source: store.SourceManual, Reason: "fraud"}, 30*env.Unit)
 	inside, ia := host("198.51.100.9")
 	for _, c := range []struct {
-		sp     protect.Space
+		sp     store.Space
 		name   string
-		k      protect.Key
+		k      store.Key
 		a      netip.Addr
 		banned bool
 	}{
@@ -94,22 +94,22 @@ func testBanNamespaces(t *testing.T, env *Env) {
 			t.Errorf("Take(%s) through %s = %+v, want banned %v", c.k, c.name, r, c.banned)
 		}
 	}
-	plan := newPlan(t, "shared", protect.Rate{Limit: 10, Period: env.Unit})
+	plan := newPlan(t, "shared", store.Rate{Limit: 10, Period: env.Unit})
 	if r := takePlan(t, login, consumer, netip.Addr{}, plan, 1, false); !r.Banned() || r.Decider != -1 {
 		t.Errorf("TakePlan(%s) through login = %+v, want refused by api's ban", consumer, r)
 	}
 	want := "[192.0.2.50 198.51.100.0/24 cus_shared]"
 	for _, c := range []struct {
-		sp   protect.Space
+		sp   store.Space
 		name string
 	}{{login, "login"}, {api, "api"}} {
-		got := keys(bans(t, c.sp, protect.BanFilter{}))
+		got := keys(bans(t, c.sp, store.BanFilter{}))
 		slices.Sort(got)
 		if fmt.Sprint(got) != want {
 			t.Errorf("Bans through %s = %s, want %s", c.name, got, want)
 		}
 	}
-	if got := bans(t, apart, protect.BanFilter{}); len(got) != 0 {
+	if got := bans(t, apart, store.BanFilter{}); len(got) != 0 {
 		t.Errorf("Bans through another ban namespace = %v, want none", keys(got))
 	}
 
@@ -118,7 +118,7 @@ func testBanNamespaces(t *testing.T, env *Env) {
 	plain := env.scoped(t, "plain:", "", lim)
 	guest := env.scoped(t, "guest:", "plain:", lim)
 	k2, a2 := host("203.0.113.50")
-	addBan(t, plain, protect.Ban{Key: k2, Source: protect.SourceManual}, 30*env.Unit)
+	addBan(t, plain, store.Ban{Key: k2, Source: store.SourceManual}, 30*env.Unit)
 	if r := take(t, guest, k2, a2, 1); !r.Banned() {
 		t.Errorf("Take through a space whose BanNamespace is another's Namespace = %+v, want banned", r)
 	}

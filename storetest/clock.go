@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // How the suite checks a time a store reports. A store reads its clock
@@ -32,7 +32,7 @@ func (env *Env) storeNow(t *testing.T) time.Time {
 	if env.probe == nil {
 		env.probe = env.scoped(t, "clock:", "clock:", limits(env.Unit))
 	}
-	b := addBan(t, env.probe, protect.Ban{Key: protect.Key{Name: "storetest-clock"}, Source: protect.SourceManual, Reason: "the suite reads the store's clock"}, 0)
+	b := addBan(t, env.probe, store.Ban{Key: store.Key{Name: "storetest-clock"}, Source: store.SourceManual, Reason: "the suite reads the store's clock"}, 0)
 	return b.Created.UTC()
 }
 
@@ -103,20 +103,20 @@ func less(d time.Duration, a, b span) bound {
 // calendar window of period p, by the time package. The suite keeps its
 // quota tests away from a window's end (awayFromEnd), so both ends of b
 // lie in one window.
-func untilEnd(p protect.QuotaPeriod, b span) bound {
+func untilEnd(p store.QuotaPeriod, b span) bound {
 	end := windowEnd(p, b.to)
 	return bound{end.Sub(b.to), end.Sub(b.from)}
 }
 
 // windowEnd is the end of the calendar window holding now, by the time
 // package (the stores compute it their own way).
-func windowEnd(p protect.QuotaPeriod, now time.Time) time.Time {
+func windowEnd(p store.QuotaPeriod, now time.Time) time.Time {
 	now = now.UTC()
 	y, m, d := now.Date()
 	switch p {
-	case protect.Hourly:
+	case store.Hourly:
 		return now.Truncate(time.Hour).Add(time.Hour)
-	case protect.Daily:
+	case store.Daily:
 		return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
 	}
 	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
@@ -126,7 +126,7 @@ func windowEnd(p protect.QuotaPeriod, now time.Time) time.Time {
 // window of period p ends within the next few seconds, it waits until
 // that end has passed for a lagging clock too, so that a test's requests
 // fall in one window.
-func (env *Env) awayFromEnd(p protect.QuotaPeriod) {
+func (env *Env) awayFromEnd(p store.QuotaPeriod) {
 	if env.Now != nil {
 		return
 	}
@@ -150,21 +150,21 @@ func (env *Env) reach(t *testing.T, since span, d time.Duration) {
 
 // takePlanTimed calls sp.TakePlan as takePlan does, and returns the span
 // of the store's clock read.
-func (env *Env) takePlanTimed(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, plan *protect.Plan, cost int64, stream bool) (protect.PlanResult, span) {
+func (env *Env) takePlanTimed(t *testing.T, sp store.Space, k store.Key, a netip.Addr, plan *store.Plan, cost int64, stream bool) (store.PlanResult, span) {
 	t.Helper()
-	var r protect.PlanResult
+	var r store.PlanResult
 	s := env.timed(t, func() { r = takePlan(t, sp, k, a, plan, cost, stream) })
 	return r, s
 }
 
 // limitsOf is r's limits of plan, for failure messages: the rest of the
 // array is zero.
-func limitsOf(r protect.PlanResult, plan *protect.Plan) []protect.LimitState {
+func limitsOf(r store.PlanResult, plan *store.Plan) []store.LimitState {
 	return r.Limits[:len(plan.Limits())]
 }
 
 // planResult formats r for a failure message.
-func planResult(r protect.PlanResult, plan *protect.Plan) string {
+func planResult(r store.PlanResult, plan *store.Plan) string {
 	return fmt.Sprintf("{Banned:%v NewBan:%v Count:%d BanLeft:%v Charged:%v Decider:%d Limits:%+v}",
 		r.Banned(), r.NewBan, r.Count, r.BanLeft, r.Charged, r.Decider, limitsOf(r, plan))
 }

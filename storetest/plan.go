@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // The plan tests: Space.TakePlan's token buckets (GCRA), calendar quotas,
@@ -16,9 +16,9 @@ import (
 // on real time (clock.go); every count, Remaining, Decider and Charged is
 // exact on both.
 
-func newPlan(t *testing.T, name string, limits ...protect.PlanLimit) *protect.Plan {
+func newPlan(t *testing.T, name string, limits ...store.PlanLimit) *store.Plan {
 	t.Helper()
-	p, err := protect.NewPlan(name, limits...)
+	p, err := store.NewPlan(name, limits...)
 	if err != nil {
 		t.Fatalf("NewPlan(%q) = %v", name, err)
 	}
@@ -26,7 +26,7 @@ func newPlan(t *testing.T, name string, limits ...protect.PlanLimit) *protect.Pl
 }
 
 // takePlan calls sp.TakePlan and fails the test on an error.
-func takePlan(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, plan *protect.Plan, cost int64, stream bool) protect.PlanResult {
+func takePlan(t *testing.T, sp store.Space, k store.Key, a netip.Addr, plan *store.Plan, cost int64, stream bool) store.PlanResult {
 	t.Helper()
 	r, err := sp.TakePlan(t.Context(), k, a, plan, cost, stream)
 	if err != nil {
@@ -41,10 +41,10 @@ func takePlan(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, plan 
 // burst: it is full then, and each request takes one emission interval.
 func testPlanBucket(t *testing.T, env *Env) {
 	u := env.Unit
-	plan := newPlan(t, "bucket", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 5})
+	plan := newPlan(t, "bucket", store.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 5})
 	sp := env.space(t, "", limits(u))
-	k := protect.Key{Name: "cus_bucket"}
-	call := func() (protect.PlanResult, span) {
+	k := store.Key{Name: "cus_bucket"}
+	call := func() (store.PlanResult, span) {
 		t.Helper()
 		return env.takePlanTimed(t, sp, k, netip.Addr{}, plan, 1, false)
 	}
@@ -93,9 +93,9 @@ func testPlanBucket(t *testing.T, env *Env) {
 // refused is served as soon as its token is back, not later.
 func testPlanRefusedCostsNothing(t *testing.T, env *Env) {
 	u := env.Unit
-	plan := newPlan(t, "retry", protect.Rate{Name: "slow", Limit: 1, Period: 25 * u, Burst: 1})
+	plan := newPlan(t, "retry", store.Rate{Name: "slow", Limit: 1, Period: 25 * u, Burst: 1})
 	sp := env.space(t, "", limits(u))
-	k := protect.Key{Name: "cus_retry"}
+	k := store.Key{Name: "cus_retry"}
 	before := time.Now()
 	if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); r.Refused() {
 		t.Fatalf("first request = %+v, want served", r)
@@ -134,9 +134,9 @@ func testPlanRefusedCostsNothing(t *testing.T, env *Env) {
 // Every key has buckets of its own: names, addresses, and namespaces.
 func testPlanKeysApart(t *testing.T, env *Env) {
 	u := env.Unit
-	plan := newPlan(t, "apart", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 2})
+	plan := newPlan(t, "apart", store.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 2})
 	sp := env.space(t, "", limits(u))
-	acme := protect.Key{Name: "acme"}
+	acme := store.Key{Name: "acme"}
 	for range 2 {
 		takePlan(t, sp, acme, netip.Addr{}, plan, 1, false)
 	}
@@ -147,11 +147,11 @@ func testPlanKeysApart(t *testing.T, env *Env) {
 	other := env.space(t, "other:", limits(u))
 	for _, c := range []struct {
 		name string
-		sp   protect.Space
-		k    protect.Key
+		sp   store.Space
+		k    store.Key
 		a    netip.Addr
 	}{
-		{"globex", sp, protect.Key{Name: "globex"}, netip.Addr{}},
+		{"globex", sp, store.Key{Name: "globex"}, netip.Addr{}},
 		{"an address", sp, host, a},
 		{"acme in another namespace", other, acme, netip.Addr{}},
 	} {
@@ -169,11 +169,11 @@ func testPlanKeysApart(t *testing.T, env *Env) {
 func testPlanQuota(t *testing.T, env *Env) {
 	u := env.Unit
 	sp := env.space(t, "", limits(u))
-	for _, period := range []protect.QuotaPeriod{protect.Hourly, protect.Daily, protect.Monthly} {
+	for _, period := range []store.QuotaPeriod{store.Hourly, store.Daily, store.Monthly} {
 		t.Run(period.String(), func(t *testing.T) {
 			env.awayFromEnd(period)
-			plan := newPlan(t, "quota", protect.Rate{Name: "rate", Limit: 1000, Period: 100_000 * u}, protect.Quota{Limit: 3, Period: period})
-			k := protect.Key{Name: "cus_" + period.String()}
+			plan := newPlan(t, "quota", store.Rate{Name: "rate", Limit: 1000, Period: 100_000 * u}, store.Quota{Limit: 3, Period: period})
+			k := store.Key{Name: "cus_" + period.String()}
 			for i := int64(1); i <= 3; i++ {
 				r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
 				if r.Refused() || !r.Charged || r.Decider != 1 || r.Limits[1].Remaining != 3-i || r.Limits[0].Remaining != 1000-i {
@@ -214,10 +214,10 @@ func testPlanQuota(t *testing.T, env *Env) {
 // longest wait decides.
 func testPlanAllOrNothing(t *testing.T, env *Env) {
 	u := env.Unit
-	env.awayFromEnd(protect.Daily)
+	env.awayFromEnd(store.Daily)
 	sp := env.space(t, "", limits(u))
-	plan := newPlan(t, "both", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 2}, protect.Quota{Name: "daily", Limit: 100, Period: protect.Daily})
-	k := protect.Key{Name: "cus_both"}
+	plan := newPlan(t, "both", store.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 2}, store.Quota{Name: "daily", Limit: 100, Period: store.Daily})
+	k := store.Key{Name: "cus_both"}
 	for range 2 {
 		takePlan(t, sp, k, netip.Addr{}, plan, 1, false)
 	}
@@ -227,11 +227,11 @@ func testPlanAllOrNothing(t *testing.T, env *Env) {
 			t.Fatalf("TakePlan(%s, cost 1), refusal %d = %s, want refused by the rate, the quota still at 98", k, i+1, planResult(r, plan))
 		}
 	}
-	tight := newPlan(t, "tight", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 1}, protect.Quota{Name: "daily", Limit: 1, Period: protect.Daily})
-	k2 := protect.Key{Name: "cus_tight"}
+	tight := newPlan(t, "tight", store.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 1}, store.Quota{Name: "daily", Limit: 1, Period: store.Daily})
+	k2 := store.Key{Name: "cus_tight"}
 	_, first := env.takePlanTimed(t, sp, k2, netip.Addr{}, tight, 1, false)
 	r, s := env.takePlanTimed(t, sp, k2, netip.Addr{}, tight, 1, false)
-	rate, quota := less(100*u, first, s), untilEnd(protect.Daily, s)
+	rate, quota := less(100*u, first, s), untilEnd(store.Daily, s)
 	decider := 1 // the quota's wait is the longer, unless the day ends sooner than the rate's token comes back
 	switch {
 	case quota.hi < rate.lo:
@@ -251,10 +251,10 @@ func testPlanAllOrNothing(t *testing.T, env *Env) {
 // it full.
 func testPlanCost(t *testing.T, env *Env) {
 	u := env.Unit
-	env.awayFromEnd(protect.Daily)
+	env.awayFromEnd(store.Daily)
 	sp := env.space(t, "", limits(u))
-	rate := newPlan(t, "rate", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 10})
-	k := protect.Key{Name: "cus_cost"}
+	rate := newPlan(t, "rate", store.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 10})
+	k := store.Key{Name: "cus_cost"}
 	var first, last span
 	for i, c := range []struct {
 		cost    int64
@@ -291,7 +291,7 @@ func testPlanCost(t *testing.T, env *Env) {
 			t.Fatalf("TakePlan(%s, cost %d), request %d = %s, want refused %v, %d left, retry after %v", k, c.cost, i+1, planResult(r, rate), c.refused, c.left, want)
 		}
 	}
-	quota := newPlan(t, "quota", protect.Quota{Name: "daily", Limit: 5, Period: protect.Daily})
+	quota := newPlan(t, "quota", store.Quota{Name: "daily", Limit: 5, Period: store.Daily})
 	for i, c := range []struct {
 		cost    int64
 		refused bool
@@ -303,7 +303,7 @@ func testPlanCost(t *testing.T, env *Env) {
 		case c.cost > 5:
 			want = exact(-1)
 		case c.refused:
-			want = untilEnd(protect.Daily, s)
+			want = untilEnd(store.Daily, s)
 		}
 		if r.Refused() != c.refused || r.Limits[0].Remaining != c.left || !want.has(r.Limits[0].RetryAfter) || r.Charged != (!c.refused && c.cost > 0) {
 			t.Fatalf("TakePlan(%s, cost %d) under a quota, request %d = %s, want refused %v, %d left, retry after %v", k, c.cost, i+1, planResult(r, quota), c.refused, c.left, want)
@@ -316,9 +316,9 @@ func testPlanCost(t *testing.T, env *Env) {
 func testPlanBans(t *testing.T, env *Env) {
 	u := env.Unit
 	sp := env.space(t, "", limits(u))
-	plan := newPlan(t, "bans", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 3})
-	k := protect.Key{Name: "cus_banned"}
-	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual, Reason: "fraud"}, 30*u)
+	plan := newPlan(t, "bans", store.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 3})
+	k := store.Key{Name: "cus_banned"}
+	addBan(t, sp, store.Ban{Key: k, Source: store.SourceManual, Reason: "fraud"}, 30*u)
 	for _, cost := range []int64{1, 1, 0} {
 		if r := takePlan(t, sp, k, netip.Addr{}, plan, cost, false); !r.Banned() || r.Decider != -1 || r.Charged || r.Ban.Reason != "fraud" || !r.Refused() {
 			t.Fatalf("TakePlan(banned consumer, cost %d) = %+v; want banned, nothing charged", cost, r)
@@ -330,13 +330,13 @@ func testPlanBans(t *testing.T, env *Env) {
 	if r := takePlan(t, sp, k, netip.Addr{}, plan, 1, false); r.Refused() || r.Limits[0].Remaining != 2 {
 		t.Fatalf("after the lift = %+v; want served from a full bucket (2 left)", r)
 	}
-	rng := protect.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
-	addBan(t, sp, protect.Ban{Key: rng, Range: true, Source: protect.SourceManual, Reason: "scanner"}, 30*u)
+	rng := store.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
+	addBan(t, sp, store.Ban{Key: rng, Range: true, Source: store.SourceManual, Reason: "scanner"}, 30*u)
 	inside, ia := host("198.51.100.7")
 	if r := takePlan(t, sp, inside, ia, plan, 1, true); !r.Banned() || r.Ban.Key != rng || r.Count != 0 {
 		t.Fatalf("TakePlan(inside a banned range) = %+v; want banned by the range, nothing counted", r)
 	}
-	if r := takePlan(t, sp, protect.Key{Name: "cus_in_range"}, ia, plan, 1, false); !r.Banned() {
+	if r := takePlan(t, sp, store.Key{Name: "cus_in_range"}, ia, plan, 1, false); !r.Banned() {
 		t.Fatalf("TakePlan(a consumer from a banned range) = %+v; want banned", r)
 	}
 	outside, oa := host("198.51.101.7")
@@ -354,7 +354,7 @@ func testPlanStreamBans(t *testing.T, env *Env) {
 	lim := limits(u)
 	lim.BanDuration, lim.MaxBanDuration = 5*u, 12*u
 	sp := env.space(t, "", lim)
-	plan := newPlan(t, "stream", protect.Rate{Name: "burst", Limit: 1, Period: 2 * u, Burst: 2})
+	plan := newPlan(t, "stream", store.Rate{Name: "burst", Limit: 1, Period: 2 * u, Burst: 2})
 	k, a := host("203.0.113.50")
 	for offense := 1; offense <= 3; offense++ {
 		for i := int64(1); i <= 5; i++ {
@@ -367,9 +367,9 @@ func testPlanStreamBans(t *testing.T, env *Env) {
 			t.Fatalf("ban %d, cost 0 = %+v; want count 5, nothing counted", offense, r)
 		}
 		r := takePlan(t, sp, k, a, plan, 1, true)
-		want := protect.BanLength(&lim, offense)
+		want := store.BanLength(&lim, offense)
 		if !r.Banned() || !r.NewBan || r.Count != 6 || r.Decider != -1 || r.Charged || r.Ban.Offense != offense || r.BanLeft != want ||
-			r.Ban.Source != protect.SourceAuto || r.Ban.Reason != "stream passed the ban limit of 5 requests" {
+			r.Ban.Source != store.SourceAuto || r.Ban.Reason != "stream passed the ban limit of 5 requests" {
 			t.Fatalf("ban %d: request 6 = %+v (ban %+v); want a new ban of %v (BanLength), offense %d", offense, r, r.Ban, want, offense)
 		}
 		if r := takePlan(t, sp, k, a, plan, 1, true); !r.Banned() || r.NewBan || r.Count != 0 {
@@ -393,11 +393,11 @@ func testPlanStreamBans(t *testing.T, env *Env) {
 func testPlanChangeKeepsState(t *testing.T, env *Env) {
 	u := env.Unit
 	sp := env.space(t, "", limits(u))
-	free := newPlan(t, "free", protect.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 5}, protect.Quota{Name: "monthly", Limit: 10, Period: protect.Monthly})
-	pro := newPlan(t, "pro", protect.Rate{Name: "burst", Limit: 10, Period: 100 * u, Burst: 50},
-		protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly}, protect.Quota{Name: "daily", Limit: 100, Period: protect.Daily})
-	k := protect.Key{Name: "cus_upgrade"}
-	env.awayFromEnd(protect.Daily) // a day ends with every month
+	free := newPlan(t, "free", store.Rate{Name: "burst", Limit: 1, Period: 100 * u, Burst: 5}, store.Quota{Name: "monthly", Limit: 10, Period: store.Monthly})
+	pro := newPlan(t, "pro", store.Rate{Name: "burst", Limit: 10, Period: 100 * u, Burst: 50},
+		store.Quota{Name: "monthly", Limit: 1000, Period: store.Monthly}, store.Quota{Name: "daily", Limit: 100, Period: store.Daily})
+	k := store.Key{Name: "cus_upgrade"}
+	env.awayFromEnd(store.Daily) // a day ends with every month
 	for range 4 {
 		takePlan(t, sp, k, netip.Addr{}, free, 1, false)
 	}
@@ -412,10 +412,10 @@ func testPlanChangeKeepsState(t *testing.T, env *Env) {
 	}
 	// A new limit ahead of a kept one: a store that makes room for it must
 	// still charge the kept one, on every request.
-	one := newPlan(t, "one", protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly})
-	team := newPlan(t, "team", protect.Quota{Name: "hourly", Limit: 50, Period: protect.Hourly}, protect.Quota{Name: "monthly", Limit: 1000, Period: protect.Monthly})
-	env.awayFromEnd(protect.Hourly)
-	k = protect.Key{Name: "cus_team"}
+	one := newPlan(t, "one", store.Quota{Name: "monthly", Limit: 1000, Period: store.Monthly})
+	team := newPlan(t, "team", store.Quota{Name: "hourly", Limit: 50, Period: store.Hourly}, store.Quota{Name: "monthly", Limit: 1000, Period: store.Monthly})
+	env.awayFromEnd(store.Hourly)
+	k = store.Key{Name: "cus_team"}
 	for range 4 {
 		takePlan(t, sp, k, netip.Addr{}, one, 1, false)
 	}
@@ -432,20 +432,20 @@ func testPlanChangeKeepsState(t *testing.T, env *Env) {
 func testPlanInspect(t *testing.T, env *Env) {
 	u := env.Unit
 	sp := env.space(t, "", limits(u))
-	plan := newPlan(t, "inspect", protect.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 3}, protect.Quota{Name: "monthly", Limit: 100, Period: protect.Monthly})
-	k := protect.Key{Name: "cus_inspect"}
+	plan := newPlan(t, "inspect", store.Rate{Name: "burst", Limit: 1, Period: 10 * u, Burst: 3}, store.Quota{Name: "monthly", Limit: 100, Period: store.Monthly})
+	k := store.Key{Name: "cus_inspect"}
 	if st, err := sp.Inspect(t.Context(), k); err != nil || len(st.Usage) != 0 {
 		t.Fatalf("Inspect before any request = %+v, %v; want no limits", st, err)
 	}
-	env.awayFromEnd(protect.Monthly)
+	env.awayFromEnd(store.Monthly)
 	_, took := env.takePlanTimed(t, sp, k, netip.Addr{}, plan, 2, false)
-	var st protect.KeyState
+	var st store.KeyState
 	var err error
 	s := env.timed(t, func() { st, err = sp.Inspect(t.Context(), k) })
 	if err != nil || len(st.Usage) != 2 {
 		t.Fatalf("Inspect(%s) = %+v, %v; want two limits", k, st, err)
 	}
-	slices.SortFunc(st.Usage, func(a, b protect.LimitUsage) int { return int(a.Period) - int(b.Period) })
+	slices.SortFunc(st.Usage, func(a, b store.LimitUsage) int { return int(a.Period) - int(b.Period) })
 	burst, monthly := st.Usage[0], st.Usage[1]
 	// Inspect may read a time from a key's expiry, in whole milliseconds:
 	// rounded up when written, and on real time down when read later,
@@ -458,8 +458,8 @@ func testPlanInspect(t *testing.T, env *Env) {
 	if want := less(20*u, took, s).plus(ms); burst.Name != "burst" || burst.Period != 0 || burst.Window != "" || burst.Used != 0 || !want.has(burst.Reset) {
 		t.Fatalf("Inspect(%s): rate = %+v, want burst with a backlog of %v", k, burst, want)
 	}
-	want := untilEnd(protect.Monthly, s).plus(ms).plus(bound{0, time.Millisecond})
-	if window := s.to.Format("2006-01"); monthly.Name != "monthly" || monthly.Period != protect.Monthly || monthly.Window != window || monthly.Used != 2 || !want.has(monthly.Reset) {
+	want := untilEnd(store.Monthly, s).plus(ms).plus(bound{0, time.Millisecond})
+	if window := s.to.Format("2006-01"); monthly.Name != "monthly" || monthly.Period != store.Monthly || monthly.Window != window || monthly.Used != 2 || !want.has(monthly.Reset) {
 		t.Fatalf("Inspect(%s): quota = %+v, want monthly, window %s, 2 used, reset in %v", k, monthly, window, want)
 	}
 	if left, ok := plan.Left(burst); !ok || left != 1 {
@@ -479,8 +479,8 @@ func testPlanInspect(t *testing.T, env *Env) {
 func testPlanConcurrentExactness(t *testing.T, env *Env) {
 	u := env.Unit
 	sp := env.space(t, "", limits(u))
-	plan := newPlan(t, "hot", protect.Rate{Name: "burst", Limit: 100, Period: 100_000 * u})
-	k := protect.Key{Name: "cus_hot"}
+	plan := newPlan(t, "hot", store.Rate{Name: "burst", Limit: 100, Period: 100_000 * u})
+	k := store.Key{Name: "cus_hot"}
 	var mu sync.Mutex
 	left := map[int64]int{}
 	refused, errs := 0, 0

@@ -14,6 +14,7 @@ import (
 	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/internal/testclock"
 	"github.com/httpprotect/protect/redisstore"
+	"github.com/httpprotect/protect/store"
 	"github.com/httpprotect/protect/storetest"
 )
 
@@ -26,18 +27,18 @@ import (
 
 // capabilities names the optional interfaces s and its space of sc
 // implement.
-func capabilities(t *testing.T, s protect.Store) []string {
+func capabilities(t *testing.T, s store.Store) []string {
 	t.Helper()
-	sc := protect.Scope{Namespace: "capabilities:", Limits: protect.Limits{TTL: time.Second, BanFactor: 1}}
+	sc := store.Scope{Namespace: "capabilities:", Limits: store.Limits{TTL: time.Second, BanFactor: 1}}
 	sp, err := s.Space(sc)
 	if err != nil {
 		t.Fatalf("Space(%+v) = %v", sc, err)
 	}
 	var has []string
 	for name, ok := range map[string]bool{
-		"CircuitStore": is[protect.CircuitStore](s), "LocalSpace": is[protect.LocalSpace](sp),
-		"DeadlineSpace": is[protect.DeadlineSpace](sp), "BanHolder": is[protect.BanHolder](sp),
-		"BanPager": is[protect.BanPager](sp), "RangeBanCounter": is[protect.RangeBanCounter](sp),
+		"CircuitStore": is[store.CircuitStore](s), "LocalSpace": is[store.LocalSpace](sp),
+		"DeadlineSpace": is[store.DeadlineSpace](sp), "BanHolder": is[store.BanHolder](sp),
+		"BanPager": is[store.BanPager](sp), "RangeBanCounter": is[store.RangeBanCounter](sp),
 	} {
 		if ok {
 			has = append(has, name)
@@ -54,7 +55,7 @@ func is[T any](v any) bool {
 
 // hidden returns plain{s}, failing the test unless s has a capability
 // that plain hides, and plain{s} none.
-func hidden(t *testing.T, s protect.Store) protect.Store {
+func hidden(t *testing.T, s store.Store) store.Store {
 	t.Helper()
 	if got := capabilities(t, s); len(got) == 0 {
 		t.Fatalf("capabilities(%T) = none, want some for plain to hide", s)
@@ -75,12 +76,12 @@ func newMemory(t *testing.T) *protect.MemoryStore {
 
 func TestMemoryStoreRealTime(t *testing.T) {
 	t.Parallel() // the suite sleeps on real time
-	storetest.Run(t, func(t *testing.T) protect.Store { return newMemory(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return newMemory(t) })
 }
 
 func TestPlainMemoryStore(t *testing.T) {
 	t.Parallel() // the suite sleeps on real time
-	storetest.Run(t, func(t *testing.T) protect.Store { return hidden(t, newMemory(t)) })
+	storetest.Run(t, func(t *testing.T) store.Store { return hidden(t, newMemory(t)) })
 }
 
 // TestPlainMiniredis runs the suite on real time on a redisstore.Store on
@@ -89,7 +90,7 @@ func TestPlainMemoryStore(t *testing.T) {
 // goes down on FastForward, and the suite's expiry tests fail).
 func TestPlainMiniredis(t *testing.T) {
 	t.Parallel() // the suite sleeps on real time
-	storetest.Run(t, func(t *testing.T) protect.Store {
+	storetest.Run(t, func(t *testing.T) store.Store {
 		m := miniredis.RunT(t)
 		m.ClockTTL(true)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})

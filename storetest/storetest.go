@@ -60,6 +60,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // An Env is one store under test, and the means to let time pass as the
@@ -67,7 +68,7 @@ import (
 type Env struct {
 	// Store is the store under test. The suite does not close it: close it
 	// in a t.Cleanup.
-	Store protect.Store
+	Store store.Store
 	// Namespace is where the suite writes ["storetest:"]. On a server that
 	// several tests share, give each test a namespace of its own.
 	Namespace string
@@ -95,12 +96,12 @@ type Env struct {
 	// and no further. Ignored with Now: then every time is exact.
 	Lag time.Duration
 
-	probe protect.Space // where storeNow writes, once bound
+	probe store.Space // where storeNow writes, once bound
 }
 
 // Run runs the suite on stores made by newStore, one per test, on real
 // time.
-func Run(t *testing.T, newStore func(t *testing.T) protect.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	RunEnv(t, func(t *testing.T) Env { return Env{Store: newStore(t)} })
 }
@@ -165,28 +166,28 @@ var tests = []struct {
 }
 
 // limits are the suite's limits in units of u.
-func limits(u time.Duration) protect.Limits {
-	return protect.Limits{TTL: 10 * u, BanLimit: 5, BanDuration: 60 * u, BanFactor: 2, MaxBanDuration: 150 * u, OffenseWindow: 1000 * u}
+func limits(u time.Duration) store.Limits {
+	return store.Limits{TTL: 10 * u, BanLimit: 5, BanDuration: 60 * u, BanFactor: 2, MaxBanDuration: 150 * u, OffenseWindow: 1000 * u}
 }
 
 // space binds the environment's store to its namespace (plus suffix) and
 // lim.
-func (env *Env) space(t *testing.T, suffix string, lim protect.Limits) protect.Space {
+func (env *Env) space(t *testing.T, suffix string, lim store.Limits) store.Space {
 	t.Helper()
-	sp, err := env.Store.Space(protect.Scope{Namespace: env.Namespace + suffix, Limits: lim})
+	sp, err := env.Store.Space(store.Scope{Namespace: env.Namespace + suffix, Limits: lim})
 	if err != nil {
 		t.Fatalf("Space(%q) = %v", env.Namespace+suffix, err)
 	}
 	return sp
 }
 
-func host(s string) (protect.Key, netip.Addr) {
+func host(s string) (store.Key, netip.Addr) {
 	a := netip.MustParseAddr(s)
-	return protect.Key{Prefix: netip.PrefixFrom(a, a.BitLen())}, a
+	return store.Key{Prefix: netip.PrefixFrom(a, a.BitLen())}, a
 }
 
 // take calls sp.Take and fails the test on an error.
-func take(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, n int64) protect.Result {
+func take(t *testing.T, sp store.Space, k store.Key, a netip.Addr, n int64) store.Result {
 	t.Helper()
 	r, err := sp.Take(t.Context(), k, a, n)
 	if err != nil {
@@ -195,7 +196,7 @@ func take(t *testing.T, sp protect.Space, k protect.Key, a netip.Addr, n int64) 
 	return r
 }
 
-func addBan(t *testing.T, sp protect.Space, b protect.Ban, length time.Duration) protect.Ban {
+func addBan(t *testing.T, sp store.Space, b store.Ban, length time.Duration) store.Ban {
 	t.Helper()
 	stored, err := sp.AddBan(t.Context(), b, length)
 	if err != nil {
@@ -204,7 +205,7 @@ func addBan(t *testing.T, sp protect.Space, b protect.Ban, length time.Duration)
 	return stored
 }
 
-func bans(t *testing.T, sp protect.Space, f protect.BanFilter) []protect.Ban {
+func bans(t *testing.T, sp store.Space, f store.BanFilter) []store.Ban {
 	t.Helper()
 	list, err := sp.Bans(t.Context(), f)
 	if err != nil {
@@ -214,7 +215,7 @@ func bans(t *testing.T, sp protect.Space, f protect.BanFilter) []protect.Ban {
 	return list
 }
 
-func keys(list []protect.Ban) []string {
+func keys(list []store.Ban) []string {
 	out := make([]string, len(list))
 	for i, b := range list {
 		out[i] = b.Key.String()
@@ -234,7 +235,7 @@ func testThresholds(t *testing.T, env *Env) {
 		}
 	}
 	r := take(t, sp, k, a, 1)
-	if !r.Banned() || !r.NewBan || r.Count != 6 || r.Ban.Offense != 1 || r.Ban.Source != protect.SourceAuto ||
+	if !r.Banned() || !r.NewBan || r.Count != 6 || r.Ban.Offense != 1 || r.Ban.Source != store.SourceAuto ||
 		r.Ban.Key != k || r.Ban.Range || r.BanLeft != lim.BanDuration || !r.Ban.Expires.Equal(r.Ban.Created.Add(lim.BanDuration)) {
 		t.Fatalf("Take #6 = %+v (ban %+v), want a new ban of %v, offense 1, count 6", r, r.Ban, lim.BanDuration)
 	}
@@ -293,7 +294,7 @@ func testDecideWithoutCounting(t *testing.T, env *Env) {
 	if r := take(t, sp, k, a, 1); r.Count != 1 {
 		t.Fatalf("Take after TTL of counted silence = %+v, want count 1 (Take(n=0) must not reset the expiry)", r)
 	}
-	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual, Reason: "check"}, 30*env.Unit)
+	addBan(t, sp, store.Ban{Key: k, Source: store.SourceManual, Reason: "check"}, 30*env.Unit)
 	if r := take(t, sp, k, a, 0); !r.Banned() || r.Ban.Reason != "check" {
 		t.Fatalf("Take(n=0) on a banned key = %+v, want banned", r)
 	}
@@ -330,11 +331,11 @@ func testEscalation(t *testing.T, env *Env) {
 	sp := env.space(t, "", lim)
 	k, a := host("198.51.100.4")
 	for offense := 1; offense <= 4; offense++ {
-		var r protect.Result
+		var r store.Result
 		for i := 0; i < 6 && !r.NewBan; i++ {
 			r = take(t, sp, k, a, 1)
 		}
-		want := protect.BanLength(&lim, offense)
+		want := store.BanLength(&lim, offense)
 		if !r.NewBan || r.BanLeft != want || r.Ban.Offense != offense {
 			t.Fatalf("ban #%d = %+v, want a new ban of %v (BanLength), offense %d", offense, r, want, offense)
 		}
@@ -353,17 +354,17 @@ func testManualBans(t *testing.T, env *Env) {
 	ctx := t.Context()
 	sp := env.space(t, "", limits(env.Unit))
 	k, a := host("203.0.113.7")
-	rng := protect.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
-	consumer := protect.Key{Name: "cus_alpha"}
-	b := addBan(t, sp, protect.Ban{Key: k, Reason: "abuse | spam", Source: protect.SourceManual, By: "ops@host"}, 0)
+	rng := store.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}
+	consumer := store.Key{Name: "cus_alpha"}
+	b := addBan(t, sp, store.Ban{Key: k, Reason: "abuse | spam", Source: store.SourceManual, By: "ops@host"}, 0)
 	if !b.Permanent() || b.Created.IsZero() || b.Reason != "abuse | spam" || b.By != "ops@host" {
 		t.Fatalf("AddBan(permanent) = %+v", b)
 	}
-	b = addBan(t, sp, protect.Ban{Key: rng, Range: true, Reason: "scanner", Source: protect.SourceManual, By: "ops"}, 30*env.Unit)
+	b = addBan(t, sp, store.Ban{Key: rng, Range: true, Reason: "scanner", Source: store.SourceManual, By: "ops"}, 30*env.Unit)
 	if !b.Range || !b.Expires.Equal(b.Created.Add(30*env.Unit)) {
 		t.Fatalf("AddBan(range) = %+v, want a range ban ending 30 units after it was made", b)
 	}
-	addBan(t, sp, protect.Ban{Key: consumer, Reason: "fraud", Source: protect.SourceManual}, 30*env.Unit)
+	addBan(t, sp, store.Ban{Key: consumer, Reason: "fraud", Source: store.SourceManual}, 30*env.Unit)
 
 	if r := take(t, sp, k, a, 1); !r.Banned() || !r.Ban.Permanent() || r.BanLeft != 0 || r.Ban.Reason != "abuse | spam" || r.Ban.By != "ops@host" {
 		t.Fatalf("Take(permanently banned) = %+v (ban %+v)", r, r.Ban)
@@ -382,14 +383,14 @@ func testManualBans(t *testing.T, env *Env) {
 	if r := take(t, sp, consumer, netip.Addr{}, 1); !r.Banned() || r.Ban.Reason != "fraud" {
 		t.Fatalf("Take(banned consumer) = %+v", r)
 	}
-	if got := keys(bans(t, sp, protect.BanFilter{})); fmt.Sprint(got) != "[198.51.100.0/24 cus_alpha 203.0.113.7]" &&
+	if got := keys(bans(t, sp, store.BanFilter{})); fmt.Sprint(got) != "[198.51.100.0/24 cus_alpha 203.0.113.7]" &&
 		fmt.Sprint(got) != "[cus_alpha 198.51.100.0/24 203.0.113.7]" {
 		t.Fatalf("Bans = %v, want the range and the consumer (30 units), then the permanent key ban", got)
 	}
 	if st, err := sp.Inspect(ctx, rng); err != nil || st.Ban == nil || !st.Ban.Range || st.Ban.Reason != "scanner" {
 		t.Fatalf("Inspect(range) = %+v, %v; want its ban", st, err)
 	}
-	for _, lift := range []protect.Key{k, rng, consumer} {
+	for _, lift := range []store.Key{k, rng, consumer} {
 		b, ok, err := sp.Lift(ctx, lift)
 		if err != nil || !ok || b.Key != lift {
 			t.Fatalf("Lift(%s) = %+v, %v, %v; want the ban on it", lift, b, ok, err)
@@ -399,14 +400,14 @@ func testManualBans(t *testing.T, env *Env) {
 		t.Fatalf("Lift(%s) again = %v, %v; want false, nil", k, ok, err)
 	}
 	for _, c := range []struct {
-		k protect.Key
+		k store.Key
 		a netip.Addr
 	}{{k, a}, {inside, ia}, {consumer, netip.Addr{}}} {
 		if r := take(t, sp, c.k, c.a, 1); r.Banned() {
 			t.Fatalf("Take(%s) after its lift = %+v, want not banned", c.k, r)
 		}
 	}
-	if got := bans(t, sp, protect.BanFilter{}); len(got) != 0 {
+	if got := bans(t, sp, store.BanFilter{}); len(got) != 0 {
 		t.Fatalf("Bans after lifting all = %v, want none", keys(got))
 	}
 }
@@ -420,14 +421,14 @@ func testKeyBanResetsCounter(t *testing.T, env *Env) {
 	for range 4 {
 		take(t, sp, k, a, 1)
 	}
-	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual}, 3*env.Unit)
+	addBan(t, sp, store.Ban{Key: k, Source: store.SourceManual}, 3*env.Unit)
 	if _, ok, err := sp.Lift(ctx, k); !ok || err != nil {
 		t.Fatalf("Lift(%s) = %v, %v", k, ok, err)
 	}
 	if r := take(t, sp, k, a, 1); r.Count != 1 {
 		t.Fatalf("Take after ban and lift = count %d, want 1", r.Count)
 	}
-	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual}, 3*env.Unit)
+	addBan(t, sp, store.Ban{Key: k, Source: store.SourceManual}, 3*env.Unit)
 	env.Wait(4 * env.Unit)
 	if r := take(t, sp, k, a, 1); r.Banned() || r.Count != 1 {
 		t.Fatalf("Take after a 3-unit ban ended = %+v, want count 1", r)
@@ -441,7 +442,7 @@ func testRangeBanResetsCounters(t *testing.T, env *Env) {
 	ctx := t.Context()
 	sp := env.space(t, "", limits(env.Unit))
 	type target struct {
-		k     protect.Key
+		k     store.Key
 		a     netip.Addr
 		reset bool
 	}
@@ -457,13 +458,13 @@ func testRangeBanResetsCounters(t *testing.T, env *Env) {
 		{"2001:db8:1:1::/64", "2001:db8:1:1::9", false},
 		{"2001:db8::/32", "2001:db8::9", false}, // wider than the range: not inside it
 	} {
-		tg := target{protect.Key{Prefix: netip.MustParsePrefix(c.key)}, netip.MustParseAddr(c.addr), c.reset}
+		tg := target{store.Key{Prefix: netip.MustParsePrefix(c.key)}, netip.MustParseAddr(c.addr), c.reset}
 		take(t, sp, tg.k, tg.a, 4)
 		targets = append(targets, tg)
 	}
 	for _, r := range []string{"198.51.100.0/24", "2001:db8::/48"} {
-		rng := protect.Key{Prefix: netip.MustParsePrefix(r)}
-		addBan(t, sp, protect.Ban{Key: rng, Range: true, Source: protect.SourceManual}, 30*env.Unit)
+		rng := store.Key{Prefix: netip.MustParsePrefix(r)}
+		addBan(t, sp, store.Ban{Key: rng, Range: true, Source: store.SourceManual}, 30*env.Unit)
 		if _, ok, err := sp.Lift(ctx, rng); !ok || err != nil {
 			t.Fatalf("Lift(%s) = %v, %v", rng, ok, err)
 		}
@@ -483,21 +484,21 @@ func testRangeBanResetsCounters(t *testing.T, env *Env) {
 func testFilters(t *testing.T, env *Env) {
 	sp := env.space(t, "", limits(env.Unit))
 	for _, target := range []string{"203.0.113.7/32", "203.0.113.99/32", "2001:db8:1:2::/64"} {
-		addBan(t, sp, protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix(target)}, Source: protect.SourceManual}, time.Hour)
+		addBan(t, sp, store.Ban{Key: store.Key{Prefix: netip.MustParsePrefix(target)}, Source: store.SourceManual}, time.Hour)
 	}
-	addBan(t, sp, protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix("203.0.113.128/25")}, Range: true, Source: protect.SourceManual}, 2*time.Hour)
-	addBan(t, sp, protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}, Range: true, Source: protect.SourceManual}, 3*time.Hour)
-	addBan(t, sp, protect.Ban{Key: protect.Key{Name: "cus_beta"}, Source: protect.SourceManual}, 4*time.Hour)
+	addBan(t, sp, store.Ban{Key: store.Key{Prefix: netip.MustParsePrefix("203.0.113.128/25")}, Range: true, Source: store.SourceManual}, 2*time.Hour)
+	addBan(t, sp, store.Ban{Key: store.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}, Range: true, Source: store.SourceManual}, 3*time.Hour)
+	addBan(t, sp, store.Ban{Key: store.Key{Name: "cus_beta"}, Source: store.SourceManual}, 4*time.Hour)
 	for _, c := range []struct {
-		f    protect.BanFilter
+		f    store.BanFilter
 		want string
 	}{
-		{protect.BanFilter{}, "[203.0.113.7 203.0.113.99 2001:db8:1:2::/64 203.0.113.128/25 198.51.100.0/24 cus_beta]"},
-		{protect.BanFilter{RangesOnly: true}, "[203.0.113.128/25 198.51.100.0/24]"},
-		{protect.BanFilter{Within: netip.MustParsePrefix("203.0.113.0/24")}, "[203.0.113.7 203.0.113.99 203.0.113.128/25]"},
-		{protect.BanFilter{Within: netip.MustParsePrefix("203.0.113.0/24"), RangesOnly: true}, "[203.0.113.128/25]"},
-		{protect.BanFilter{Within: netip.MustParsePrefix("2001:db8::/32")}, "[2001:db8:1:2::/64]"},
-		{protect.BanFilter{Within: netip.MustParsePrefix("203.0.113.128/26")}, "[]"},
+		{store.BanFilter{}, "[203.0.113.7 203.0.113.99 2001:db8:1:2::/64 203.0.113.128/25 198.51.100.0/24 cus_beta]"},
+		{store.BanFilter{RangesOnly: true}, "[203.0.113.128/25 198.51.100.0/24]"},
+		{store.BanFilter{Within: netip.MustParsePrefix("203.0.113.0/24")}, "[203.0.113.7 203.0.113.99 203.0.113.128/25]"},
+		{store.BanFilter{Within: netip.MustParsePrefix("203.0.113.0/24"), RangesOnly: true}, "[203.0.113.128/25]"},
+		{store.BanFilter{Within: netip.MustParsePrefix("2001:db8::/32")}, "[2001:db8:1:2::/64]"},
+		{store.BanFilter{Within: netip.MustParsePrefix("203.0.113.128/26")}, "[]"},
 	} {
 		if got := fmt.Sprint(keys(bans(t, sp, c.f))); got != c.want {
 			t.Errorf("Bans(%+v) = %s, want %s", c.f, got, c.want)
@@ -520,22 +521,22 @@ func testNamespaces(t *testing.T, env *Env) {
 	if r := take(t, other, k, a, 1); r.Count != 1 {
 		t.Fatalf("Take in another namespace = count %d, want 1", r.Count)
 	}
-	addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual}, 0)
-	if got := bans(t, other, protect.BanFilter{}); len(got) != 0 {
+	addBan(t, sp, store.Ban{Key: k, Source: store.SourceManual}, 0)
+	if got := bans(t, other, store.BanFilter{}); len(got) != 0 {
 		t.Fatalf("Bans in another namespace = %v, want none", keys(got))
 	}
 	same := env.space(t, "", lim)
 	if r := take(t, same, k, a, 1); !r.Banned() {
 		t.Fatalf("Take through a second space of the namespace = %+v, want banned", r)
 	}
-	if got := keys(bans(t, same, protect.BanFilter{})); fmt.Sprint(got) != "[192.0.2.9]" {
+	if got := keys(bans(t, same, store.BanFilter{})); fmt.Sprint(got) != "[192.0.2.9]" {
 		t.Fatalf("Bans through a second space = %v, want [192.0.2.9]", got)
 	}
 
 	differs := lim
 	differs.MaxRequests, differs.BanLimit = 250, 100
-	_, err := env.Store.Space(protect.Scope{Namespace: env.Namespace, Limits: differs})
-	if !errors.Is(err, protect.ErrLimitsDiffer) || !strings.Contains(err.Error(), "MaxRequests 0, BanLimit 5") ||
+	_, err := env.Store.Space(store.Scope{Namespace: env.Namespace, Limits: differs})
+	if !errors.Is(err, store.ErrLimitsDiffer) || !strings.Contains(err.Error(), "MaxRequests 0, BanLimit 5") ||
 		!strings.Contains(err.Error(), "MaxRequests 250, BanLimit 100") || !strings.Contains(err.Error(), fmt.Sprintf("%q", env.Namespace)) {
 		t.Fatalf("Space(same namespace, other limits) = %v; want ErrLimitsDiffer quoting the namespace and both limits", err)
 	}
@@ -605,13 +606,13 @@ func testConcurrentExactness(t *testing.T, env *Env) {
 // master, so this fails unless each master is read.
 func testListsEveryBan(t *testing.T, env *Env) {
 	sp := env.space(t, "", limits(env.Unit))
-	want := map[protect.Key]bool{}
+	want := map[store.Key]bool{}
 	for i := range 30 {
 		k, _ := host(fmt.Sprintf("192.0.2.%d", i+1))
-		addBan(t, sp, protect.Ban{Key: k, Source: protect.SourceManual, Reason: "list"}, time.Hour)
+		addBan(t, sp, store.Ban{Key: k, Source: store.SourceManual, Reason: "list"}, time.Hour)
 		want[k] = true
 	}
-	got := bans(t, sp, protect.BanFilter{})
+	got := bans(t, sp, store.BanFilter{})
 	if len(got) != 30 {
 		t.Fatalf("Bans = %d bans, want 30", len(got))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/store"
 )
 
 // damagedStore is a memory store whose ban listings also hold damaged
@@ -21,13 +22,13 @@ type damagedStore struct {
 	damaged []protect.Ban
 }
 
-func (s damagedStore) Space(sc protect.Scope) (protect.Space, error) {
+func (s damagedStore) Space(sc store.Scope) (store.Space, error) {
 	sp, err := s.Store.Space(sc)
 	return damagedSpace{sp, s.damaged}, err
 }
 
 type damagedSpace struct {
-	protect.Space
+	store.Space
 	damaged []protect.Ban
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/envconfig"
 	"github.com/httpprotect/protect/redisstore"
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -255,24 +256,24 @@ func (c *cli) openRedis() error {
 		}
 		return err
 	}
-	store, ok := cfg.Store.(*redisstore.Store)
+	rs, ok := cfg.Store.(*redisstore.Store)
 	if !ok && stateFile != "" {
 		return stateFileError(stateFile)
 	}
 	if !ok {
 		return usagef("no store: give -redis URL or set HTTP_PROTECT_REDIS_URL (or -server URL for a service's admin API)")
 	}
-	c.closers = append(c.closers, store.Close)
+	c.closers = append(c.closers, rs.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := store.Ping(ctx); err != nil {
+	if err := rs.Ping(ctx); err != nil {
 		return fmt.Errorf("%w\n  check -redis or HTTP_PROTECT_REDIS_URL, and that the server is running and reachable", err)
 	}
 	cfg.Logger = logger
 	// Each page of a listing or a lift (a thousand bans) has this
 	// deadline; a tool run by hand can wait longer than a request.
 	cfg.StoreTimeout = max(cfg.StoreTimeout, 5*time.Second)
-	scopes, err := c.scopes(ctx, store, cfg)
+	scopes, err := c.scopes(ctx, rs, cfg)
 	if err != nil {
 		return err
 	}
@@ -335,20 +336,20 @@ func (b redisBackend) Ban(ctx context.Context, targets []string, opt protect.Ban
 // read too (a ban is written in NS alone). Without -namespace, HTTP_PROTECT_NAMESPACE names one
 // namespace, or else every published namespace is covered, each with the
 // shared list.
-func (c *cli) scopes(ctx context.Context, store *redisstore.Store, cfg protect.Config) ([]protect.Scope, error) {
+func (c *cli) scopes(ctx context.Context, rs *redisstore.Store, cfg protect.Config) ([]store.Scope, error) {
 	shared := cfg.BanNamespace
 	if shared == "" {
 		shared = protect.DefaultNamespace
 	}
 	if c.ns != "" {
-		out := []protect.Scope{{Namespace: c.ns, BanNamespace: c.ns}}
+		out := []store.Scope{{Namespace: c.ns, BanNamespace: c.ns}}
 		if shared != c.ns {
-			_, published, err := store.Published(ctx, c.ns)
+			_, published, err := rs.Published(ctx, c.ns)
 			if err != nil {
 				return nil, err
 			}
 			if published {
-				out = append(out, protect.Scope{Namespace: c.ns, BanNamespace: shared})
+				out = append(out, store.Scope{Namespace: c.ns, BanNamespace: shared})
 			}
 		}
 		return out, nil
@@ -358,18 +359,18 @@ func (c *cli) scopes(ctx context.Context, store *redisstore.Store, cfg protect.C
 		own = protect.DefaultNamespace
 	}
 	if os.Getenv(envNamespace) != "" {
-		return []protect.Scope{{Namespace: own, BanNamespace: shared}}, nil
+		return []store.Scope{{Namespace: own, BanNamespace: shared}}, nil
 	}
-	names, err := publishedNamespaces(ctx, store.Client())
+	names, err := publishedNamespaces(ctx, rs.Client())
 	if err != nil {
-		return nil, fmt.Errorf("list the published namespaces of %s: %w", store.Addr(), err)
+		return nil, fmt.Errorf("list the published namespaces of %s: %w", rs.Addr(), err)
 	}
 	if len(names) == 0 {
 		names = []string{own}
 	}
-	out := make([]protect.Scope, 0, len(names))
+	out := make([]store.Scope, 0, len(names))
 	for _, ns := range names {
-		out = append(out, protect.Scope{Namespace: ns, BanNamespace: shared})
+		out = append(out, store.Scope{Namespace: ns, BanNamespace: shared})
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // setupCheckTimeout bounds the check of the store's setup at start.
@@ -16,8 +17,8 @@ const setupCheckTimeout = 3 * time.Second
 // each, at start and in -check; a store that cannot be checked (a
 // managed Redis refusing CONFIG) is said at info level: protectd runs
 // all the same, it is the operator's to fix.
-func checkSetup(ctx context.Context, store protect.Store, log *slog.Logger) {
-	sc, ok := store.(protect.SetupChecker)
+func checkSetup(ctx context.Context, st protect.Store, log *slog.Logger) {
+	sc, ok := st.(store.SetupChecker)
 	if !ok {
 		return
 	}

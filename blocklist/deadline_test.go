@@ -1,0 +1,59 @@
+package blocklist
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A list whose server trickles its answer without end is cut at its
+// deadline (listTimeout; shortened here), and keeps its last good set.
+func TestBlockListDeadline(t *testing.T) {
+	var slow atomic.Bool
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !slow.Load() {
+			w.Write([]byte("192.0.2.1\n"))
+			return
+		}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			w.Write([]byte("\n"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-stop:
+				return
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	bl, err := Open([]List{{Name: "slow", URL: srv.URL}}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bl.Close)
+	if err := bl.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	own := bl.lists[0].own
+	own.mu.Lock()
+	own.timeout = 200 * time.Millisecond
+	slow.Store(true)
+	own.mu.Unlock()
+	err = bl.Reload(t.Context())
+	want := fmt.Sprintf(`protect: block list "slow" (%s): GET %s: context deadline exceeded`, srv.URL, srv.URL)
+	if fmt.Sprint(err) != want {
+		t.Errorf("Reload() of a list trickled without end = %v, want %s", err, want)
+	}
+	if st := bl.Stats()[0]; st.Entries != 1 || st.Errors != 1 || st.Up {
+		t.Errorf("Stats()[0] = %+v, want 1 entry, 1 error, down", st)
+	}
+}

@@ -1,0 +1,5 @@
+package store
+
+import "github.com/httpprotect/protect/internal/testclock"
+
+var newFakeClock = testclock.New
