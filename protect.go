@@ -31,6 +31,7 @@ type Protector struct {
 
 	res          clientaddr.Resolver
 	safe         clientaddr.NetList
+	screens      bool // SafeNetworks or BlockLists: screened has work to do
 	agg          aggregator
 	consumerKeys store.KeyCache // the cache of hashed consumer keys (consumer.go)
 
@@ -102,6 +103,7 @@ func New(cfg Config) (*Protector, error) {
 		p.Close()
 		return nil, configErr("BlockLists%w", err)
 	}
+	p.screens = !p.safe.Empty() || p.lists != nil
 	if p.guard == nil && !p.cfg.DryRun {
 		p.publish() // in process: at once, it costs nothing
 	}
@@ -200,7 +202,7 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 // address is Blocked before the store is asked anything, so a listed
 // flood costs the store nothing.
 func (p *Protector) screened(d *Decision, a netip.Addr, err error) bool {
-	if err == nil && p.safe.Empty() && p.lists == nil { // the common case, inlined
+	if err == nil && !p.screens { // the common case, inlined
 		return false
 	}
 	return p.screen(d, a, err)
@@ -340,6 +342,11 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	if err != nil {
 		return p.takeFailed(ctx, d, n, err)
 	}
+	if res.Ban == nil && res.Count < p.cfg.MaxRequests && !p.cfg.DryRun { // allowed, with room: streamDecision's common case
+		d.Limit, d.Window, d.hdr = p.cfg.MaxRequests, p.lim.TTL, p.hdr
+		d.Count, d.Remaining = res.Count, p.cfg.MaxRequests-res.Count
+		return nil
+	}
 	p.streamDecision(ctx, d, n, &res)
 	return nil
 }
@@ -413,4 +420,25 @@ func addrString(a netip.Addr) string {
 		return ""
 	}
 	return a.String()
+}
+
+// aggregator maps a client address to the key it is counted under.
+//
+// One host with an IPv6 /64 can rotate through 2^64 addresses, so IPv6
+// clients are counted per /64 by default; IPv4 clients per address.
+type aggregator struct {
+	v4Bits, v6Bits int
+}
+
+// key returns the counting key of a normalised address.
+func (ag aggregator) key(a netip.Addr) Key {
+	bits := ag.v6Bits
+	if a.Is4() {
+		bits = ag.v4Bits
+	}
+	if bits == a.BitLen() {
+		return Key{Prefix: netip.PrefixFrom(a, bits)} // nothing to mask
+	}
+	p, _ := a.Prefix(bits) // bits was checked by New
+	return Key{Prefix: p}
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"encoding/binary"
 	"hash/maphash"
 	"log/slog"
 	"math/bits"
@@ -223,8 +224,12 @@ func (s *Store) namespace(name string) *memNamespace {
 // made, by the monotonic clock (immune to wall clock steps), to within a
 // millisecond (see coarseClock).
 func (s *Store) now() int64 {
-	if s.clock == nil { // the real clock, the common case: it inlines
-		return s.coarse.now()
+	if s.clock == nil { // the real clock, the common case: coarseClock.now, written out
+		c := s.coarse
+		if c.state.Load() == clockRead|clockRunning {
+			return c.ticks.Load()
+		}
+		return c.wake()
 	}
 	return s.injected()
 }
@@ -310,11 +315,24 @@ func (*memSpace) Local() bool { return true }
 // addrKey returns p's counter key, its ban key (the same but for the
 // namespace) and the counter's hash, whose shard both share.
 func (sp *memSpace) addrKey(p netip.Prefix) (mk, bk addrKey, h uint64) {
-	w := wordsOf(p)
-	mk = addrKey{hi: w.hi, lo: w.lo, meta: sp.ns.id<<8 | w.bits}
+	// wordsOf and hashAddr, written out: every counted address takes
+	// this step (TestAddrKeyHash keeps the two the same).
+	var hi, lo uint64
+	if a := p.Addr(); a.Is4() {
+		b := a.As4()
+		lo = 0xffff<<32 | uint64(binary.BigEndian.Uint32(b[:]))
+	} else {
+		b := a.As16()
+		hi, lo = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	}
+	n := uint64(p.Bits())
+	mk = addrKey{hi: hi, lo: lo, meta: sp.ns.id<<8 | n}
 	bk = mk
-	bk.meta = sp.bns.id<<8 | w.bits
-	return mk, bk, sp.s.hashAddr(mk)
+	bk.meta = sp.bns.id<<8 | n
+	h = (hi ^ bits.RotateLeft64(lo, 29) ^ n) * sp.s.hseed
+	h ^= h >> 32
+	h *= 0x9e3779b97f4a7c15
+	return mk, bk, h ^ h>>29 ^ sp.ns.id*0x9e3779b97f4a7c15&(1<<32-1)
 }
 
 // nameKey is addrKey for a name.
@@ -328,7 +346,7 @@ func (sp *memSpace) nameKey(name string) (mk, bk nameKey, h uint64) {
 func (sp *memSpace) Take(_ context.Context, k store.Key, addr netip.Addr, n int64) (store.Result, error) {
 	t := sp.s.now()
 	var r store.Result
-	if rangeBanned(sp.bns.ranges.Load(), addr, t, &r) {
+	if rb := sp.bns.ranges.Load(); rb != nil && lookupRange(rb, addr, t, &r) { // no range bans: the common case, one compare
 		return r, nil
 	}
 	switch {

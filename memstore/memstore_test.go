@@ -163,3 +163,20 @@ func TestMemoryTakeDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Space.Take(n=0) on a hot key allocates %v times, want 0", n)
 	}
 }
+
+// memSpace.addrKey computes wordsOf and hashAddr in one step: the keys and
+// the hash it gives are theirs, for IPv4, IPv6 and every prefix length.
+func TestAddrKeyHash(t *testing.T) {
+	s, _ := newTestMemoryStore(t, MemoryOptions{})
+	sp := memSpaceFor(t, s, "ns:", testLimits()).(*memSpace)
+	for _, c := range []string{"203.0.113.7/32", "10.0.0.0/8", "0.0.0.0/0", "2001:db8:1:2::/64", "2001:db8::1/128", "::/0", "ffff:ffff::/32"} {
+		p := netip.MustParsePrefix(c)
+		mk, bk, h := sp.addrKey(p)
+		w := wordsOf(p)
+		want := addrKey{hi: w.hi, lo: w.lo, meta: sp.ns.id<<8 | w.bits}
+		wantB := addrKey{hi: w.hi, lo: w.lo, meta: sp.bns.id<<8 | w.bits}
+		if mk != want || bk != wantB || h != s.hashAddr(want) {
+			t.Errorf("addrKey(%s) = %+v %+v %#x, want %+v %+v %#x", p, mk, bk, h, want, wantB, s.hashAddr(want))
+		}
+	}
+}
