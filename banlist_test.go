@@ -49,9 +49,6 @@ func TestWideTargets(t *testing.T) {
 		if _, err := p.Lift(ctx, target, "test"); !errors.Is(err, ErrWideTarget) {
 			t.Errorf("Lift(%q) = %v; want ErrWideTarget", target, err)
 		}
-		if err := p.CheckTarget(target, false); !errors.Is(err, ErrWideTarget) {
-			t.Errorf("CheckTarget(%q) = %v; want ErrWideTarget", target, err)
-		}
 	}
 	if got := bannedKeys(t, p); len(got) != 0 {
 		t.Fatalf("bannedKeys() after refused bans = %v, want none", got)

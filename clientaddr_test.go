@@ -141,9 +141,9 @@ func TestAggregationKeys(t *testing.T) {
 		{32, 128, "2001:db8::1", "2001:db8::1"},
 	}
 	for _, tt := range tests {
-		ag := aggregator{v4Bits: tt.v4, v6Bits: tt.v6}
-		if got := ag.key(netip.MustParseAddr(tt.addr)).String(); got != tt.want {
-			t.Errorf("aggregator{/%d, /%d}.key(%s) = %s, want %s", tt.v4, tt.v6, tt.addr, got, tt.want)
+		ag := clientaddr.Aggregator{V4Bits: tt.v4, V6Bits: tt.v6}
+		if got := ag.Key(netip.MustParseAddr(tt.addr)).String(); got != tt.want {
+			t.Errorf("Aggregator{/%d, /%d}.Key(%s) = %s, want %s", tt.v4, tt.v6, tt.addr, got, tt.want)
 		}
 	}
 }

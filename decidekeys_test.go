@@ -95,11 +95,11 @@ func TestDecisionAddrKeyOnEveryPath(t *testing.T) {
 					return r
 				}
 				calls := []call{
-					{"Verify(192.0.2.7)", func() (Decision, error) { return p.Verify(ctx, get("192.0.2.7:1", "")) }, v4, p.agg.key(v4)},
-					{"Check(192.0.2.7)", func() (Decision, error) { return p.Check(ctx, get("192.0.2.7:1", "")) }, v4, p.agg.key(v4)},
-					{"Verify([2001:db8::1])", func() (Decision, error) { return p.Verify(ctx, get("[2001:db8::1]:1", "")) }, v6, p.agg.key(v6)},
-					{"VerifyAddr(::ffff:192.0.2.7)", func() (Decision, error) { return p.VerifyAddr(ctx, netip.MustParseAddr("::ffff:192.0.2.7")) }, v4, p.agg.key(v4)},
-					{"VerifyAddr(2001:db8::1%eth0)", func() (Decision, error) { return p.VerifyAddr(ctx, netip.MustParseAddr("2001:db8::1%eth0")) }, v6, p.agg.key(v6)},
+					{"Verify(192.0.2.7)", func() (Decision, error) { return p.Verify(ctx, get("192.0.2.7:1", "")) }, v4, p.agg.Key(v4)},
+					{"Check(192.0.2.7)", func() (Decision, error) { return p.Check(ctx, get("192.0.2.7:1", "")) }, v4, p.agg.Key(v4)},
+					{"Verify([2001:db8::1])", func() (Decision, error) { return p.Verify(ctx, get("[2001:db8::1]:1", "")) }, v6, p.agg.Key(v6)},
+					{"VerifyAddr(::ffff:192.0.2.7)", func() (Decision, error) { return p.VerifyAddr(ctx, netip.MustParseAddr("::ffff:192.0.2.7")) }, v4, p.agg.Key(v4)},
+					{"VerifyAddr(2001:db8::1%eth0)", func() (Decision, error) { return p.VerifyAddr(ctx, netip.MustParseAddr("2001:db8::1%eth0")) }, v6, p.agg.Key(v6)},
 					{"VerifyKey(cus_alpha)", func() (Decision, error) { return p.VerifyKey(ctx, "cus_alpha") }, netip.Addr{}, ConsumerKey("cus_alpha")},
 				}
 				if mode == "keyfunc" {

@@ -236,15 +236,9 @@ func (d Decision) StatusCode() int {
 // refused, the time until the request fits, else the time until the
 // limit is whole again. A ban writes RateLimit-Policy alone.
 //
-// The fields compose: an item of another protector already in h (an
-// outer middleware's, under its own Config.Name) is kept, and this
-// decision's item is added after it, on a line of its own; an item of
-// this protector's (same name) is replaced. So nested protectors each
-// report their own limit, and the client sees the tightest.
-//
-// The value slices it stores may be shared between responses, so that
-// the hot path does not allocate: replace them (Header.Set), never modify
-// them in place.
+// The fields compose: another protector's item in h (Config.Name) is
+// kept, this one's replaced, so nested protectors each report their own.
+// The value slices it stores are shared: replace them, never modify them.
 func (d Decision) WriteHeaders(h http.Header) {
 	switch {
 	case d.plan != nil:

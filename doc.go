@@ -56,59 +56,22 @@
 // client is limited and banned for its failures, not its requests.
 // Handlers that decide failure themselves call Protector.Penalize.
 //
-// # Who the client is
+// # Who the client is, and where state lives
 //
-// The connecting peer is the client unless it is one of TrustedProxies:
-// a client that connects directly can forge any header. Behind trusted
-// proxies the forwarding header (X-Forwarded-For, RFC 7239 Forwarded, or a
-// single-address header such as X-Real-IP) is read right to left, trusted
-// hops skipped; garbage on that walk makes the address unknown. Addresses
-// are normalised once (IPv4-mapped IPv6 becomes IPv4, zones go), and
-// counted by key: IPv4 per address, IPv6 per /64, since one host can
-// rotate through a whole /64.
+// The connecting peer is the client unless it is one of TrustedProxies;
+// behind them the forwarding header is read right to left, trusted hops
+// skipped. IPv4 clients are counted per address, IPv6 per /64. Bans last
+// BanDuration × BanFactor^(n−1), capped at MaxBanDuration, n counting the
+// key's bans within OffenseWindow; operators add and lift them
+// (Protector.Ban and Lift, protectctl, package admin).
 //
-// # Bans
-//
-// Automatic bans last BanDuration × BanFactor^(n−1), capped at
-// MaxBanDuration, where n counts the key's bans within OffenseWindow.
-// Operators add bans on addresses and ranges (Protector.Ban, or the
-// protectctl command), permanent only when they ask for it, and lift them
-// (Protector.Lift). Every ban and lift is logged through log/slog.
-//
-// # Stores, and the seam
-//
-// A Store keeps counters, plan states, bans and offense histories. The
-// default MemoryStore serves one process; the Store of package redisstore,
-// shared by many instances, gives one exact limit for all of them. Give
-// every protector of a service the same Config.Store: they then share one
-// pool, one circuit breaker and one ban list. Close closes only a store
-// the protector made itself; whoever made a store closes it, after the
-// protectors on it.
-//
-// The Protector meets every store at one seam: New binds the protector's
-// namespace and limits once (Store.Space, with a Scope), and from then on
-// the Protector calls only the Space it got, the same code for every
-// store. What a store offers beyond Store and Space it says by
-// implementing optional interfaces (LocalSpace, DeadlineSpace, BanHolder,
-// BanPager, RangeBanCounter, CircuitStore), found by type assertion as
-// io/fs finds ReadDirFS. Package redisstore uses nothing unexported of
-// this package, so a store written elsewhere can do all it does; package
-// storetest holds the conformance suite every store passes.
-//
-// A store outside this process is called through a guard: each call has
-// a deadline (StoreTimeout), a circuit breaker stops calling a store that
-// keeps failing, and OnStoreError decides meanwhile: FailLocal (the
-// default) keeps limiting per process and writes the bans it made to the
-// store once it answers again, FailOpen serves, FailClosed refuses with
-// 503. Bans this process holds refuse under every policy.
-//
-// # Metrics
-//
-// Protector.Stats returns a snapshot of counters a protector keeps at the
-// cost of one atomic add per request: decisions by status, bans written
-// and lifted, penalties, store calls, errors, timeouts and latency, the
-// circuit breaker, and what the failure policy decided. Package metrics
-// exports them to Prometheus.
+// A Store keeps counters, plan states and bans: by default one of package
+// memstore, made by New; shared by every instance, one of package
+// redisstore. Package store is the SPI a store implements. A store
+// outside this process is called through a guard: a deadline
+// (StoreTimeout), a circuit breaker, and OnStoreError meanwhile
+// (FailLocal, FailOpen, FailClosed). Protector.Stats counts what the
+// protector decided; package metrics exports it to Prometheus.
 //
 // # Further reading
 //

@@ -68,7 +68,7 @@ func login(h http.Handler, peer, password string) response {
 // inspectCount returns the stream count of the address a.
 func inspectCount(t *testing.T, p *Protector, a string) KeyState {
 	t.Helper()
-	st, err := p.Inspect(t.Context(), p.agg.key(netip.MustParseAddr(a)))
+	st, err := p.Inspect(t.Context(), p.agg.Key(netip.MustParseAddr(a)))
 	if err != nil {
 		t.Fatalf("Inspect(%s): %v", a, err)
 	}

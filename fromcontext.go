@@ -43,12 +43,6 @@ func withDecision(r *http.Request, d *Decision) *http.Request {
 // Middlewares it is the innermost one's. ok is false when no Middleware
 // decided: outside one, or for a request Config.Skip passed. The zero
 // Decision is returned then.
-//
-// Middleware puts the decision in the context of every request it passes
-// on, allocating per request only the context and Request.WithContext's
-// copy of the request. That is what context.WithValue with the request
-// copy costs, without the further allocation of boxing a Decision into
-// it.
 func FromContext(ctx context.Context) (Decision, bool) {
 	if c, ok := ctx.Value(decisionKey{}).(*decisionContext); ok {
 		return c.d, true

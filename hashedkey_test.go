@@ -20,7 +20,7 @@ func TestHashedKeyCase(t *testing.T) {
 	mixed := want.Name[:10] + strings.ToUpper(want.Name[10:])
 	p, _ := newTestProtector(t, Config{})
 	for _, s := range []string{want.Name, upper, mixed} {
-		k, isRange, err := p.Target(ConsumerPrefix + s)
+		k, isRange, err := p.target(ConsumerPrefix + s)
 		if err != nil || isRange || k != want {
 			t.Errorf("Target(consumer:%s) = %v %v %v; want %v", s, k, isRange, err, want)
 		}
@@ -47,7 +47,7 @@ func TestAddressShapedConsumerTarget(t *testing.T) {
 	const id = "203.0.113.7"
 	want := Key{Name: "~" + id}
 	for _, s := range []string{id, "~" + id} {
-		k, isRange, err := p.Target(ConsumerPrefix + s)
+		k, isRange, err := p.target(ConsumerPrefix + s)
 		if err != nil || isRange || k != want {
 			t.Errorf("Target(consumer:%s) = %v %v %v; want %v", s, k, isRange, err, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/httpprotect/protect/internal/clientaddr"
 	"github.com/httpprotect/protect/internal/testclock"
 )
 
@@ -58,4 +59,11 @@ func sendAll(t *testing.T, n int, concurrent bool, verify func(i int) (Decision,
 	}
 	wg.Wait()
 	return got
+}
+
+// target is what Ban and Lift make of s: admin.Admin.Target, for the
+// tests of this package.
+func (p *Protector) target(s string) (Key, bool, error) {
+	t, err := clientaddr.ParseTarget(s, p.agg)
+	return t.Key, t.IsRange, err
 }

@@ -15,7 +15,7 @@ import (
 //go:noinline
 func (p *Protector) blocked(d *Decision, a netip.Addr, hit blocklist.Hit) {
 	e := hit.Entry
-	d.Status, d.Addr, d.Key, d.code, d.DryRun = Blocked, a, p.agg.key(a), http.StatusForbidden, p.cfg.DryRun
+	d.Status, d.Addr, d.Key, d.code, d.DryRun = Blocked, a, p.agg.Key(a), http.StatusForbidden, p.cfg.DryRun
 	d.Ban = &Ban{Key: Key{Prefix: e.Prefix}, Range: true, Reason: e.Note, Source: SourceList, By: hit.List, Expires: e.Expires}
 	d.BanExpires = e.Expires
 	p.logDryRun(d)

@@ -6,46 +6,21 @@ import (
 )
 
 // Middleware returns a handler that verifies every request before next
-// sees it, on every path of next, 404s included. A refused request gets
-// the decision's problem+json response; an allowed one carries the
-// RateLimit fields.
+// sees it, on every path of next, 404s included. A refused request gets the
+// decision's problem+json response (or Config.OnRefused's); an allowed one
+// carries the RateLimit fields, and next reads the decision with
+// FromContext. Requests for which Config.Skip reports true go to next
+// untouched.
 //
-// With Config.CountStatus set, it counts failures instead of requests:
-//
-//   - Before next, it checks the client without counting (Check). An
-//     unknown, banned or unavailable client is answered as Verify would
-//     answer it; a safe one passes, never counted.
-//   - A client with no failures left (its count has reached MaxRequests,
-//     or its plan, under Config.Plan or ConsumerFunc, would refuse one
-//     more) is refused with 429 without reaching next, and the refused
-//     attempt counts: a client that keeps trying passes BanLimit and is
-//     banned, as a stream of requests would be. MaxRequests is the
-//     number of failures allowed without a pause of TTL, as it is the
-//     number of requests without CountStatus.
-//   - Otherwise next runs, and the request counts only if its status
-//     satisfies CountStatus: 200 when next never writes one; 1xx
-//     informational responses are not the status; a hijacked connection
-//     has none and never counts. The failure is counted when next writes
-//     the status, before the header goes out, and the response carries
-//     the RateLimit fields after that count (and Retry-After when the
-//     count limited or banned the client). A response that does not
-//     count carries the Check's fields.
-//
-// A failure is counted as Penalize counts it: the request is resolved
-// again, so KeyFunc and ConsumerFunc must answer for it after next as they
-// did before. Between the Check and the count, concurrent requests of one
-// client are not stopped: at most the requests already in flight pass.
-// The counts themselves stay exact. Next sees a writer that keeps http.Flusher,
-// http.Hijacker and io.ReaderFrom when the server's writer has them, and
-// http.ResponseController reaches the server's writer through Unwrap.
-//
-// A handler behind it may also call Penalize; that adds to what the
-// middleware counts, so a handler that answers 401 and penalizes the same
-// failure counts it twice.
-//
-// Requests for which Config.Skip reports true go to next untouched. A
-// refusal is written by Config.OnRefused when it is set. next reads the
-// decision with FromContext.
+// With Config.CountStatus set, it counts failures instead of requests: it
+// checks the client before next (Check) and refuses one with no failures
+// left, which counts the attempt, so a client that keeps trying is banned;
+// otherwise next runs, and the request counts only if its status satisfies
+// CountStatus, counted when next writes the status, before the header goes
+// out. A failure is counted as Penalize counts it, resolving the request
+// again. The repository's docs/failures.md tells every case. Next sees a
+// writer that keeps http.Flusher, http.Hijacker and io.ReaderFrom when the
+// server's writer has them, and Unwrap for http.ResponseController.
 func (p *Protector) Middleware(next http.Handler) http.Handler {
 	if counts := p.cfg.CountStatus; counts != nil {
 		return p.failureMiddleware(next, counts)

@@ -14,38 +14,20 @@ import (
 var ErrBadPenalty = errors.New("protect: bad penalty")
 
 // Penalize counts n failures for r's client: a wrong password, a bad
-// signature, a probe of a path that does not exist. It resolves the
-// client exactly as Verify does (behind TrustedProxies only; a forged
-// X-Forwarded-For from anyone else names nobody but the forger), then
-// counts n in one atomic store step (one round trip on Redis) and, when
-// the count passes BanLimit, writes a ban that escalates as every
-// automatic ban does. Unknown and safe clients are answered as Verify
-// answers them and never counted; a banned client is not counted further.
+// signature, a probe of a path that does not exist. It resolves the client
+// as Verify does, counts n in one atomic store step and, when the count
+// passes BanLimit, writes a ban that escalates as every automatic ban
+// does (its reason: "failures passed the ban limit of N" with
+// Config.CountStatus, else the stream's). Unknown, safe and banned clients
+// are answered as Verify answers them and not counted. Under a plan n is
+// the cost charged, as VerifyConsumerN charges it.
 //
-// Under a plan (Config.Plan, or a consumer's from ConsumerFunc) n is the
-// cost charged to it, as VerifyConsumerN charges it: a plan charges
-// nothing it refuses, while the stream beside Config.Plan counts n
-// regardless, for BanLimit. Consumers are never banned automatically.
-//
-// The Decision describes the client after counting: Allowed, Limited once
-// past MaxRequests, Banned when this penalty (or an earlier one) banned
-// it. If no response is written yet, it can answer the request in hand
-// (d.Refused, d.WriteResponse): a 429, or a 403 when this penalty banned
-// the client.
-//
-// A ban written here is an ordinary ban: listed, inspected and lifted by
-// protectctl and logged through slog. Its reason is the protector's: with
-// Config.CountStatus set, "failures passed the ban limit of N", since
-// that protector counts nothing but failures; otherwise the usual
-// "stream passed the ban limit of N requests", since its counter then
-// holds requests and penalties together.
-//
-// n below 1 is an error wrapping ErrBadPenalty, with the zero Decision,
-// and nothing is counted. As with Verify, the error is otherwise non-nil
-// only when ctx ended before the store answered; a client that hangs up
-// cancels r.Context(), so pass context.WithoutCancel(r.Context()) when the
-// client may already have seen the outcome (StoreTimeout still bounds the
-// call).
+// The Decision describes the client after counting, and can answer the
+// request in hand (d.WriteResponse). n below 1 is an error wrapping
+// ErrBadPenalty, and nothing is counted. Otherwise the error is non-nil
+// only when ctx ended before the store answered: pass
+// context.WithoutCancel(r.Context()) when the client may already have
+// seen the outcome.
 func (p *Protector) Penalize(ctx context.Context, r *http.Request, n int64) (Decision, error) {
 	if n < 1 {
 		return Decision{}, fmt.Errorf("%w: n is %d; want 1 or more", ErrBadPenalty, n)

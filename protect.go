@@ -32,7 +32,7 @@ type Protector struct {
 	res          clientaddr.Resolver
 	safe         clientaddr.NetList
 	screens      bool // SafeNetworks or BlockLists: screened has work to do
-	agg          aggregator
+	agg          clientaddr.Aggregator
 	consumerKeys store.KeyCache // the cache of hashed consumer keys (consumer.go)
 
 	esc *escalation // prefix escalation (escalate.go); nil when off
@@ -72,7 +72,7 @@ func New(cfg Config) (*Protector, error) {
 		hdr:   newHeaderValues(c.Name, c.MaxRequests, c.TTL),
 		res:   clientaddr.NewResolver(trusted, c.ProxyHeader, c.ProxyCount, c.TrustUnixSocket),
 		safe:  safe,
-		agg:   aggregator{v4Bits: c.IPv4Prefix, v6Bits: c.IPv6Prefix},
+		agg:   clientaddr.Aggregator{V4Bits: c.IPv4Prefix, V6Bits: c.IPv6Prefix},
 		stats: newStats(),
 	}
 	if c.CountStatus != nil {
@@ -192,7 +192,7 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
 		return p.consumerRequest(ctx, r, a, n)
 	}
-	err = p.decide(ctx, &d, p.agg.key(a), a, n)
+	err = p.decide(ctx, &d, p.agg.Key(a), a, n)
 	return d, err
 }
 
@@ -250,7 +250,7 @@ func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a neti
 			return p.consumer(ctx, id, plan, a, n)
 		}
 	}
-	k := p.agg.key(a)
+	k := p.agg.Key(a)
 	if f := p.cfg.KeyFunc; f != nil {
 		if id, ok := f(r); ok && id != "" {
 			if d, banned := p.addressBanned(ctx, a); banned {
@@ -273,7 +273,7 @@ func (p *Protector) consumerRequest(ctx context.Context, r *http.Request, a neti
 // Config.Plan, and not the failure policy, which the consumer's own
 // decision applies once (a store error here is "not banned").
 func (p *Protector) addressBanned(ctx context.Context, addr netip.Addr) (d Decision, banned bool) {
-	k := p.agg.key(addr)
+	k := p.agg.Key(addr)
 	res, err := p.space.Take(ctx, k, addr, 0)
 	if err != nil || !res.Banned() {
 		return Decision{}, false
@@ -301,7 +301,7 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 		p.decided(&d)
 		return d, nil
 	}
-	err = p.decide(ctx, &d, p.agg.key(a), a, 1)
+	err = p.decide(ctx, &d, p.agg.Key(a), a, 1)
 	p.decided(&d)
 	return d, err
 }
@@ -420,25 +420,4 @@ func addrString(a netip.Addr) string {
 		return ""
 	}
 	return a.String()
-}
-
-// aggregator maps a client address to the key it is counted under.
-//
-// One host with an IPv6 /64 can rotate through 2^64 addresses, so IPv6
-// clients are counted per /64 by default; IPv4 clients per address.
-type aggregator struct {
-	v4Bits, v6Bits int
-}
-
-// key returns the counting key of a normalised address.
-func (ag aggregator) key(a netip.Addr) Key {
-	bits := ag.v6Bits
-	if a.Is4() {
-		bits = ag.v4Bits
-	}
-	if bits == a.BitLen() {
-		return Key{Prefix: netip.PrefixFrom(a, bits)} // nothing to mask
-	}
-	p, _ := a.Prefix(bits) // bits was checked by New
-	return Key{Prefix: p}
 }

@@ -207,7 +207,7 @@ func TestStatusWriterStatus(t *testing.T) {
 // and the header carries the RateLimit field after the count.
 func TestStatusWriterCountsBeforeTheHeader(t *testing.T) {
 	p, _ := newTestProtector(t, Config{MaxRequests: 5, CountStatus: is401})
-	k := p.agg.key(netip.MustParseAddr("192.0.2.1"))
+	k := p.agg.Key(netip.MustParseAddr("192.0.2.1"))
 	for i, do := range []func(w http.ResponseWriter){
 		func(w http.ResponseWriter) { w.WriteHeader(401) },
 		func(w http.ResponseWriter) { w.WriteHeader(103); w.WriteHeader(401) },

@@ -31,7 +31,7 @@ func TestSixToFourIsOneClient(t *testing.T) {
 		t.Fatalf("VerifyAddr(203.0.113.9), the IPv4 host of a safe 6to4 address = %v, want Safe", d.Status)
 	}
 
-	k, isRange, err := p.Target("2002:c633:6401:7::1")
+	k, isRange, err := p.target("2002:c633:6401:7::1")
 	if err != nil || isRange || k.String() != "198.51.100.1" {
 		t.Fatalf("Target(2002:c633:6401:7::1) = %v %v %v, want 198.51.100.1", k, isRange, err)
 	}

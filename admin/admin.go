@@ -199,11 +199,11 @@ func (a *Admin) LiftAll(ctx context.Context, by string) ([]protect.Ban, error) {
 }
 
 // checkBans is checkTargets for a ban: it also refuses a target whose
-// ban would cover loopback (protect.Protector.CheckBanTarget).
+// ban would cover loopback (CheckBanTarget).
 func (a *Admin) checkBans(targets []string, force bool) error {
 	var errs []error
 	for _, t := range targets {
-		if err := a.p.CheckBanTarget(t, force); err != nil {
+		if err := a.CheckBanTarget(t, force); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -213,7 +213,7 @@ func (a *Admin) checkBans(targets []string, force bool) error {
 func (a *Admin) checkTargets(targets []string, wide bool) error {
 	var errs []error
 	for _, t := range targets {
-		if err := a.p.CheckTarget(t, wide); err != nil {
+		if err := a.CheckTarget(t, wide); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -267,7 +267,7 @@ func (a *Admin) Inspect(ctx context.Context, target string) (Inspection, error) 
 // and kind. Given exactly one plan, it also lists that plan's limits the
 // store holds nothing for: they are whole.
 func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[string]*protect.Plan) (Inspection, error) {
-	k, _, err := a.p.Target(target)
+	k, _, err := a.Target(target)
 	if err != nil {
 		return Inspection{}, err
 	}

@@ -103,7 +103,7 @@ func TestConfigDurationBounds(t *testing.T) {
 					p.VerifyAddr(ctx, a)
 				}
 			}
-			k, _, _ := p.Target(a.String())
+			k := countedKey(a.String())
 			st, err := p.Inspect(ctx, k)
 			if err != nil || st.Ban == nil || st.Ban.Offense != 3 || st.Ban.Expires.Sub(st.Ban.Created) != 4*protect.DefaultBanDuration {
 				t.Fatalf("third ban: %+v, %v", st.Ban, err)

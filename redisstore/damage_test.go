@@ -145,7 +145,7 @@ func TestRedisDamagedBanAdministered(t *testing.T) {
 					if !strings.Contains(dmg.Malformed, shape.want) || dmg.Source != "" || dmg.Reason != "" {
 						t.Fatalf("Bans: the damaged record is %+v; want Malformed saying %s", dmg, shape.want)
 					}
-					k, _, _ := in.p.Target("198.18.7.21")
+					k := countedKey("198.18.7.21")
 					st, err := in.p.Inspect(ctx, k)
 					if err != nil || st.Ban == nil || !strings.Contains(st.Ban.Malformed, shape.want) || st.Count != 1 {
 						t.Fatalf("Inspect = %+v, %v; want count 1 and the ban malformed, saying %s", st, err, shape.want)

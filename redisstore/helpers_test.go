@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -214,11 +215,7 @@ type cancelKey struct{}
 // inspectCount returns the state of a's counting key in p.
 func inspectCount(t *testing.T, p *protect.Protector, a string) protect.KeyState {
 	t.Helper()
-	k, _, err := p.Target(a)
-	if err != nil {
-		t.Fatalf("Target(%s) = %v", a, err)
-	}
-	st, err := p.Inspect(t.Context(), k)
+	st, err := p.Inspect(t.Context(), countedKey(a))
 	if err != nil {
 		t.Fatalf("Inspect(%s) = %v", a, err)
 	}
@@ -268,4 +265,16 @@ func serve(h http.Handler, method, path, peer string, form url.Values) response 
 
 func login(h http.Handler, peer, password string) response {
 	return serve(h, "POST", "/login", peer, url.Values{"password": {password}})
+}
+
+// countedKey is the key a protector with the default prefixes counts the
+// address a under: IPv4 per address, IPv6 per /64.
+func countedKey(a string) protect.Key {
+	addr := netip.MustParseAddr(a)
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	pfx, _ := addr.Prefix(bits)
+	return protect.Key{Prefix: pfx}
 }

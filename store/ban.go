@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"math"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -98,4 +100,46 @@ func BanResult(b *Ban, end, now int64) Result {
 		r.BanLeft = time.Duration(end - now)
 	}
 	return r
+}
+
+// SortBans orders bans soonest expiry first, permanent bans next, then
+// the records a store could not read (Ban.Malformed), each group by key.
+func SortBans(bans []Ban) {
+	slices.SortFunc(bans, func(a, b Ban) int {
+		if c := cmp.Compare(banRank(a), banRank(b)); c != 0 {
+			return c
+		}
+		if c := a.Expires.Compare(b.Expires); c != 0 {
+			return c
+		}
+		return compareKeys(a.Key, b.Key)
+	})
+}
+
+// banRank is a ban's group in a listing: 0 ends, 1 is permanent, 2 is
+// damaged.
+func banRank(b Ban) int {
+	switch {
+	case b.Malformed != "":
+		return 2
+	case b.Permanent():
+		return 1
+	}
+	return 0
+}
+
+func compareKeys(a, b Key) int {
+	if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+		return c
+	}
+	if a.Prefix.Bits() != b.Prefix.Bits() {
+		return a.Prefix.Bits() - b.Prefix.Bits()
+	}
+	switch {
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
 }

@@ -59,7 +59,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/store"
 )
 
@@ -211,7 +210,7 @@ func bans(t *testing.T, sp store.Space, f store.BanFilter) []store.Ban {
 	if err != nil {
 		t.Fatalf("Bans(%+v) = %v", f, err)
 	}
-	protect.SortBans(list)
+	store.SortBans(list)
 	return list
 }
 

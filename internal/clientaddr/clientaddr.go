@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strings"
+
+	"github.com/httpprotect/protect/store"
 )
 
 // ErrUnknownClient is wrapped by every error that explains why a request's
@@ -537,4 +539,25 @@ func ValidHeaderName(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// An Aggregator maps a client address to the key it is counted under.
+//
+// One host with an IPv6 /64 can rotate through 2^64 addresses, so IPv6
+// clients are counted per /64 by default; IPv4 clients per address.
+type Aggregator struct {
+	V4Bits, V6Bits int
+}
+
+// Key returns the counting key of a normalised address.
+func (ag Aggregator) Key(a netip.Addr) store.Key {
+	bits := ag.V6Bits
+	if a.Is4() {
+		bits = ag.V4Bits
+	}
+	if bits == a.BitLen() {
+		return store.Key{Prefix: netip.PrefixFrom(a, bits)} // nothing to mask
+	}
+	p, _ := a.Prefix(bits) // bits was checked by New
+	return store.Key{Prefix: p}
 }

@@ -1,0 +1,14 @@
+// Package memstore is the memory store of protect: the store a Protector
+// makes when its Config names none, for a service on one node. It is
+// sharded, safe for concurrent use and bounded (a cap on counters; under
+// pressure counters go first, bans never), and sweeps expired entries
+// without blocking requests.
+//
+// New makes a store that keeps everything in memory. Open makes one whose
+// bans, lifts, offense histories and plan states survive restarts in a
+// state file (bbolt), written behind the requests and checked when
+// opened: damage is moved aside and the rest restored.
+//
+// The package imports nothing of protect but package store: it is a peer
+// of redisstore, and a model for a store written elsewhere.
+package memstore
