@@ -17,12 +17,12 @@ import (
 // outside this process: every call to such a Space goes through it, and
 // nothing else in the Protector knows that a store can be slow, down or
 // elsewhere. It gives each call a deadline (StoreTimeout), stops calling
-// a store that keeps failing (the circuit breaker, breaker.go), answers
+// a store that keeps failing (the circuit breaker, store/circuit.go), answers
 // the bans this process knows while the store cannot be asked (held
 // bans), applies the failure policy (FailOpen, FailClosed, or FailLocal's
 // per-process store, whose bans it writes to the store once it is back),
 // publishes the protector's limits, and says in words what went wrong
-// (storeerr.go).
+// (store/explain.go).
 //
 // A Space that says it is local (LocalSpace) is never guarded: it cannot
 // hang, so it is called directly, with no deadline and no breaker.

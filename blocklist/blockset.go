@@ -38,7 +38,7 @@ type Entry struct {
 // 32-bit ends (8 bytes an entry), IPv6 as two 128-bit ends, with a table
 // of where each /16 of IPv4 starts once the set is large, so that a
 // lookup is a few compares whatever the size (measured in
-// BenchmarkBlockSetLookup; docs/blocklists.md gives the figures). A
+// BenchmarkBlockSetLookup; docs/performance.md gives the figures). A
 // large set also keeps one bit for each IPv4 /24 that an entry meets, so
 // that most addresses it does not hold, which every request but a listed
 // one brings, cost one load and no search. An entry inside a wider one

@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The circuit breaker's numbers, as protect's breaker.go has them: this
+// The circuit breaker's numbers, as store/circuit.go has them: this
 // many failures in a row open it, for this long.
 const (
 	breakerThreshold = 3

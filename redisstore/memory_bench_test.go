@@ -18,8 +18,8 @@ import (
 // redis-server of its own: used_memory (INFO memory) after 100,000
 // clients, less before, divided by 100,000. A tracked client is one
 // counted request (its counter); a banned one passed BanLimit (its ban
-// record, its offense history, its entry in the ban index). docs/redis.md
-// gives the figures:
+// record, its offense history, its entry in the ban index).
+// docs/performance.md gives the figures:
 //
 //	go test ./redisstore -run '^$' -bench RedisMemoryPerClient -benchtime 1x
 func BenchmarkRedisMemoryPerClient(b *testing.B) {

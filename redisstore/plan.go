@@ -86,7 +86,7 @@ func (pa *planArgs) args(cost int64, stream string) []any {
 // script returns lua/plan.lua's arguments for cost, with the stream
 // limits stream ("" for none): the cost, the stream, and seven per limit,
 // each boxed here so that arguments made once cost a request nothing. A
-// rate's integers are those the memory store computes (internal/gcra).
+// rate's integers are those the memory store computes (store/gcra.go).
 func (pa *planArgs) script(cost int64, stream string) []any {
 	args := make([]any, 0, 2+7*len(pa.limits))
 	args = append(args, cost, stream)
