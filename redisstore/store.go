@@ -100,7 +100,7 @@ type Store struct {
 	namespaces map[string]*redisNamespace
 	bound      map[string]store.Limits // each Namespace's protect.Limits, as first bound
 
-	plans     sync.Map     // *protect.Plan → *planArgs (plan.go)
+	plans     sync.Map     // *store.Plan → *planArgs (plan.go)
 	planCount atomic.Int64 // entries in plans, about
 
 	cacheMu sync.Mutex // guards cache

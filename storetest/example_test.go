@@ -10,7 +10,7 @@ import (
 
 // A store that is a Store and its spaces Spaces, and nothing more: run
 // the suite on one made so, storetest.Run(t, func(t *testing.T)
-// protect.Store { return plain{newMyStore(t)} }), and a pass does not rest
+// store.Store { return plain{newMyStore(t)} }), and a pass does not rest
 // on an optional interface.
 type plain struct{ store.Store }
 

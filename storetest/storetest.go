@@ -1,10 +1,10 @@
-// Package storetest checks that a protect.Store keeps the contract the
+// Package storetest checks that a store.Store keeps the contract the
 // Protector relies on, as testing/fstest checks a file system. Whoever
 // writes a store (on Postgres, DynamoDB, or anything else) runs it from a
 // test, on real time:
 //
 //	func TestStore(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) protect.Store {
+//		storetest.Run(t, func(t *testing.T) store.Store {
 //			s := newMyStore(t) // a fresh, empty store for each test
 //			t.Cleanup(func() { s.Close() })
 //			return s
@@ -16,7 +16,7 @@
 // in no time and checks every time to the microsecond.
 //
 // What it checks: Take's counts, their expiry and the ban written past
-// BanLimit, escalating by protect.BanLength; manual key, range and
+// BanLimit, escalating by store.BanLength; manual key, range and
 // consumer bans, their listing (BanFilter), inspection and lifting, and
 // the counters a ban resets; namespaces and ban namespaces kept apart and
 // shared as Scope says, ErrLimitsDiffer and Publish; TakePlan's token
@@ -34,7 +34,7 @@
 // clock. Each test takes a few dozen Units (Env.Unit, 40ms on real time):
 // the whole suite takes some seconds.
 //
-// A store needs nothing but protect.Store and protect.Space to pass. The
+// A store needs nothing but store.Store and protect.Space to pass. The
 // optional interfaces of package protect (LocalSpace, DeadlineSpace,
 // BanHolder, BanPager, RangeBanCounter, CircuitStore) are not used by the
 // suite; a store that has them is checked by the suite for the contract,
@@ -321,7 +321,7 @@ func testExpiry(t *testing.T, env *Env) {
 }
 
 // Each ban within the offense window is BanFactor times longer, up to
-// MaxBanDuration, exactly as protect.BanLength says. This is the test
+// MaxBanDuration, exactly as store.BanLength says. This is the test
 // that keeps the escalation written in Go (banlist.go) and in Lua
 // (lua/take.lua) equal.
 func testEscalation(t *testing.T, env *Env) {
