@@ -326,13 +326,9 @@ func (p *Protector) unknown(err error) Decision {
 
 // decide runs steps 3–5 for the key k of the address a, counting n: it
 // asks the store (take), or the failure policy when the store fails, and
-// writes the answer into d, which holds nothing yet: the hot path builds
-// one Decision, in its caller's frame, rather than copying one through
-// every call. k and a reach the store as they came, a word at a time
-// (k comes on the stack, as decide's arguments overflow the registers):
-// read back from d, a Key written a word at a time just before would be
-// copied in 16-byte loads, which wait for those stores to reach the
-// cache. The error is non-nil only when ctx ended.
+// writes the answer into d, which holds nothing yet: one Decision, in
+// its caller's frame, rather than one copied through every call. The
+// error is non-nil only when ctx ended.
 func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr, n int64) error {
 	if p.cfg.Plan != nil { // Config.Plan in place of MaxRequests (consumer.go)
 		return p.decidePlan(ctx, d, k, a, p.cfg.Plan, n, true)

@@ -26,10 +26,7 @@ func (b *heldBan) result(t int64) store.Result { return store.BanResult(&b.ban, 
 type rangeBans = store.RangeSet
 
 // rangeBanned checks addr against the range bans r at ticks t, and
-// writes the answer of a ban that holds it into res. Written through a
-// pointer rather than returned: a Result returned from an inlined call
-// is stored a word at a time and copied in 16-byte loads, which wait for
-// those stores, on every request, banned or not.
+// writes the answer of a ban that holds it into res.
 func rangeBanned(r *rangeBans, addr netip.Addr, t int64, res *store.Result) bool {
 	return r != nil && lookupRange(r, addr, t, res) // no range bans: the common case, in one compare
 }

@@ -13,13 +13,8 @@ type wordKey struct {
 	hi, lo, bits uint64
 }
 
-// wordsOf returns the wordKey of a masked prefix.
-//
-// An IPv4 address is read with As4, which stays in registers. As16's
-// array is written as two words and read back as one, and a load that
-// spans two stores waits until both reach the cache. With As4 and the
-// branch, wordsOf is past the inlining budget, so it is a call of its own;
-// an IPv6 address is still read with As16.
+// wordsOf returns the wordKey of a masked prefix. memSpace.addrKey
+// computes the same on the hot path (TestAddrKeyHash).
 func wordsOf(p netip.Prefix) wordKey {
 	a := p.Addr()
 	if a.Is4() {

@@ -226,11 +226,6 @@ func (lim *Limits) Reason() string {
 
 // Result is the outcome of Space.Take. The zero Result is a request that
 // was not counted and not banned.
-//
-// It has four fields, the most of a struct the Go compiler keeps in
-// registers: passed from the store to the Decision, a Result is never
-// stored a word at a time and copied back in 16-byte loads, which wait
-// for those stores. A fifth field would cost every request that wait.
 type Result struct {
 	// Count is the stream's count, including what this Take counted. It
 	// is zero when a ban answered before counting.
