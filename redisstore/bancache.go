@@ -21,7 +21,7 @@ type banCache struct {
 	ttl time.Duration // BanCacheTTL; negative: key bans are not cached
 	max int           // MaxCachedBans
 
-	nsMu       sync.Mutex // guards namespaces
+	nsMu       sync.Mutex // guards namespaces (also read by Store.Refresh)
 	namespaces map[string]*redisNamespace
 
 	mu     sync.Mutex // guards keys
@@ -48,20 +48,6 @@ func (c *banCache) namespace(ns string) *redisNamespace {
 		c.namespaces[ns] = n
 	}
 	return n
-}
-
-// inUse returns the namespaces whose range bans have been loaded: those
-// the refresher keeps fresh.
-func (c *banCache) inUse() []*redisNamespace {
-	c.nsMu.Lock()
-	defer c.nsMu.Unlock()
-	var inUse []*redisNamespace
-	for _, ns := range c.namespaces {
-		if ns.loaded.Load() {
-			inUse = append(inUse, ns)
-		}
-	}
-	return inUse
 }
 
 type cacheKey struct {

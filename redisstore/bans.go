@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"time"
 
 	"github.com/httpprotect/protect/store"
@@ -34,8 +33,8 @@ func (s *Store) ready(ctx context.Context, ns *redisNamespace) error {
 func rangesKey(ns string) string { return ns + "ranges" }
 
 // rangeCall runs the ranges script, through s.once so that its failures
-// reach topology.failed (topology.go): the refresher calls it even while the
-// circuit is open.
+// reach topology.failed (topology.go): the refresher calls it even while
+// the circuit is open.
 func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []store.Ban, err error) {
 	v, err := rangesScript.Run(ctx, s.once(), []string{rangesKey(ns)}, args...).Slice()
 	if err != nil {
@@ -89,8 +88,17 @@ func (s *Store) reloadRanges(ctx context.Context, ns *redisNamespace) {
 // store's spaces published when republishEvery has passed since it last
 // did (published.go).
 func (s *Store) Refresh(ctx context.Context) error {
+	c := &s.bans
+	c.nsMu.Lock()
+	var inUse []*redisNamespace // gathered here, not returned by a method: it stays on the stack
+	for _, ns := range c.namespaces {
+		if ns.loaded.Load() {
+			inUse = append(inUse, ns)
+		}
+	}
+	c.nsMu.Unlock()
 	var errs []error
-	for _, ns := range s.bans.inUse() {
+	for _, ns := range inUse {
 		if err := s.loadRanges(ctx, ns); err != nil {
 			errs = append(errs, err)
 		}

@@ -25,10 +25,11 @@ import (
 // alone to the new master, away from its WAIT. So on a Cluster the pair
 // goes to the client of the master that owns the key's slot
 // (MasterForKey); a MOVED or ASK there is an error that the failure
-// policy absorbs, and the slot map is read again (failed): the server did
-// not run the script. After a MOVED the next request goes where the map
-// now says; an ASK, which does not change the map, is answered to every
-// request for a moved key until its slot's migration ends.
+// policy absorbs, and the slot map is read again (topology.failed): the
+// server did not run the script. After a MOVED the next request goes
+// where the map now says; an ASK, which does not change the map, is
+// answered to every request for a moved key until its slot's migration
+// ends.
 
 // ErrNotReplicated is wrapped by the error of a counting call that Redis
 // ran but that fewer replicas than Options.WaitReplicas acknowledged
