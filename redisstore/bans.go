@@ -4,41 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/httpprotect/protect/store"
 )
 
-// What a Store holds of Redis in this process, so that a banned
-// flood never costs a round trip per request: a copy of each namespace's
-// range bans, refreshed every RangeRefresh, and the key bans it has seen,
-// each answered for at most BanCacheTTL. Both are bounded in age, so a
-// lift reaches every instance within a second.
-
-// redisNamespace is one namespace as this process sees it, shared by every
-// Space bound to it.
-type redisNamespace struct {
-	name   string
-	ranges atomic.Pointer[rangeBans] // nil: none
-	loaded atomic.Bool               // ranges holds a copy; the refresher keeps it fresh
-	mu     sync.Mutex                // serialises the first load
-}
-
-// namespace returns the state of ns, creating it on first use.
-func (s *Store) namespace(ns string) *redisNamespace {
-	s.nsMu.Lock()
-	defer s.nsMu.Unlock()
-	n, ok := s.namespaces[ns]
-	if !ok {
-		n = &redisNamespace{name: ns}
-		s.namespaces[ns] = n
-	}
-	return n
-}
+// The range bans' local copies (bancache.go): loaded on a namespace's
+// first Take, and read again every RangeRefresh.
 
 // ready loads ns's range bans on its first Take, so that a fresh instance
 // never serves a banned range.
@@ -61,15 +33,15 @@ func (s *Store) ready(ctx context.Context, ns *redisNamespace) error {
 func rangesKey(ns string) string { return ns + "ranges" }
 
 // rangeCall runs the ranges script, through s.once so that its failures
-// reach Store.failed (topology.go): the refresher calls it even while the
-// circuit is open.
+// reach topology.failed (topology.go): the refresher calls it even while
+// the circuit is open.
 func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []store.Ban, err error) {
 	v, err := rangesScript.Run(ctx, s.once(), []string{rangesKey(ns)}, args...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}
 	now, bans, err = decodeRanges(v, func(field string, err error) {
-		s.logDamage(rangesKey(ns), field, "protect: skipping a range ban whose field is not a range", "range", field, "error", err)
+		s.damage.logOnce(rangesKey(ns), field, "protect: skipping a range ban whose field is not a range", "range", field, "error", err)
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
@@ -88,7 +60,7 @@ func (s *Store) loadRanges(ctx context.Context, ns *redisNamespace) error {
 	held := make([]store.RangeEntry, 0, len(bans))
 	for _, b := range bans {
 		if b.Malformed != "" { // refuses nothing: see protect.ErrMalformed
-			s.logDamage(rangesKey(ns.name), b.Key.String(), "protect: malformed range ban record, not enforced; lift it (protectctl lift) or repair it",
+			s.damage.logOnce(rangesKey(ns.name), b.Key.String(), "protect: malformed range ban record, not enforced; lift it (protectctl lift) or repair it",
 				"key", rangesKey(ns.name), "range", b.Key.String(), "error", b.Malformed)
 			continue
 		}
@@ -116,21 +88,22 @@ func (s *Store) reloadRanges(ctx context.Context, ns *redisNamespace) {
 // store's spaces published when republishEvery has passed since it last
 // did (published.go).
 func (s *Store) Refresh(ctx context.Context) error {
-	s.nsMu.Lock()
-	var inUse []*redisNamespace
-	for _, ns := range s.namespaces {
+	c := &s.bans
+	c.nsMu.Lock()
+	var inUse []*redisNamespace // gathered here, not returned by a method: it stays on the stack
+	for _, ns := range c.namespaces {
 		if ns.loaded.Load() {
 			inUse = append(inUse, ns)
 		}
 	}
-	s.nsMu.Unlock()
+	c.nsMu.Unlock()
 	var errs []error
 	for _, ns := range inUse {
 		if err := s.loadRanges(ctx, ns); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := s.republish(ctx); err != nil {
+	if err := s.pub.republish(ctx, s.now); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -162,128 +135,3 @@ func (s *Store) refreshEvery(interval time.Duration) {
 		}
 	}
 }
-
-type cacheKey struct {
-	ns *redisNamespace
-	k  store.Key
-}
-
-type cachedBan struct {
-	ban   *store.Ban
-	end   int64 // ticks: the ban's end; 0 when permanent
-	until int64 // ticks: the cached answer is used until then
-}
-
-// live reports whether the cached ban is in force at ticks t.
-func (c *cachedBan) live(t int64) bool { return c.end == 0 || c.end > t }
-
-// rangeBans is one ban list's range bans, as this process checks them.
-type rangeBans = store.RangeSet
-
-// rangeBanned checks addr against the range bans r at ticks t.
-func rangeBanned(r *rangeBans, addr netip.Addr, t int64) (store.Result, bool) {
-	if r == nil { // no range bans: the common case, in one compare
-		return store.Result{}, false
-	}
-	return lookupRange(r, addr, t)
-}
-
-func lookupRange(r *rangeBans, addr netip.Addr, t int64) (store.Result, bool) {
-	e, ok := r.Lookup(addr, t)
-	if !ok {
-		return store.Result{}, false
-	}
-	return store.BanResult(&e.Ban, e.End, t), true
-}
-
-// lookupBan answers from the local ban cache.
-func (s *Store) lookupBan(ns *redisNamespace, k store.Key, t int64) (store.Result, bool) {
-	if s.cached.Load() == 0 { // the common case: nothing banned here lately
-		return store.Result{}, false
-	}
-	s.cacheMu.Lock()
-	c, ok := s.cache[cacheKey{ns, k}]
-	s.cacheMu.Unlock()
-	if !ok || t >= c.until {
-		return store.Result{}, false
-	}
-	return store.BanResult(c.ban, c.end, t), true
-}
-
-// remember caches a ban answer for at most BanCacheTTL, and never past
-// the ban's end.
-func (s *Store) remember(ns *redisNamespace, k store.Key, r store.Result, t int64) {
-	if s.cacheTTL < 0 {
-		return
-	}
-	b := *r.Ban
-	c := cachedBan{ban: &b, until: t + int64(s.cacheTTL)}
-	if !b.Permanent() {
-		c.end = t + int64(r.BanLeft)
-		c.until = min(c.until, c.end)
-	}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if len(s.cache) >= s.maxCache {
-		for key, old := range s.cache {
-			if t >= old.until {
-				delete(s.cache, key)
-			}
-		}
-		if len(s.cache) >= s.maxCache {
-			clear(s.cache) // every entry is younger than BanCacheTTL: drop them all
-		}
-	}
-	s.cache[cacheKey{ns, k}] = c
-	s.cached.Store(int64(len(s.cache)))
-}
-
-// seenUnbanned drops the cached ban of k, if it has aged past
-// BanCacheTTL, once Redis has answered at t that k is not banned: a
-// lift made elsewhere and seen here must not come back through HeldBan
-// when Redis fails later. A younger entry is another request's newer
-// answer, and stays.
-func (s *Store) seenUnbanned(ns *redisNamespace, k store.Key, t int64) {
-	if s.cached.Load() == 0 { // the common case: nothing banned here lately
-		return
-	}
-	s.cacheMu.Lock()
-	if c, ok := s.cache[cacheKey{ns, k}]; ok && t >= c.until {
-		delete(s.cache, cacheKey{ns, k})
-		s.cached.Store(int64(len(s.cache)))
-	}
-	s.cacheMu.Unlock()
-}
-
-// forget drops a cached ban, after a lift or a new ban through this store.
-func (s *Store) forget(ns *redisNamespace, k store.Key) {
-	s.cacheMu.Lock()
-	delete(s.cache, cacheKey{ns, k})
-	s.cached.Store(int64(len(s.cache)))
-	s.cacheMu.Unlock()
-}
-
-// HeldBan implements protect.BanHolder: the range bans of the last
-// refresh, and a cached key ban until the ban's own end (past
-// BanCacheTTL, which bounds how soon a lift elsewhere is seen: no lift
-// can be seen while Redis cannot be asked).
-func (sp *redisSpace) HeldBan(k store.Key, addr netip.Addr) (store.Result, bool) {
-	t := sp.s.now()
-	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
-		return r, true
-	}
-	s := sp.s
-	if s.cached.Load() == 0 {
-		return store.Result{}, false
-	}
-	s.cacheMu.Lock()
-	c, ok := s.cache[cacheKey{sp.bns, k}]
-	s.cacheMu.Unlock()
-	if !ok || !c.live(t) {
-		return store.Result{}, false
-	}
-	return store.BanResult(c.ban, c.end, t), true
-}
-
-// RangeBans implements protect.RangeBanCounter.
-func (sp *redisSpace) RangeBans() int { return sp.bns.ranges.Load().Len(sp.s.now()) }

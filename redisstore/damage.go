@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"log/slog"
 	"math"
+	"sync"
+	"sync/atomic"
 
 	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
@@ -28,6 +31,20 @@ import (
 // the record meanwhile, by a ban or a lift, the script sees another
 // record, and answers it.
 
+// damages is what the store remembers of the damaged records it met.
+type damages struct {
+	max int          // MaxCachedBans: each map is bounded as the ban cache is
+	log *slog.Logger // where logOnce reports
+
+	mu sync.Mutex // guards byKey and logged
+	// byKey: the damaged key ban records seen; n is its length, read
+	// without the lock.
+	byKey map[cacheKey]*damage
+	n     atomic.Int64
+	// logged: the damaged range records logged (logOnce).
+	logged map[string]struct{}
+}
+
 // damage is what the store remembers of one damaged record.
 type damage struct {
 	sha string                // the record's SHA-1, in hex
@@ -35,57 +52,57 @@ type damage struct {
 }
 
 // damaged returns the damage remembered for k in ns, or nil.
-func (s *Store) damaged(ns *redisNamespace, k store.Key) *damage {
-	if s.damagedN.Load() == 0 { // the common case: no damage seen
+func (d *damages) damaged(ns *redisNamespace, k store.Key) *damage {
+	if d.n.Load() == 0 { // the common case: no damage seen
 		return nil
 	}
-	s.cacheMu.Lock()
-	d := s.damage[cacheKey{ns, k}]
-	s.cacheMu.Unlock()
-	return d
+	d.mu.Lock()
+	dmg := d.byKey[cacheKey{ns, k}]
+	d.mu.Unlock()
+	return dmg
 }
 
-// rememberDamage remembers the record rec at Redis key rk, of k in ns,
-// that did not decode with err, and returns it.
-func (s *Store) rememberDamage(ns *redisNamespace, k store.Key, rk, rec string, err error) *damage {
+// remember remembers the record rec at Redis key rk, of k in ns, that
+// did not decode with err, and returns it.
+func (d *damages) remember(ns *redisNamespace, k store.Key, rk, rec string, err error) *damage {
 	sum := sha1.Sum([]byte(rec))
-	d := &damage{sha: hex.EncodeToString(sum[:]), err: &store.MalformedError{Key: rk, Record: store.QuoteMalformed(rec), Err: err}}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if s.damage == nil || len(s.damage) >= s.maxCache {
-		s.damage = make(map[cacheKey]*damage) // forgetting costs one more round trip, once
+	dmg := &damage{sha: hex.EncodeToString(sum[:]), err: &store.MalformedError{Key: rk, Record: store.QuoteMalformed(rec), Err: err}}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byKey == nil || len(d.byKey) >= d.max {
+		d.byKey = make(map[cacheKey]*damage) // forgetting costs one more round trip, once
 	}
-	s.damage[cacheKey{ns, k}] = d
-	s.damagedN.Store(int64(len(s.damage)))
-	return d
+	d.byKey[cacheKey{ns, k}] = dmg
+	d.n.Store(int64(len(d.byKey)))
+	return dmg
 }
 
-// forgetDamage drops what the store remembers of k's record: it is gone,
-// or replaced.
-func (s *Store) forgetDamage(ns *redisNamespace, k store.Key) {
-	s.cacheMu.Lock()
-	delete(s.damage, cacheKey{ns, k})
-	s.damagedN.Store(int64(len(s.damage)))
-	s.cacheMu.Unlock()
+// forget drops what the store remembers of k's record: it is gone, or
+// replaced.
+func (d *damages) forget(ns *redisNamespace, k store.Key) {
+	d.mu.Lock()
+	delete(d.byKey, cacheKey{ns, k})
+	d.n.Store(int64(len(d.byKey)))
+	d.mu.Unlock()
 }
 
-// logDamage logs a damaged record of the hash at key, field field, once
+// logOnce logs a damaged record of the hash at key, field field, once
 // per process (the range bans are re-read every RangeRefresh: a line
 // each time would be a line a second). The memory is bounded as the ban
 // cache is.
-func (s *Store) logDamage(key, field, msg string, args ...any) {
+func (d *damages) logOnce(key, field, msg string, args ...any) {
 	id := key + "\x00" + field
-	s.cacheMu.Lock()
-	_, seen := s.damageLogged[id]
+	d.mu.Lock()
+	_, seen := d.logged[id]
 	if !seen {
-		if s.damageLogged == nil || len(s.damageLogged) >= s.maxCache {
-			s.damageLogged = make(map[string]struct{})
+		if d.logged == nil || len(d.logged) >= d.max {
+			d.logged = make(map[string]struct{})
 		}
-		s.damageLogged[id] = struct{}{}
+		d.logged[id] = struct{}{}
 	}
-	s.cacheMu.Unlock()
+	d.mu.Unlock()
 	if !seen {
-		s.log.Error(msg, args...)
+		d.log.Error(msg, args...)
 	}
 }
 

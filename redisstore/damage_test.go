@@ -162,8 +162,8 @@ func TestRedisDamagedBanAdministered(t *testing.T) {
 					if trips, _ := in.hook.Take(); err != nil || d.Status != protect.Allowed || d.Count != 2 || trips != 1 {
 						t.Fatalf("VerifyAddr after the lift = %v, count %d, %d round trips, %v; want Allowed, 2, 1", d.Status, d.Count, trips, err)
 					}
-					if in.store.damagedN.Load() != 0 {
-						t.Fatalf("the store still remembers %d damaged records", in.store.damagedN.Load())
+					if in.store.damage.n.Load() != 0 {
+						t.Fatalf("the store still remembers %d damaged records", in.store.damage.n.Load())
 					}
 				})
 			}

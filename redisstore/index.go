@@ -37,15 +37,9 @@ const banPage = 1000
 // clusterSlots is the number of hash slots of Redis Cluster.
 const clusterSlots = 16384
 
-// isCluster reports whether the store's client is a Redis Cluster client.
-func (s *Store) isCluster() bool {
-	_, ok := s.client.(*redis.ClusterClient)
-	return ok
-}
-
 // indexKey returns the index that holds k's ban in ban namespace bns.
 func (s *Store) indexKey(bns string, k store.Key) string {
-	if !s.isCluster() {
+	if !s.topo.isCluster() {
 		return bns + "bans"
 	}
 	var kb [64]byte
@@ -270,7 +264,7 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []store.Key, perPage ti
 	for start := 0; start < len(keys); start += banPage {
 		page := keys[start:min(start+banPage, len(keys))]
 		for _, k := range page {
-			s.forget(sp.bns, k)
+			s.bans.forget(sp.bns, k)
 		}
 		pctx, cancel := pageContext(ctx, perPage)
 		cmds, err := sp.unbanPage(pctx, page, true)
@@ -290,7 +284,7 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []store.Key, perPage ti
 			case err != nil:
 				return lifted, fmt.Errorf("protect: redis lift %s: %w", page[i], err)
 			}
-			s.forgetDamage(sp.bns, page[i])
+			s.damage.forget(sp.bns, page[i])
 			lifted = append(lifted, unbanned(page[i], v)) // a damaged one is lifted too
 		}
 	}

@@ -74,7 +74,7 @@ func (o onceScripter) eval(ctx context.Context, name, payload string, keys []str
 	} else {
 		err = o.s.client.Process(ctx, onceCmd{cmd})
 	}
-	o.s.failed(ctx, err)
+	o.s.topo.failed(ctx, err)
 	return cmd
 }
 

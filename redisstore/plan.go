@@ -136,7 +136,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k store.Key, addr netip.Addr
 	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
 		return store.PlanResult{Result: r, Decider: -1}, nil
 	}
-	if r, ok := s.lookupBan(sp.bns, k, t); ok {
+	if r, ok := s.bans.lookup(sp.bns, k, t); ok {
 		return store.PlanResult{Result: r, Decider: -1}, nil
 	}
 	var limits string
@@ -145,7 +145,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k store.Key, addr netip.Addr
 	}
 	pa := s.planArgs(plan)
 	args := pa.args(cost, limits)
-	dmg := s.damaged(sp.bns, k)
+	dmg := s.damage.damaged(sp.bns, k)
 	if dmg != nil {
 		args = append(slices.Clone(args), dmg.sha) // see damage.go; args are shared
 	}
@@ -160,7 +160,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k store.Key, addr netip.Addr
 		switch {
 		case errors.As(err, &bad):
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
-			dmg = s.rememberDamage(sp.bns, k, bk, bad.rec, bad.err)
+			dmg = s.damage.remember(sp.bns, k, bk, bad.rec, bad.err)
 			if try == 0 {
 				s.indexDamage(ctx, sp.bns, k)
 			}
@@ -177,15 +177,15 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k store.Key, addr netip.Addr
 		}
 		switch {
 		case ignored:
-			s.seenUnbanned(sp.bns, k, t)
+			s.bans.seenUnbanned(sp.bns, k, t)
 			return res, dmg.err
 		case dmg != nil:
-			s.forgetDamage(sp.bns, k)
+			s.damage.forget(sp.bns, k)
 		}
 		if res.Banned() {
-			s.remember(sp.bns, k, res.Result, t)
+			s.bans.remember(sp.bns, k, res.Result, t)
 		} else {
-			s.seenUnbanned(sp.bns, k, t)
+			s.bans.seenUnbanned(sp.bns, k, t)
 		}
 		return res, nil
 	}

@@ -2,9 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,6 +28,15 @@ const (
 	republishEvery = 10 * time.Second
 )
 
+// publisher writes a store's published limits, and writes them again.
+type publisher struct {
+	client redis.UniversalClient
+
+	mu          sync.Mutex        // guards published and republished
+	published   map[string]string // namespace → the limits its spaces published here, encoded
+	republished int64             // ticks: when published was last written again
+}
+
 // limitsKey is where a namespace's limits are published.
 func limitsKey(ns string) string { return ns + "limits" }
 
@@ -31,38 +44,44 @@ func limitsKey(ns string) string { return ns + "limits" }
 // publishedTTL; the store writes it again every republishEvery while its
 // refresher runs (Options.RangeRefresh not negative).
 func (sp *redisSpace) Publish(ctx context.Context) error {
-	s, rec := sp.s, encodeLimits(sp.lim)
-	if err := s.client.Set(ctx, limitsKey(sp.ns), rec, publishedTTL).Err(); err != nil {
-		return fmt.Errorf("protect: redis publish limits of %q: %w", sp.ns, err)
+	return sp.s.pub.publish(ctx, sp.ns, encodeLimits(sp.lim))
+}
+
+// publish writes rec, the encoded limits of namespace ns, and keeps it
+// to write again.
+func (p *publisher) publish(ctx context.Context, ns, rec string) error {
+	if err := p.client.Set(ctx, limitsKey(ns), rec, publishedTTL).Err(); err != nil {
+		return fmt.Errorf("protect: redis publish limits of %q: %w", ns, err)
 	}
-	s.pubMu.Lock()
-	if s.published == nil {
-		s.published = make(map[string]string)
+	p.mu.Lock()
+	if p.published == nil {
+		p.published = make(map[string]string)
 	}
-	s.published[sp.ns] = rec
-	s.pubMu.Unlock()
+	p.published[ns] = rec
+	p.mu.Unlock()
 	return nil
 }
 
 // republish writes again, once every republishEvery by the store's
-// clock, the limits this store's spaces published: one pipelined round
-// trip for every namespace. The refresher calls it on every tick.
-func (s *Store) republish(ctx context.Context) error {
-	s.pubMu.Lock()
-	now := s.now()
-	if len(s.published) == 0 || (s.republished != 0 && now-s.republished < int64(republishEvery)) {
-		s.pubMu.Unlock()
+// clock (now, in ticks), the limits this store's spaces published: one
+// pipelined round trip for every namespace. The refresher calls it on
+// every tick.
+func (p *publisher) republish(ctx context.Context, now func() int64) error {
+	p.mu.Lock()
+	t := now()
+	if len(p.published) == 0 || (p.republished != 0 && t-p.republished < int64(republishEvery)) {
+		p.mu.Unlock()
 		return nil
 	}
-	s.republished = now
-	recs := make(map[string]string, len(s.published))
-	for ns, rec := range s.published {
+	p.republished = t
+	recs := make(map[string]string, len(p.published))
+	for ns, rec := range p.published {
 		recs[ns] = rec
 	}
-	s.pubMu.Unlock()
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	p.mu.Unlock()
+	_, err := p.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for ns, rec := range recs {
-			p.Set(ctx, limitsKey(ns), rec, publishedTTL)
+			pipe.Set(ctx, limitsKey(ns), rec, publishedTTL)
 		}
 		return nil
 	})
@@ -70,4 +89,29 @@ func (s *Store) republish(ctx context.Context) error {
 		return fmt.Errorf("protect: redis publish limits again: %w", err)
 	}
 	return nil
+}
+
+// Published implements Store.
+func (s *Store) Published(ctx context.Context, namespace string) (store.Limits, bool, error) {
+	return s.pub.read(ctx, namespace)
+}
+
+// read returns the limits published for namespace, and whether there are
+// any.
+func (p *publisher) read(ctx context.Context, namespace string) (store.Limits, bool, error) {
+	if strings.ContainsAny(namespace, "{}") {
+		return store.Limits{}, false, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", namespace)
+	}
+	v, err := p.client.Get(ctx, limitsKey(namespace)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return store.Limits{}, false, nil
+	case err != nil:
+		return store.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+	}
+	lim, err := decodeLimits(v)
+	if err != nil {
+		return store.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
+	}
+	return lim, true, nil
 }

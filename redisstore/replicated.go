@@ -25,10 +25,11 @@ import (
 // alone to the new master, away from its WAIT. So on a Cluster the pair
 // goes to the client of the master that owns the key's slot
 // (MasterForKey); a MOVED or ASK there is an error that the failure
-// policy absorbs, and the slot map is read again (failed): the server did
-// not run the script. After a MOVED the next request goes where the map
-// now says; an ASK, which does not change the map, is answered to every
-// request for a moved key until its slot's migration ends.
+// policy absorbs, and the slot map is read again (topology.failed): the
+// server did not run the script. After a MOVED the next request goes
+// where the map now says; an ASK, which does not change the map, is
+// answered to every request for a moved key until its slot's migration
+// ends.
 
 // ErrNotReplicated is wrapped by the error of a counting call that Redis
 // ran but that fewer replicas than Options.WaitReplicas acknowledged
@@ -87,7 +88,7 @@ func (s *Store) waitTimeout(ctx context.Context) time.Duration {
 	return max(t.Truncate(time.Millisecond), time.Millisecond)
 }
 
-// canWait reports whether keyNode knows c's kind of client.
+// canWait reports whether topology.keyNode knows c's kind of client.
 func canWait(c redis.UniversalClient) bool {
 	switch c.(type) {
 	case *redis.Client, *redis.ClusterClient, *redis.Ring:
@@ -96,28 +97,13 @@ func canWait(c redis.UniversalClient) bool {
 	return false
 }
 
-// keyNode returns the client of the one server that holds key: the
-// store's own client, or on a Cluster or a Ring the client of the key's
-// master or shard.
-func (s *Store) keyNode(ctx context.Context, key string) (*redis.Client, error) {
-	switch c := s.client.(type) {
-	case *redis.Client: // one node, or Sentinel's master
-		return c, nil
-	case *redis.ClusterClient:
-		return c.MasterForKey(ctx, key)
-	case *redis.Ring:
-		return c.GetShardClientForKey(key)
-	}
-	return nil, errWaitClient
-}
-
 // processReplicated runs the script cmd, whose first key is key, and a
 // WAIT after it, in one round trip on one connection of key's server.
 // cmd ends with the script's reply, or its error, or one that wraps
 // ErrNotReplicated; so does the returned error. Neither command is ever
 // sent twice (cmd says NoRetry for the pipeline).
 func (s *Store) processReplicated(ctx context.Context, cmd onceCmd, key string) error {
-	node, err := s.keyNode(ctx, key)
+	node, err := s.topo.keyNode(ctx, key)
 	if err != nil {
 		cmd.SetErr(err)
 		return err

@@ -104,7 +104,7 @@ func waitProtector(t *testing.T, client redis.UniversalClient, opt Options, poli
 // gives, which the first request would.
 func loadRanges(t *testing.T, s *Store) {
 	t.Helper()
-	if err := s.ready(t.Context(), s.namespace("wait:")); err != nil {
+	if err := s.ready(t.Context(), s.bans.namespace("wait:")); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -38,7 +38,7 @@ const fixAdvice = "give protect a Redis of its own with maxmemory-policy noevict
 func (s *Store) CheckSetup(ctx context.Context) ([]store.SetupWarning, error) {
 	var mu sync.Mutex
 	warnings := []store.SetupWarning{}
-	err := s.eachNode(ctx, func(ctx context.Context, c redis.Cmdable) error {
+	err := s.topo.eachNode(ctx, func(ctx context.Context, c redis.Cmdable) error {
 		conf, err := c.ConfigGet(ctx, "*").Result()
 		if err != nil {
 			return err

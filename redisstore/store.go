@@ -82,40 +82,27 @@ type Options struct {
 type Store struct {
 	client   redis.UniversalClient
 	ownsConn bool
-	topo     topology // topology.go
+
+	topo   topology  // the shape of the Redis behind client (topology.go)
+	bans   banCache  // namespaces, range bans and key bans held here (bancache.go)
+	damage damages   // damaged records met (damage.go)
+	pub    publisher // published limits (published.go)
 
 	// WAIT after each counting script (replicated.go).
 	waitReplicas int64
 	waitFor      time.Duration
 
-	cacheTTL time.Duration
-	maxCache int
-	refresh  time.Duration
-	clock    func() time.Time
-	epoch    time.Time
-	log      *slog.Logger
-	circuit  store.Circuit // shared by every protector on this store
+	refresh time.Duration
+	clock   func() time.Time
+	epoch   time.Time
+	log     *slog.Logger
+	circuit store.Circuit // shared by every protector on this store
 
-	nsMu       sync.Mutex // guards namespaces and bound
-	namespaces map[string]*redisNamespace
-	bound      map[string]store.Limits // each Namespace's protect.Limits, as first bound
+	boundMu sync.Mutex              // guards bound
+	bound   map[string]store.Limits // each Namespace's protect.Limits, as first bound
 
 	plans     sync.Map     // *store.Plan → *planArgs (plan.go)
 	planCount atomic.Int64 // entries in plans, about
-
-	cacheMu sync.Mutex // guards cache
-	cache   map[cacheKey]cachedBan
-	cached  atomic.Int64 // len(cache), read without the lock
-	// damage: the damaged key ban records seen (damage.go), guarded by
-	// cacheMu; damagedN is its length, read without the lock.
-	damage   map[cacheKey]*damage
-	damagedN atomic.Int64
-	// damageLogged: the damaged range records logged (logDamage).
-	damageLogged map[string]struct{}
-
-	pubMu       sync.Mutex        // guards published and republished
-	published   map[string]string // namespace → the limits its spaces published here, encoded
-	republished int64             // ticks: when published was last written again
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -150,17 +137,18 @@ func New(client redis.UniversalClient, opt Options) *Store {
 		opt.WaitTimeout = defaultWaitTimeout
 	}
 	s := &Store{
-		client:     client,
-		cacheTTL:   opt.BanCacheTTL,
-		maxCache:   opt.MaxCachedBans,
-		refresh:    opt.RangeRefresh,
-		clock:      opt.Clock,
-		epoch:      opt.Clock(),
-		log:        opt.Logger,
-		namespaces: make(map[string]*redisNamespace),
-		bound:      make(map[string]store.Limits),
-		cache:      make(map[cacheKey]cachedBan),
-		stop:       make(chan struct{}),
+		client: client,
+		topo:   topology{client: client, log: opt.Logger},
+		bans: banCache{ttl: opt.BanCacheTTL, max: opt.MaxCachedBans,
+			namespaces: make(map[string]*redisNamespace), keys: make(map[cacheKey]cachedBan)},
+		damage:  damages{max: opt.MaxCachedBans, log: opt.Logger},
+		pub:     publisher{client: client},
+		refresh: opt.RangeRefresh,
+		clock:   opt.Clock,
+		epoch:   opt.Clock(),
+		log:     opt.Logger,
+		bound:   make(map[string]store.Limits),
+		stop:    make(chan struct{}),
 	}
 	s.waitReplicas, s.waitFor = int64(max(opt.WaitReplicas, 0)), opt.WaitTimeout
 	if s.waitReplicas > 0 && !canWait(client) {
@@ -179,18 +167,7 @@ func New(client redis.UniversalClient, opt Options) *Store {
 // Addr names the server the store talks to, for messages: its address,
 // a Cluster's seed addresses, or for a Sentinel URL Dial was given, that
 // URL redacted.
-func (s *Store) Addr() string {
-	if s.topo.where != "" {
-		return s.topo.where
-	}
-	switch c := s.client.(type) {
-	case *redis.Client:
-		return c.Options().Addr
-	case *redis.ClusterClient:
-		return strings.Join(c.Options().Addrs, ",")
-	}
-	return "redis"
-}
+func (s *Store) Addr() string { return s.topo.addr() }
 
 // Ping checks that Redis answers; the error names the address.
 func (s *Store) Ping(ctx context.Context) error {
@@ -237,17 +214,17 @@ func (s *Store) Space(scope store.Scope) (store.Space, error) {
 		return nil, err
 	}
 	lim := scope.Limits
-	s.nsMu.Lock()
+	s.boundMu.Lock()
 	was, ok := s.bound[scope.Namespace]
 	err := store.LimitsDiffer(scope.Namespace, was, ok, lim)
 	if err == nil {
 		s.bound[scope.Namespace] = lim
 	}
-	s.nsMu.Unlock()
+	s.boundMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.namespace(banNamespace(scope))}
+	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.bans.namespace(banNamespace(scope))}
 	// The take script's arguments, boxed once here rather than on every
 	// request: n, and the limits in one string.
 	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
@@ -290,7 +267,7 @@ type redisSpace struct {
 // (index.go), which the scripts cannot derive; elsewhere they derive
 // <bns>bans from the ban base, and the command stays as short.
 func (sp *redisSpace) scriptKeys(k store.Key) []string {
-	if sp.s.isCluster() {
+	if sp.s.topo.isCluster() {
 		return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k), sp.s.indexKey(sp.bns.name, k)}
 	}
 	if sp.bns.name == sp.ns {
@@ -342,12 +319,12 @@ func (sp *redisSpace) Take(ctx context.Context, k store.Key, addr netip.Addr, n 
 	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {
 		return r, nil
 	}
-	if r, ok := s.lookupBan(sp.bns, k, t); ok {
+	if r, ok := s.bans.lookup(sp.bns, k, t); ok {
 		return r, nil
 	}
 	keys := sp.scriptKeys(k)
 	args := sp.takeArgs(n)
-	dmg := s.damaged(sp.bns, k)
+	dmg := s.damage.damaged(sp.bns, k)
 	if dmg != nil {
 		args = append(slices.Clone(args), dmg.sha)
 	}
@@ -366,7 +343,7 @@ func (sp *redisSpace) Take(ctx context.Context, k store.Key, addr netip.Addr, n 
 			// ignoring it. One that changes on every try (someone writing
 			// garbage in a loop) is left uncounted after a few.
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
-			dmg = s.rememberDamage(sp.bns, k, bk, tr.bad.rec, tr.bad.err)
+			dmg = s.damage.remember(sp.bns, k, bk, tr.bad.rec, tr.bad.err)
 			if try == 0 {
 				s.indexDamage(ctx, sp.bns, k)
 			}
@@ -376,7 +353,7 @@ func (sp *redisSpace) Take(ctx context.Context, k store.Key, addr netip.Addr, n 
 			args = append(slices.Clone(sp.takeArgs(n)), dmg.sha)
 			continue
 		case tr.ignored:
-			s.seenUnbanned(sp.bns, k, t)
+			s.bans.seenUnbanned(sp.bns, k, t)
 			return tr.res, dmg.err
 		case tr.counter != "":
 			// Damage to this key's counter, repaired by the script: the
@@ -385,12 +362,12 @@ func (sp *redisSpace) Take(ctx context.Context, k store.Key, addr netip.Addr, n 
 			ck, _, _ := redisKeys(sp.ns, sp.bns.name, k)
 			return tr.res, &store.MalformedError{Key: ck, Record: store.QuoteMalformed(tr.counter), Err: errCounterReset}
 		case dmg != nil:
-			s.forgetDamage(sp.bns, k) // lifted or replaced
+			s.damage.forget(sp.bns, k) // lifted or replaced
 		}
 		if tr.res.Banned() {
-			s.remember(sp.bns, k, tr.res, t)
+			s.bans.remember(sp.bns, k, tr.res, t)
 		} else {
-			s.seenUnbanned(sp.bns, k, t)
+			s.bans.seenUnbanned(sp.bns, k, t)
 		}
 		return tr.res, nil
 	}
@@ -443,7 +420,7 @@ func (sp *redisSpace) AddBan(ctx context.Context, b store.Ban, length time.Durat
 			s.log.Warn("protect: range ban written, but the counters inside it were not reset", "range", b.Key.String(), "error", err)
 		}
 	} else {
-		s.forget(sp.bns, b.Key)
+		s.bans.forget(sp.bns, b.Key)
 	}
 	return stored, nil
 }
@@ -455,7 +432,7 @@ func (sp *redisSpace) Lift(ctx context.Context, k store.Key) (store.Ban, bool, e
 		return store.Ban{}, false, err
 	}
 	s := sp.s
-	s.forget(sp.bns, k)
+	s.bans.forget(sp.bns, k)
 	var lifted store.Ban
 	found := false
 	if k.Prefix.IsValid() {
@@ -476,7 +453,7 @@ func (sp *redisSpace) Lift(ctx context.Context, k store.Key) (store.Ban, bool, e
 	case err != nil:
 		return store.Ban{}, false, fmt.Errorf("protect: redis lift %s: %w", k, err)
 	}
-	s.forgetDamage(sp.bns, k)
+	s.damage.forget(sp.bns, k)
 	// A damaged record is lifted too, and reported so: it was there, and
 	// is gone.
 	return unbanned(k, v), true, nil
@@ -575,25 +552,6 @@ func (sp *redisSpace) Inspect(ctx context.Context, k store.Key) (store.KeyState,
 	return st, nil
 }
 
-// Published implements Store.
-func (s *Store) Published(ctx context.Context, namespace string) (store.Limits, bool, error) {
-	if strings.ContainsAny(namespace, "{}") {
-		return store.Limits{}, false, fmt.Errorf("protect: redis store: namespace %q must not contain { or }", namespace)
-	}
-	v, err := s.client.Get(ctx, limitsKey(namespace)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return store.Limits{}, false, nil
-	case err != nil:
-		return store.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
-	}
-	lim, err := decodeLimits(v)
-	if err != nil {
-		return store.Limits{}, false, fmt.Errorf("protect: redis published limits of %q: %w", namespace, err)
-	}
-	return lim, true, nil
-}
-
 // resetRange deletes the space's counters inside range r, as ban.lua
 // deletes a banned key's: a lifted range starts from nothing. Counters
 // are found by SCAN on every master, narrowed by the text every key
@@ -623,19 +581,7 @@ func (sp *redisSpace) resetRange(ctx context.Context, r netip.Prefix) error {
 		}
 		return nil
 	}
-	return sp.s.eachNode(ctx, scan)
-}
-
-// eachNode runs f on every node that holds keys: every master of a
-// cluster, every shard of a ring, or the one server.
-func (s *Store) eachNode(ctx context.Context, f func(context.Context, redis.Cmdable) error) error {
-	switch c := s.client.(type) {
-	case *redis.ClusterClient:
-		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
-	case *redis.Ring:
-		return c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
-	}
-	return f(ctx, s.client)
+	return sp.s.topo.eachNode(ctx, scan)
 }
 
 // rangeText is the text that every key inside r starts with: the whole

@@ -4,16 +4,68 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// topology is what a store knows of the shape of the Redis behind it.
+// topology is what a store knows of the shape of the Redis behind it:
+// one node, a Cluster, a Ring or Sentinel's master, told by the kind of
+// its client, and the per-node work that follows from it.
 type topology struct {
+	client        redis.UniversalClient
+	log           *slog.Logger
 	where         string      // the redacted Sentinel URL Dial was given, for Addr
 	warnedCluster atomic.Bool // the one-node client was told MOVED, and said so
+}
+
+// addr names the server, as Store.Addr does.
+func (t *topology) addr() string {
+	if t.where != "" {
+		return t.where
+	}
+	switch c := t.client.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	}
+	return "redis"
+}
+
+// isCluster reports whether the store's client is a Redis Cluster client.
+func (t *topology) isCluster() bool {
+	_, ok := t.client.(*redis.ClusterClient)
+	return ok
+}
+
+// eachNode runs f on every node that holds keys: every master of a
+// cluster, every shard of a ring, or the one server.
+func (t *topology) eachNode(ctx context.Context, f func(context.Context, redis.Cmdable) error) error {
+	switch c := t.client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
+	case *redis.Ring:
+		return c.ForEachShard(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m) })
+	}
+	return f(ctx, t.client)
+}
+
+// keyNode returns the client of the one server that holds key: the
+// store's own client, or on a Cluster or a Ring the client of the key's
+// master or shard.
+func (t *topology) keyNode(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := t.client.(type) {
+	case *redis.Client: // one node, or Sentinel's master
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	case *redis.Ring:
+		return c.GetShardClientForKey(key)
+	}
+	return nil, errWaitClient
 }
 
 // checkTopology makes Dial's one round trip: it refuses a one-node client
@@ -81,11 +133,11 @@ func isRedirect(err error) bool {
 // reaches the store says the map is stale, and reloads it too. On one
 // node, a MOVED or CROSSSLOT answer means a Cluster node behind a one-node client, said
 // once in the log, as Dial says it at once.
-func (s *Store) failed(ctx context.Context, err error) {
+func (t *topology) failed(ctx context.Context, err error) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
-	switch c := s.client.(type) {
+	switch c := t.client.(type) {
 	case *redis.ClusterClient:
 		// A MOVED or ASK reaches the store only from a node's own client
 		// (replicated.go), which follows none: the map is stale. A WAIT
@@ -97,8 +149,8 @@ func (s *Store) failed(ctx context.Context, err error) {
 	case *redis.Client:
 		msg := err.Error()
 		if (isRedirect(err) || isReply(err) && strings.HasPrefix(msg, "CROSSSLOT ")) &&
-			s.topo.warnedCluster.CompareAndSwap(false, true) {
-			s.log.Error("protect: the redis server is a Redis Cluster node behind a one-node client: every request is decided by the failure policy; use a redis+cluster:// URL or a redis.ClusterClient", "redis", s.Addr(), "error", msg)
+			t.warnedCluster.CompareAndSwap(false, true) {
+			t.log.Error("protect: the redis server is a Redis Cluster node behind a one-node client: every request is decided by the failure policy; use a redis+cluster:// URL or a redis.ClusterClient", "redis", t.addr(), "error", msg)
 		}
 	}
 }
