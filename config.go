@@ -334,10 +334,34 @@ type checkedConfig struct {
 	trusted, safe clientaddr.NetList
 }
 
-// withDefaults checks c and fills in its zero fields.
+// withDefaults checks c and fills in its zero fields, one group of
+// fields after another, and reports every problem at once, in the order
+// of the steps. A step may read the fields of the steps before it, which
+// are complete: BanLimit's default is made of MaxRequests, and the
+// escalation lengths are checked against the prefix lengths.
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
-	fail := func(err error) { errs = append(errs, err) }
+	for _, step := range []func(*Config) []error{
+		(*Config).limitDefaults,
+		(*Config).banDefaults,
+		(*Config).clientAddrDefaults,
+		(*Config).escalationDefaults, // escalate.go
+		(*Config).checkKeyFuncs,
+		(*Config).namespaceDefaults,
+		(*Config).failureDefaults,
+		(*Config).statusDefaults,
+		(*Config).runtimeDefaults,
+	} {
+		errs = append(errs, step(&c)...)
+	}
+	return c, errors.Join(errs...)
+}
+
+// limitDefaults checks and completes the limit (MaxRequests in TTL) and
+// the other durations. StoreTimeout is one of them: it shares their
+// bounds and table, and its floor is checked here, before TTL's.
+func (c *Config) limitDefaults() []error {
+	var errs []error
 	durations := []struct {
 		name string
 		v    *time.Duration
@@ -351,11 +375,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for _, d := range durations {
 		if *d.v < 0 {
-			fail(fieldErr(d.name, *d.v, "must not be negative"))
+			errs = append(errs, fieldErr(d.name, *d.v, "must not be negative"))
 			*d.v = 0
 		}
 		if *d.v > MaxDuration {
-			fail(fieldErr(d.name, *d.v, "longer than %v", MaxDuration))
+			errs = append(errs, fieldErr(d.name, *d.v, "longer than %v", MaxDuration))
 			*d.v = 0
 		}
 		if *d.v == 0 {
@@ -365,18 +389,25 @@ func (c Config) withDefaults() (Config, error) {
 	if c.StoreTimeout < time.Millisecond {
 		// A store call cannot finish in less: every request would fail
 		// its deadline and be decided by OnStoreError.
-		fail(fieldErr("StoreTimeout", c.StoreTimeout, "must be at least 1ms"))
+		errs = append(errs, fieldErr("StoreTimeout", c.StoreTimeout, "must be at least 1ms"))
 	}
 	if c.TTL < time.Millisecond {
-		fail(fieldErr("TTL", c.TTL, "must be at least 1ms"))
+		errs = append(errs, fieldErr("TTL", c.TTL, "must be at least 1ms"))
 	}
 	if c.MaxRequests < 0 {
-		fail(fieldErr("MaxRequests", c.MaxRequests, "must not be negative"))
+		errs = append(errs, fieldErr("MaxRequests", c.MaxRequests, "must not be negative"))
 		c.MaxRequests = 0
 	}
 	if c.MaxRequests == 0 {
 		c.MaxRequests = DefaultMaxRequests
 	}
+	return errs
+}
+
+// banDefaults checks and completes BanLimit, BanFactor and the ban
+// lengths' order, of the complete MaxRequests and durations.
+func (c *Config) banDefaults() []error {
+	var errs []error
 	if c.BanLimit == 0 {
 		// Saturating: a MaxRequests near MaxInt64 bans at MaxInt64, never
 		// at a wrapped negative (which would disable bans).
@@ -389,19 +420,27 @@ func (c Config) withDefaults() (Config, error) {
 		c.BanFactor = DefaultBanFactor
 	}
 	if math.IsNaN(c.BanFactor) || math.IsInf(c.BanFactor, 0) || c.BanFactor < 1 {
-		fail(fieldErr("BanFactor", c.BanFactor, "must be a number of at least 1"))
+		errs = append(errs, fieldErr("BanFactor", c.BanFactor, "must be a number of at least 1"))
 	}
 	if c.MaxBanDuration < c.BanDuration {
-		fail(fieldErr("MaxBanDuration", c.MaxBanDuration, "shorter than BanDuration %v", c.BanDuration))
+		errs = append(errs, fieldErr("MaxBanDuration", c.MaxBanDuration, "shorter than BanDuration %v", c.BanDuration))
 	}
+	return errs
+}
+
+// clientAddrDefaults checks and completes what resolves a client's
+// address and its counting key: ProxyHeader, ProxyCount and the prefix
+// lengths. (TrustedProxies and SafeNetworks are parsed by checked.)
+func (c *Config) clientAddrDefaults() []error {
+	var errs []error
 	if c.ProxyHeader == "" {
 		c.ProxyHeader = DefaultProxyHeader
 	}
 	if !clientaddr.ValidHeaderName(c.ProxyHeader) {
-		fail(fieldErr("ProxyHeader", strconv.Quote(c.ProxyHeader), "not a header name"))
+		errs = append(errs, fieldErr("ProxyHeader", strconv.Quote(c.ProxyHeader), "not a header name"))
 	}
 	if c.ProxyCount < 0 {
-		fail(fieldErr("ProxyCount", c.ProxyCount, "must not be negative"))
+		errs = append(errs, fieldErr("ProxyCount", c.ProxyCount, "must not be negative"))
 	}
 	if c.IPv4Prefix == 0 {
 		c.IPv4Prefix = 32
@@ -410,22 +449,33 @@ func (c Config) withDefaults() (Config, error) {
 		c.IPv6Prefix = 64
 	}
 	if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		fail(fieldErr("IPv4Prefix", c.IPv4Prefix, "want 1 to 32"))
+		errs = append(errs, fieldErr("IPv4Prefix", c.IPv4Prefix, "want 1 to 32"))
 		c.IPv4Prefix = 32
 	}
 	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		fail(fieldErr("IPv6Prefix", c.IPv6Prefix, "want 1 to 128"))
+		errs = append(errs, fieldErr("IPv6Prefix", c.IPv6Prefix, "want 1 to 128"))
 		c.IPv6Prefix = 64
 	}
-	if err := c.escalationDefaults(); err != nil {
-		fail(err)
-	}
+	return errs
+}
+
+// checkKeyFuncs checks what resolves a request's key and plan: KeyFunc
+// or ConsumerFunc, and Plan. It fills in nothing.
+func (c *Config) checkKeyFuncs() []error {
+	var errs []error
 	if c.KeyFunc != nil && c.ConsumerFunc != nil {
-		fail(fieldErr("ConsumerFunc", nil, "KeyFunc and ConsumerFunc are both set: set one (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)"))
+		errs = append(errs, fieldErr("ConsumerFunc", nil, "KeyFunc and ConsumerFunc are both set: set one (ConsumerFunc resolves a consumer and its plan; KeyFunc a key for the protector's own limit)"))
 	}
 	if c.Plan != nil && c.Plan.Len() == 0 {
-		fail(fieldErr("Plan", nil, "not made by NewPlan"))
+		errs = append(errs, fieldErr("Plan", nil, "not made by NewPlan"))
 	}
+	return errs
+}
+
+// namespaceDefaults checks and completes Namespace, BanNamespace and
+// Name, whose default is made of Namespace.
+func (c *Config) namespaceDefaults() []error {
+	var errs []error
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
@@ -435,19 +485,32 @@ func (c Config) withDefaults() (Config, error) {
 	// Braces would move the hash tag of every Redis key: a client's keys
 	// would no longer share a cluster slot with each other alone.
 	if strings.ContainsAny(c.Namespace, "{}") {
-		fail(fieldErr("Namespace", strconv.Quote(c.Namespace), "must not contain { or }"))
+		errs = append(errs, fieldErr("Namespace", strconv.Quote(c.Namespace), "must not contain { or }"))
 	}
 	if strings.ContainsAny(c.BanNamespace, "{}") {
-		fail(fieldErr("BanNamespace", strconv.Quote(c.BanNamespace), "must not contain { or }"))
+		errs = append(errs, fieldErr("BanNamespace", strconv.Quote(c.BanNamespace), "must not contain { or }"))
 	}
 	if c.Name == "" {
 		c.Name = policyName(c.Namespace)
 	} else if err := store.CheckLimitName(c.Name); err != nil {
-		fail(&ConfigError{Field: "Name", Value: strconv.Quote(c.Name), Reason: err.Error(), Err: err})
+		errs = append(errs, &ConfigError{Field: "Name", Value: strconv.Quote(c.Name), Reason: err.Error(), Err: err})
 	}
+	return errs
+}
+
+// failureDefaults checks OnStoreError, whose zero value is FailLocal.
+// StoreTimeout, the deadline that makes a store call a failure, is
+// checked with the other durations (limitDefaults).
+func (c *Config) failureDefaults() []error {
 	if c.OnStoreError > FailClosed {
-		fail(fieldErr("OnStoreError", int(c.OnStoreError), "want FailLocal, FailOpen or FailClosed"))
+		return []error{fieldErr("OnStoreError", int(c.OnStoreError), "want FailLocal, FailOpen or FailClosed")}
 	}
+	return nil
+}
+
+// statusDefaults checks and completes BanStatus and UnknownStatus.
+func (c *Config) statusDefaults() []error {
+	var errs []error
 	if c.BanStatus == 0 {
 		c.BanStatus = http.StatusForbidden
 	}
@@ -455,18 +518,23 @@ func (c Config) withDefaults() (Config, error) {
 		c.UnknownStatus = http.StatusTooManyRequests
 	}
 	if c.BanStatus < 400 || c.BanStatus > 599 {
-		fail(fieldErr("BanStatus", c.BanStatus, "want a 4xx or 5xx code"))
+		errs = append(errs, fieldErr("BanStatus", c.BanStatus, "want a 4xx or 5xx code"))
 	}
 	if c.UnknownStatus < 400 || c.UnknownStatus > 599 {
-		fail(fieldErr("UnknownStatus", c.UnknownStatus, "want a 4xx or 5xx code"))
+		errs = append(errs, fieldErr("UnknownStatus", c.UnknownStatus, "want a 4xx or 5xx code"))
 	}
+	return errs
+}
+
+// runtimeDefaults completes Logger and Clock; neither can be wrong.
+func (c *Config) runtimeDefaults() []error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	return c, errors.Join(errs...)
+	return nil
 }
 
 // policyName makes a RateLimit policy name of a namespace: without its

@@ -58,8 +58,9 @@ type escalation struct {
 }
 
 // escalationDefaults checks and completes the escalation fields of c,
-// whose prefix lengths are already complete.
-func (c *Config) escalationDefaults() error {
+// whose prefix lengths are already complete. It reports the IPv6 lengths'
+// problem, or else the IPv4 lengths'.
+func (c *Config) escalationDefaults() []error {
 	if c.EscalationThreshold == 0 {
 		c.EscalationThreshold = DefaultEscalationThreshold
 	}
@@ -71,9 +72,12 @@ func (c *Config) escalationDefaults() error {
 		}
 	}
 	if err := checkLevels("IPv6Escalation", c.IPv6Escalation, "IPv6Prefix", c.IPv6Prefix, minIPv6Escalation); err != nil {
-		return err
+		return []error{err}
 	}
-	return checkLevels("IPv4Escalation", c.IPv4Escalation, "IPv4Prefix", c.IPv4Prefix, minIPv4Escalation)
+	if err := checkLevels("IPv4Escalation", c.IPv4Escalation, "IPv4Prefix", c.IPv4Prefix, minIPv4Escalation); err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // checkLevels reports escalation lengths that are not strictly shorter,

@@ -26,12 +26,12 @@
 // names it reads itself under the prefix ("LISTEN", "PLANS", or "LOGIN_*"
 // for a second prefix).
 //
-// FromEnv reads the process environment under Prefix, FromEnvPrefix under
-// another prefix (a second protector's), FromEnviron a list of NAME=value
-// lines, and Read takes every choice in Options, including a Redis URL in
-// place of the variable and the redisstore.Options of the store it dials.
-// A store dialed from a URL is the caller's: give it to every protector of
-// the service and close it after them.
+// Read reads a list of NAME=value lines (os.Environ(), or a test's own)
+// with every choice in Options: the prefix (a second protector's,
+// "HTTP_PROTECT_LOGIN_"), the program's own names, a Redis URL in place
+// of the variable, and the options of the store it dials or opens.
+// FromEnv(own...) is Read of the process environment under Prefix. A store dialed from a URL is the caller's:
+// give it to every protector of the service and close it after them.
 //
 // ParsePlans and LoadPlans read the plans file of HTTP_PROTECT_PLANS (a
 // path, or the JSON itself), as protectd and protectctl do.

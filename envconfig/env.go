@@ -17,7 +17,7 @@ import (
 	"github.com/httpprotect/protect/redisstore"
 )
 
-// Prefix is the prefix of the variables FromEnv reads.
+// Prefix is the prefix of the variables Read reads by default.
 const Prefix = "HTTP_PROTECT_"
 
 // maxEnvStoreTimeout bounds HTTP_PROTECT_STORE_TIMEOUT. A bare number is
@@ -27,7 +27,7 @@ const Prefix = "HTTP_PROTECT_"
 // longer value is refused with a hint instead of being believed.
 const maxEnvStoreTimeout = 10 * time.Second
 
-// envVar is one variable FromEnv reads: its name after the prefix
+// envVar is one variable Read reads: its name after the prefix
 // and how it sets its field.
 type envVar struct {
 	name  string
@@ -157,7 +157,7 @@ func wholeFamily(e string) bool {
 	return p.Bits() == 0
 }
 
-// envVars lists every variable FromEnv reads, in the order of the
+// envVars lists every variable Read reads, in the order of the
 // Config fields. The first three are the names @imqueue/http-protect
 // reads.
 var envVars = [...]envVar{
@@ -229,7 +229,7 @@ var envVars = [...]envVar{
 }
 
 // Names returns the names, without a prefix, of every variable
-// FromEnv reads ("TTL", "MAX_REQUESTS", ...), for a program's help
+// Read reads ("TTL", "MAX_REQUESTS", ...), for a program's help
 // text.
 func Names() []string {
 	names := make([]string, len(envVars))
@@ -239,43 +239,62 @@ func Names() []string {
 	return names
 }
 
-// FromEnv reads a Config from the HTTP_PROTECT_* environment:
-// HTTP_PROTECT_TTL, HTTP_PROTECT_MAX_REQUESTS and HTTP_PROTECT_BAN_LIMIT
-// (the names @imqueue/http-protect, the Node package, reads), and
-// HTTP_PROTECT_<FIELD> for the rest: REDIS_URL, BAN_DURATION, BAN_FACTOR,
-// MAX_BAN_DURATION, OFFENSE_WINDOW, TRUSTED_PROXIES and SAFE_NETWORKS
-// (comma-separated), PROXY_HEADER, PROXY_COUNT, TRUST_UNIX_SOCKET,
-// IPV4_PREFIX, IPV6_PREFIX, ESCALATION_THRESHOLD, IPV6_ESCALATION and
-// IPV4_ESCALATION (prefix lengths such as "56,48", or "none"), NAMESPACE,
-// BAN_NAMESPACE, NAME,
-// ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
-// BAN_STATUS, UNKNOWN_STATUS, STATE_FILE (a memory store's state file:
-// see Read), REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT (redisstore's
-// Options.WaitReplicas and WaitTimeout).
-//
-// own names further variables under the prefix that the program reads
-// itself, without the prefix ("LISTEN", "PLANS"), so that they are not
-// rejected; see FromEnvPrefix.
-//
-// It is FromEnvPrefix(Prefix, own...).
+// FromEnv reads a Config from the HTTP_PROTECT_* variables of the
+// process environment; own names the variables under HTTP_PROTECT_
+// that the program reads itself. It is
+// Read(os.Environ(), Options{Own: own}).
 func FromEnv(own ...string) (protect.Config, error) {
-	return FromEnvPrefix(Prefix, own...)
+	return Read(os.Environ(), Options{Own: own})
 }
 
-// FromEnvPrefix reads a Config from the variables prefix+NAME, for
-// the NAMEs FromEnv lists. A second protector is configured from a
-// second prefix: FromEnvPrefix("HTTP_PROTECT_LOGIN_") reads
-// HTTP_PROTECT_LOGIN_MAX_REQUESTS and so on.
+// Options configure Read. The zero value reads the HTTP_PROTECT_
+// variables and declares no names of the program's own.
+type Options struct {
+	// Prefix is the variables' prefix [Prefix]. A second protector is
+	// configured from a second prefix: "HTTP_PROTECT_LOGIN_" reads
+	// HTTP_PROTECT_LOGIN_MAX_REQUESTS and so on.
+	Prefix string
+	// Own names the further variables under the prefix that the program
+	// reads itself, without the prefix ("LISTEN", "PLANS"), so that they
+	// are not rejected. An entry ending in "*" accepts every name that
+	// starts with it: a service that also reads HTTP_PROTECT_LOGIN_
+	// declares "LOGIN_*" when it reads HTTP_PROTECT_.
+	Own []string
+	// RedisURL, when set, is used in place of the REDIS_URL variable: a
+	// command-line flag, say.
+	RedisURL string
+	// Redis configures the store dialed from the Redis URL.
+	Redis redisstore.Options
+	// Memory configures the memory store opened on the STATE_FILE
+	// variable's file (which is its Path).
+	Memory protect.MemoryOptions
+}
+
+// Read reads a Config from environ, a list of NAME=value lines as
+// os.Environ returns them, under opts.Prefix: a program passes
+// os.Environ(), a test its own list, and needs no global state. A nil
+// environ reads nothing: the zero Config.
+//
+// It reads HTTP_PROTECT_TTL, HTTP_PROTECT_MAX_REQUESTS and
+// HTTP_PROTECT_BAN_LIMIT (the names @imqueue/http-protect, the Node
+// package, reads), and HTTP_PROTECT_<FIELD> for the rest: REDIS_URL,
+// BAN_DURATION, BAN_FACTOR, MAX_BAN_DURATION, OFFENSE_WINDOW,
+// TRUSTED_PROXIES and SAFE_NETWORKS (comma-separated), PROXY_HEADER,
+// PROXY_COUNT, TRUST_UNIX_SOCKET, IPV4_PREFIX, IPV6_PREFIX,
+// ESCALATION_THRESHOLD, IPV6_ESCALATION and IPV4_ESCALATION (prefix
+// lengths such as "56,48", or "none"), NAMESPACE, BAN_NAMESPACE, NAME,
+// ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
+// BAN_STATUS, UNKNOWN_STATUS, STATE_FILE (a memory store's state file),
+// REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT (redisstore's
+// Options.WaitReplicas and WaitTimeout).
 //
 // It is strict, because a typo that silently applies a default is a
 // limit nobody set:
 //
-//   - A variable under the prefix that is neither a known name nor in own
-//     is an error that names it and suggests the nearest known name
-//     (HTTP_PROTECT_MAX_REQUEST: "did you mean HTTP_PROTECT_MAX_REQUESTS?").
-//     An own entry ending in "*" accepts every name that starts with it:
-//     a service that also reads HTTP_PROTECT_LOGIN_ declares "LOGIN_*"
-//     when it reads HTTP_PROTECT_.
+//   - A variable under the prefix that is neither a known name nor in
+//     opts.Own is an error that names it and suggests the nearest known
+//     name (HTTP_PROTECT_MAX_REQUEST: "did you mean
+//     HTTP_PROTECT_MAX_REQUESTS?").
 //   - A value that does not parse is an error that quotes it, never a
 //     silent default. Every problem is reported at once (errors.Join);
 //     each wraps ErrConfig.
@@ -297,52 +316,18 @@ func FromEnv(own ...string) (protect.Config, error) {
 //     it was surely meant to be.
 //
 // Unset and empty variables leave their field zero, so New applies its
-// default. The prefix must be non-empty and, as environment names are,
-// upper-case letters, digits and underscores.
-func FromEnvPrefix(prefix string, own ...string) (protect.Config, error) {
-	return FromEnviron(os.Environ(), prefix, own...)
-}
-
-// FromEnviron is FromEnvPrefix reading environ, a list of
-// NAME=value lines as os.Environ returns them, instead of the process
-// environment: a program that takes its environment as an argument
-// (and tests, which then need no global state) passes it here. A nil
-// environ reads nothing: the zero Config, if prefix is valid.
-func FromEnviron(environ []string, prefix string, own ...string) (protect.Config, error) {
-	if err := checkEnvPrefix(prefix); err != nil {
-		return protect.Config{}, err
-	}
-	return Read(environ, Options{Prefix: prefix, Own: own})
-}
-
-// Options configure Read. The zero value reads the HTTP_PROTECT_
-// variables and declares no names of the program's own.
-type Options struct {
-	// Prefix is the variables' prefix [Prefix].
-	Prefix string
-	// Own names the further variables under the prefix that the program
-	// reads itself, without the prefix, as FromEnv's own does.
-	Own []string
-	// RedisURL, when set, is used in place of the REDIS_URL variable: a
-	// command-line flag, say.
-	RedisURL string
-	// Redis configures the store dialed from the Redis URL.
-	Redis redisstore.Options
-	// Memory configures the memory store opened on the STATE_FILE
-	// variable's file (which is its Path).
-	Memory protect.MemoryOptions
-}
-
-// Read is FromEnviron with every choice in opts. When a Redis URL is set
-// (the REDIS_URL variable, or opts.RedisURL), the Config's Store is a
-// *redisstore.Store dialed from it with opts.Redis: give it to every
-// protector of the service, and close it after them. Dialing checks the
-// URL and makes one round trip (see redisstore.Dial): a URL of the wrong
-// topology for its server is an error.
-// When STATE_FILE is set instead, the Store is a *protect.MemoryStore
-// opened on that file (protect.OpenMemoryStore) with opts.Memory, which
-// keeps bans and plan state across restarts: the caller closes it too.
-// Both set is an error.
+// default. The prefix must be, as environment names are, upper-case
+// letters, digits and underscores.
+//
+// When a Redis URL is set (the REDIS_URL variable, or opts.RedisURL),
+// the Config's Store is a *redisstore.Store dialed from it with
+// opts.Redis: give it to every protector of the service, and close it
+// after them. Dialing checks the URL and makes one round trip (see
+// redisstore.Dial): a URL of the wrong topology for its server is an
+// error. When STATE_FILE is set instead, the Store is a
+// *protect.MemoryStore opened on that file (protect.OpenMemoryStore)
+// with opts.Memory, which keeps bans and plan state across restarts:
+// the caller closes it too. Both set is an error.
 func Read(environ []string, opts Options) (protect.Config, error) {
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -400,7 +385,7 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 		} else if near := nearestEnvName(name, own); near != "" {
 			msg += fmt.Sprintf("; did you mean %s%s?", prefix, near)
 		}
-		errs = append(errs, configErr("%s (a name your program reads itself is declared to FromEnv or FromEnvPrefix)", msg))
+		errs = append(errs, configErr("%s (a name your program reads itself is declared in Options.Own, or to FromEnv)", msg))
 	}
 	errs = append(errs, validate(prefix, c.Config, vars0)...)
 	errs = append(errs, redisWaitErrors(prefix, &c, vars0, opts)...)
@@ -452,9 +437,6 @@ func configErr(format string, args ...any) error {
 }
 
 func checkEnvPrefix(prefix string) error {
-	if prefix == "" {
-		return configErr("environment prefix is empty: every variable would be a setting")
-	}
 	for i := 0; i < len(prefix); i++ {
 		b := prefix[i]
 		if !('A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_') {

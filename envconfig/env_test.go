@@ -11,7 +11,7 @@ import (
 	"github.com/httpprotect/protect/redisstore"
 )
 
-func TestFromEnvReadsEveryName(t *testing.T) {
+func TestReadReadsEveryName(t *testing.T) {
 	env := []string{
 		"HTTP_PROTECT_TTL=15",
 		"HTTP_PROTECT_MAX_REQUESTS=50",
@@ -46,7 +46,7 @@ func TestFromEnvReadsEveryName(t *testing.T) {
 		"PATH=/usr/bin",
 		"=C:=C:\\",
 	}
-	c, err := FromEnviron(env, Prefix)
+	c, err := Read(env, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,17 +60,17 @@ func TestFromEnvReadsEveryName(t *testing.T) {
 		BlockLists: []protect.BlockList{{Name: "drop", URL: "https://www.spamhaus.org/drop/drop.txt", Format: protect.FormatSpamhaus, Cache: "/var/lib/protect/drop.cache"}},
 	}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || len(c.SafeNetworks) != 1 || c.SafeNetworks[0] != "192.0.2.0/24" {
-		t.Fatalf("FromEnviron(env).TrustedProxies, SafeNetworks = %q, %q; want two proxies ending in 192.0.2.15, and 192.0.2.0/24", c.TrustedProxies, c.SafeNetworks)
+		t.Fatalf("Read(env).TrustedProxies, SafeNetworks = %q, %q; want two proxies ending in 192.0.2.15, and 192.0.2.0/24", c.TrustedProxies, c.SafeNetworks)
 	}
 	c.TrustedProxies, c.SafeNetworks = nil, nil
 	store, ok := c.Store.(*redisstore.Store)
 	if !ok || store.Addr() != "127.0.0.1:6379" {
-		t.Fatalf("FromEnviron(env).Store = %T, want a *redisstore.Store for 127.0.0.1:6379", c.Store)
+		t.Fatalf("Read(env).Store = %T, want a *redisstore.Store for 127.0.0.1:6379", c.Store)
 	}
 	store.Close()
 	c.Store = nil
 	if !reflect.DeepEqual(c, want) {
-		t.Fatalf("FromEnviron(env) =\n%+v\nwant\n%+v", c, want)
+		t.Fatalf("Read(env) =\n%+v\nwant\n%+v", c, want)
 	}
 	// STATE_FILE is tested apart (statefile_test.go): it excludes REDIS_URL.
 	if len(env)-2+1 != len(Names()) {
@@ -78,7 +78,7 @@ func TestFromEnvReadsEveryName(t *testing.T) {
 	}
 }
 
-func TestFromEnvErrors(t *testing.T) {
+func TestReadErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		prefix string
@@ -129,31 +129,24 @@ func TestFromEnvErrors(t *testing.T) {
 		{"parse and validation errors at once", "", nil, []string{"HTTP_PROTECT_TTL=x", "HTTP_PROTECT_BAN_FACTOR=0.5", "HTTP_PROTECT_IPV4_PREFIX=40"},
 			[]string{`HTTP_PROTECT_TTL="x": want a duration`, `HTTP_PROTECT_BAN_FACTOR="0.5": must be`, `HTTP_PROTECT_IPV4_PREFIX="40": want 1 to 32`}},
 		{"other prefix", "HTTP_PROTECT_LOGIN_", nil, []string{"HTTP_PROTECT_LOGIN_TLL=5"}, []string{"did you mean HTTP_PROTECT_LOGIN_TTL?"}},
-		{"empty prefix", "-", nil, nil, []string{"environment prefix is empty"}},
 		{"lower-case prefix", "http_protect_", nil, nil, []string{`environment prefix "http_protect_"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prefix := tc.prefix
-			switch prefix {
-			case "":
-				prefix = Prefix
-			case "-":
-				prefix = ""
-			}
-			_, err := FromEnviron(tc.env, prefix, tc.own...)
+			opts := Options{Prefix: tc.prefix, Own: tc.own}
+			_, err := Read(tc.env, opts)
 			if !errors.Is(err, protect.ErrConfig) {
-				t.Fatalf("FromEnviron(%q, %q) = %v, want ErrConfig", tc.env, prefix, err)
+				t.Fatalf("Read(%q, %+v) = %v, want ErrConfig", tc.env, opts, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("FromEnviron(%q, %q) = %q\nwant it to contain %q", tc.env, prefix, err, w)
+					t.Errorf("Read(%q, %+v) = %q\nwant it to contain %q", tc.env, opts, err, w)
 				}
 			}
 		})
 	}
 }
 
-func TestFromEnvDurations(t *testing.T) {
+func TestReadDurations(t *testing.T) {
 	// One syntax for every duration variable: a bare number is seconds.
 	for _, tc := range []struct {
 		v    string
@@ -175,20 +168,20 @@ func TestFromEnvDurations(t *testing.T) {
 			if name == "MAX_BAN_DURATION" { // no shorter than BAN_DURATION
 				env = append(env, Prefix+"BAN_DURATION=1ms")
 			}
-			c, err := FromEnviron(env, Prefix)
+			c, err := Read(env, Options{})
 			if err != nil {
-				t.Fatalf("FromEnviron(%q) = %v, want nil", env, err)
+				t.Fatalf("Read(%q) = %v, want nil", env, err)
 			}
 			got := map[string]time.Duration{"TTL": c.TTL, "BAN_DURATION": c.BanDuration, "MAX_BAN_DURATION": c.MaxBanDuration,
 				"OFFENSE_WINDOW": c.OffenseWindow, "STORE_TIMEOUT": c.StoreTimeout}[name]
 			if got != tc.want {
-				t.Errorf("FromEnviron(%s=%q): %s = %v, want %v", name, tc.v, name, got, tc.want)
+				t.Errorf("Read(%s=%q): %s = %v, want %v", name, tc.v, name, got, tc.want)
 			}
 		}
 	}
 }
 
-func TestFromEnvPrefixes(t *testing.T) {
+func TestReadPrefixes(t *testing.T) {
 	env := []string{
 		"HTTP_PROTECT_MAX_REQUESTS=100",
 		"HTTP_PROTECT_LISTEN=127.0.0.1:8089",
@@ -196,17 +189,17 @@ func TestFromEnvPrefixes(t *testing.T) {
 		"HTTP_PROTECT_LOGIN_MAX_REQUESTS=5",
 		"HTTP_PROTECT_LOGIN_TTL=1m",
 	}
-	api, err := FromEnviron(env, Prefix, "LISTEN", "PLANS", "LOGIN_*")
+	api, err := Read(env, Options{Own: []string{"LISTEN", "PLANS", "LOGIN_*"}})
 	if err != nil || api.MaxRequests != 100 || api.TTL != 0 {
-		t.Fatalf("FromEnviron(env, %q, LISTEN, PLANS, LOGIN_*) = MaxRequests %d, TTL %v, %v; want 100, 0, nil", Prefix, api.MaxRequests, api.TTL, err)
+		t.Fatalf("Read(env, Own LISTEN, PLANS, LOGIN_*) = MaxRequests %d, TTL %v, %v; want 100, 0, nil", api.MaxRequests, api.TTL, err)
 	}
-	login, err := FromEnviron(env, "HTTP_PROTECT_LOGIN_")
+	login, err := Read(env, Options{Prefix: "HTTP_PROTECT_LOGIN_"})
 	if err != nil || login.MaxRequests != 5 || login.TTL != time.Minute {
-		t.Fatalf("FromEnviron(env, HTTP_PROTECT_LOGIN_) = MaxRequests %d, TTL %v, %v; want 5, 1m, nil", login.MaxRequests, login.TTL, err)
+		t.Fatalf("Read(env, Prefix HTTP_PROTECT_LOGIN_) = MaxRequests %d, TTL %v, %v; want 5, 1m, nil", login.MaxRequests, login.TTL, err)
 	}
-	if _, err := FromEnviron(env, Prefix, "LISTEN"); err == nil ||
+	if _, err := Read(env, Options{Own: []string{"LISTEN"}}); err == nil ||
 		!strings.Contains(err.Error(), "HTTP_PROTECT_PLANS: not a setting") || !strings.Contains(err.Error(), "HTTP_PROTECT_LOGIN_TTL: not a setting") {
-		t.Fatalf("FromEnviron(env, %q, LISTEN) = %v, want an error naming HTTP_PROTECT_PLANS and HTTP_PROTECT_LOGIN_TTL as undeclared", Prefix, err)
+		t.Fatalf("Read(env, Own LISTEN) = %v, want an error naming HTTP_PROTECT_PLANS and HTTP_PROTECT_LOGIN_TTL as undeclared", err)
 	}
 }
 
@@ -223,22 +216,22 @@ func TestFromEnvUsesTheProcessEnvironment(t *testing.T) {
 
 // Whatever the environment holds, reading it returns a config or an error
 // that wraps ErrConfig, and a bare number is always seconds.
-func FuzzFromEnviron(f *testing.F) {
+func FuzzRead(f *testing.F) {
 	for _, s := range [][2]string{{"TTL", "10"}, {"STORE_TIMEOUT", "100"}, {"MAX_REQUEST", "5"}, {"TTL", "2d12h"},
 		{"BAN_FACTOR", "NaN"}, {"TTL", "0.000000001"}, {"TTL", "99999999999999999"}, {"LOGIN_TTL", "1"}, {"", ""}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, name, v string) {
-		c, err := FromEnviron([]string{Prefix + name + "=" + v}, Prefix, "LOGIN_*")
+		c, err := Read([]string{Prefix + name + "=" + v}, Options{Own: []string{"LOGIN_*"}})
 		if err != nil {
 			if !errors.Is(err, protect.ErrConfig) {
-				t.Fatalf("FromEnviron(%s=%q) = %v, want an error wrapping ErrConfig", name, v, err)
+				t.Fatalf("Read(%s=%q) = %v, want an error wrapping ErrConfig", name, v, err)
 			}
 			return
 		}
 		if name == "TTL" && bareNumber(strings.TrimSpace(v)) {
 			if want, err := time.ParseDuration(strings.TrimSpace(v) + "s"); err != nil || want != c.TTL {
-				t.Fatalf("FromEnviron(TTL=%q).TTL = %v, want %v seconds", v, c.TTL, v)
+				t.Fatalf("Read(TTL=%q).TTL = %v, want %v seconds", v, c.TTL, v)
 			}
 		}
 	})
@@ -248,7 +241,7 @@ func FuzzFromEnviron(f *testing.F) {
 // read by a second protector) is not a typo of that setting: the message
 // says how to declare the second prefix's names, and does not send the
 // user to the first protector's setting, which would change its limit.
-func TestFromEnvSecondPrefixHint(t *testing.T) {
+func TestReadSecondPrefixHint(t *testing.T) {
 	for _, tc := range []struct {
 		env     string
 		want    string
@@ -261,23 +254,23 @@ func TestFromEnvSecondPrefixHint(t *testing.T) {
 		{"HTTP_PROTECT_MAX_REQUEST=5", "did you mean HTTP_PROTECT_MAX_REQUESTS?", `declare "`},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
-			_, err := FromEnviron([]string{tc.env}, Prefix)
+			_, err := Read([]string{tc.env}, Options{})
 			if err == nil {
-				t.Fatalf("FromEnviron(%q) = nil error, want one", tc.env)
+				t.Fatalf("Read(%q) = nil error, want one", tc.env)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("FromEnviron(%q) = %q\nwant it to contain %q", tc.env, err, tc.want)
+				t.Errorf("Read(%q) = %q\nwant it to contain %q", tc.env, err, tc.want)
 			}
 			if strings.Contains(err.Error(), tc.notWant) {
-				t.Errorf("FromEnviron(%q) = %q\nwant it not to contain %q", tc.env, err, tc.notWant)
+				t.Errorf("Read(%q) = %q\nwant it not to contain %q", tc.env, err, tc.notWant)
 			}
 		})
 	}
 }
 
-// TestFromEnvLists: none is the empty list (not unset), and a whole
+// TestReadLists: none is the empty list (not unset), and a whole
 // address family is taken when written with a "!".
-func TestFromEnvLists(t *testing.T) {
+func TestReadLists(t *testing.T) {
 	for _, tc := range []struct {
 		v    string
 		want []string
@@ -287,9 +280,9 @@ func TestFromEnvLists(t *testing.T) {
 		{"!0.0.0.0/0, !::/0", []string{"0.0.0.0/0", "::/0"}},
 		{"10.0.0.0/8, ! 192.0.2.0/24", []string{"10.0.0.0/8", "192.0.2.0/24"}},
 	} {
-		c, err := FromEnviron([]string{Prefix + "TRUSTED_PROXIES=" + tc.v, Prefix + "SAFE_NETWORKS=" + tc.v}, Prefix)
+		c, err := Read([]string{Prefix + "TRUSTED_PROXIES=" + tc.v, Prefix + "SAFE_NETWORKS=" + tc.v}, Options{})
 		if err != nil || !reflect.DeepEqual(c.TrustedProxies, tc.want) || !reflect.DeepEqual(c.SafeNetworks, tc.want) {
-			t.Errorf("FromEnviron(TRUSTED_PROXIES and SAFE_NETWORKS=%q) = %#v, %#v, %v; want %#v, nil", tc.v, c.TrustedProxies, c.SafeNetworks, err, tc.want)
+			t.Errorf("Read(TRUSTED_PROXIES and SAFE_NETWORKS=%q) = %#v, %#v, %v; want %#v, nil", tc.v, c.TrustedProxies, c.SafeNetworks, err, tc.want)
 		}
 	}
 }

@@ -45,9 +45,9 @@ func TestRedisWaitErrors(t *testing.T) {
 			`HTTP_PROTECT_REDIS_WAIT_TIMEOUT="20": 20s is longer than half of HTTP_PROTECT_STORE_TIMEOUT (unset, so 100ms), the most the store waits, so that WAIT answers before the call's deadline; a bare number is seconds: did you mean 20ms?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := FromEnviron(tc.env, Prefix)
+			_, err := Read(tc.env, Options{})
 			if !errors.Is(err, protect.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("FromEnviron(%q) = %v\nwant ErrConfig containing %q", tc.env, err, tc.want)
+				t.Errorf("Read(%q) = %v\nwant ErrConfig containing %q", tc.env, err, tc.want)
 			}
 		})
 	}

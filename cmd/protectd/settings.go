@@ -60,7 +60,7 @@ type settings struct {
 }
 
 // loadSettings reads env ("NAME=value" entries, as os.Environ gives them;
-// a later entry wins). It is as strict as envconfig.FromEnv: an
+// a later entry wins). It is as strict as envconfig.Read: an
 // HTTP_PROTECT_ name that is neither protect's nor protectd's is an
 // error. Every error quotes the setting and its value.
 //
@@ -211,7 +211,7 @@ func listFileErrors(v string) []error {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}
-	cfg, err := envconfig.FromEnviron([]string{envBlockLists + "=" + v}, envconfig.Prefix)
+	cfg, err := envconfig.Read([]string{envBlockLists + "=" + v}, envconfig.Options{})
 	if err != nil {
 		return nil
 	}
