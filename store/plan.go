@@ -52,6 +52,14 @@ var errNoPlan = errors.New("protect: no plan")
 // made by NewPlan, a cost that is not negative. A store's TakePlan calls
 // it first.
 func CheckTakePlan(k Key, plan *Plan, cost int64) error {
+	if plan != nil && len(plan.limits) > 0 && cost >= 0 && (k.Name != "" || k.Prefix.IsValid()) { // the common case; fields read in place, k not copied
+		return nil
+	}
+	return badTakePlan(k, plan, cost)
+}
+
+// badTakePlan is CheckTakePlan's error.
+func badTakePlan(k Key, plan *Plan, cost int64) error {
 	switch {
 	case k.IsZero():
 		return ErrEmptyKey
@@ -216,6 +224,7 @@ type planLimit struct {
 	tq, tr    int64         // rates: Burst×Period/Limit, the bucket's depth, in the same form
 	window    time.Duration // the w of the RateLimit-Policy field
 	public    PlanLimit     // as NewPlan completed it
+	spec      LimitSpec     // what Spec reports, made once
 }
 
 // NewPlan checks a plan's limits once and returns the plan. Empty names
@@ -245,6 +254,10 @@ func NewPlan(name string, limits ...PlanLimit) (*Plan, error) {
 			return nil, bad("limits %d and %d are both named %q: names must be unique in a plan", j+1, i+1, l.name)
 		}
 		seen[l.name] = i
+		l.spec = LimitSpec{Name: l.name, Quota: l.quota, Limit: l.limit, Capacity: l.burst, Window: l.window}
+		if l.quota != 0 {
+			l.spec.Capacity = l.limit
+		}
 		p.limits[i] = l
 	}
 	p.prepare()
@@ -435,15 +448,9 @@ type LimitSpec struct {
 	Window   time.Duration // a rate's Period, a quota's nominal window (a month is 30 days)
 }
 
-// Spec describes p's i-th limit.
-func (p *Plan) Spec(i int) LimitSpec {
-	l := &p.limits[i]
-	c := l.burst
-	if l.quota != 0 {
-		c = l.limit
-	}
-	return LimitSpec{Name: l.name, Quota: l.quota, Limit: l.limit, Capacity: c, Window: l.window}
-}
+// Spec describes p's i-th limit. The LimitSpec is the plan's own, shared
+// by every caller: read it, never change it.
+func (p *Plan) Spec(i int) *LimitSpec { return &p.limits[i].spec }
 
 // Has reports whether p has a limit named name.
 func (p *Plan) Has(name string) bool {
