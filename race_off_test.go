@@ -1,6 +1,6 @@
 //go:build !race
 
-package protect_test
+package protect
 
 // raceEnabled reports whether the race detector is on: it slows a large
 // load past its deadline and changes what the heap holds.
