@@ -435,55 +435,6 @@ func TestBlockListLoadMemory(t *testing.T) {
 	}
 }
 
-// A trickler is a list server that, once slow is set, sends its answer
-// one newline at a time until release is closed, as a server at 1 byte/s
-// does, then the list.
-type trickler struct {
-	srv     *httptest.Server
-	gets    atomic.Int32
-	slow    atomic.Bool
-	body    atomic.Value // string
-	started chan struct{}
-	release chan struct{}
-}
-
-func newTrickler(t *testing.T, body string) *trickler {
-	t.Helper()
-	tr := &trickler{started: make(chan struct{}, 16), release: make(chan struct{})}
-	tr.body.Store(body)
-	tr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr.gets.Add(1)
-		if tr.slow.Load() {
-			tr.started <- struct{}{}
-			w.WriteHeader(http.StatusOK)
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-		trickle:
-			for {
-				w.Write([]byte("\n"))
-				w.(http.Flusher).Flush()
-				select {
-				case <-tr.release:
-					break trickle
-				case <-r.Context().Done():
-					return
-				case <-tick.C:
-				}
-			}
-		}
-		w.Write([]byte(tr.body.Load().(string)))
-	}))
-	t.Cleanup(func() {
-		select {
-		case <-tr.release:
-		default:
-			close(tr.release)
-		}
-		tr.srv.Close()
-	})
-	return tr
-}
-
 // loads is a slog.Handler that passes on the name of each list loaded.
 type loads chan string
 
@@ -526,11 +477,11 @@ func waitLoad(t *testing.T, l loads, list string) {
 // Calls made while a list's check runs share one more check of it: six
 // calls during a slow fetch cost that list exactly one more GET.
 func TestReloadBlockListsSideBySide(t *testing.T) {
-	slow, fast := newTrickler(t, "192.0.2.1\n"), newTrickler(t, "198.51.100.1\n")
+	slow, fast := blocktest.NewServer(t, "192.0.2.1\n"), blocktest.NewServer(t, "198.51.100.1\n")
 	l := make(loads, 64)
 	p, err := New(Config{Logger: slog.New(l), BlockLists: []BlockList{
-		{Name: "slow", URL: slow.srv.URL + "/a.txt", MinShare: -1},
-		{Name: "fast", URL: fast.srv.URL + "/b.txt", MinShare: -1},
+		{Name: "slow", URL: slow.URL + "/a.txt", MinShare: -1},
+		{Name: "fast", URL: fast.URL + "/b.txt", MinShare: -1},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -543,17 +494,17 @@ func TestReloadBlockListsSideBySide(t *testing.T) {
 		d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr(addr))
 		return d.Status == Blocked
 	}
-	slowGets := slow.gets.Load()
+	slowGets := slow.Gets.Load()
 
-	slow.slow.Store(true)
-	slow.body.Store("192.0.2.2\n")
-	fast.body.Store("203.0.113.9\n")
+	slow.Slow.Store(true)
+	slow.SetBody("192.0.2.2\n")
+	fast.SetBody("203.0.113.9\n")
 	for len(l) > 0 {
 		<-l
 	}
 	first := make(chan error, 1)
 	go func() { first <- p.ReloadBlockLists(context.Background()) }()
-	<-slow.started
+	<-slow.Started
 	waitLoad(t, l, "fast")
 	if !blocked("203.0.113.9") || blocked("198.51.100.1") {
 		t.Errorf("while the slow list trickles: 203.0.113.9 blocked %v, 198.51.100.1 blocked %v; want the fast list's new set", blocked("203.0.113.9"), blocked("198.51.100.1"))
@@ -573,8 +524,8 @@ func TestReloadBlockListsSideBySide(t *testing.T) {
 			t.Errorf("ReloadBlockLists(a canceled context) = %v, want the slow list's context canceled", err)
 		}
 	}
-	slow.slow.Store(false)
-	close(slow.release)
+	slow.Slow.Store(false)
+	slow.Release()
 	if err := <-first; err != nil {
 		t.Errorf("the first ReloadBlockLists = %v, want nil", err)
 	}
@@ -583,7 +534,7 @@ func TestReloadBlockListsSideBySide(t *testing.T) {
 	if err := p.ReloadBlockLists(t.Context()); err != nil { // one more, after the shared one
 		t.Fatal(err)
 	}
-	if got := slow.gets.Load() - slowGets; got != 3 {
+	if got := slow.Gets.Load() - slowGets; got != 3 {
 		t.Errorf("GETs of the slow list for 7 calls, 5 of them during its slow fetch = %d, want 3", got)
 	}
 	if !blocked("192.0.2.2") {

@@ -3,11 +3,10 @@ package blocklist
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/blocktest"
 )
 
 // TestShownURL: a list's URL never shows its password or its query in a
@@ -30,28 +29,7 @@ func TestShownURL(t *testing.T) {
 // A list whose server trickles its answer without end is cut at its
 // deadline (listTimeout; shortened here), and keeps its last good set.
 func TestBlockListDeadline(t *testing.T) {
-	var slow atomic.Bool
-	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !slow.Load() {
-			w.Write([]byte("192.0.2.1\n"))
-			return
-		}
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			w.Write([]byte("\n"))
-			w.(http.Flusher).Flush()
-			select {
-			case <-stop:
-				return
-			case <-r.Context().Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}))
-	t.Cleanup(func() { close(stop); srv.Close() })
+	srv := blocktest.NewServer(t, "192.0.2.1\n")
 	bl, err := Open([]List{{Name: "slow", URL: srv.URL}}, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +41,7 @@ func TestBlockListDeadline(t *testing.T) {
 	own := bl.lists[0].own
 	own.mu.Lock()
 	own.timeout = 200 * time.Millisecond
-	slow.Store(true)
+	srv.Slow.Store(true)
 	own.mu.Unlock()
 	err = bl.Reload(t.Context())
 	want := fmt.Sprintf(`protect: block list "slow" (%s): GET %s: context deadline exceeded`, srv.URL, srv.URL)

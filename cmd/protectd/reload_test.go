@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/httpprotect/protect/internal/blocktest"
 )
 
 // Hangups during a reload ask for one more reload after it, however
@@ -69,50 +69,20 @@ func waitLines(t *testing.T, d *daemon, msg string, n int) {
 // reloads the other list at once; a second SIGHUP during that reload
 // runs exactly one more after it.
 func TestHangupSlowListServer(t *testing.T) {
-	var slow atomic.Bool
-	var slowGets atomic.Int32
-	trickling, release := make(chan struct{}, 4), make(chan struct{})
-	slowSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		slowGets.Add(1)
-		if slow.Load() {
-			trickling <- struct{}{}
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-		trickle:
-			for {
-				w.Write([]byte("\n"))
-				w.(http.Flusher).Flush()
-				select {
-				case <-release:
-					break trickle
-				case <-r.Context().Done():
-					return
-				case <-tick.C:
-				}
-			}
-		}
-		w.Write([]byte("192.0.2.1\n"))
-	}))
-	t.Cleanup(slowSrv.Close)
-	var fastBody atomic.Value
-	fastBody.Store("198.51.100.1\n")
-	fastSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(fastBody.Load().(string)))
-	}))
-	t.Cleanup(fastSrv.Close)
+	slow, fast := blocktest.NewServer(t, "192.0.2.1\n"), blocktest.NewServer(t, "198.51.100.1\n")
 	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
-		"HTTP_PROTECT_BLOCKLISTS=slow="+slowSrv.URL+"/slow.txt,fast="+fastSrv.URL+"/fast.txt")
+		"HTTP_PROTECT_BLOCKLISTS=slow="+slow.URL+"/slow.txt,fast="+fast.URL+"/fast.txt")
 	waitLines(t, d, "protect: block list loaded", 2)
-	if got := slowGets.Load(); got != 1 {
+	if got := slow.Gets.Load(); got != 1 {
 		t.Fatalf("GETs of the slow list at start = %d, want 1", got)
 	}
 
-	slow.Store(true)
-	fastBody.Store("203.0.113.9\n")
+	slow.Slow.Store(true)
+	fast.SetBody("203.0.113.9\n")
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	<-trickling
+	<-slow.Started
 	eventually(t, d, "203.0.113.9", 403, "the fast list while the slow one trickles")
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -121,10 +91,10 @@ func TestHangupSlowListServer(t *testing.T) {
 	if n := len(d.log.lines(t, "SIGHUP: block lists checked")); n != 0 {
 		t.Errorf("%d reloads ended while the slow list trickles, want 0", n)
 	}
-	slow.Store(false)
-	close(release)
+	slow.Slow.Store(false)
+	slow.Release()
 	waitLines(t, d, "SIGHUP: block lists checked", 2)
-	if got := slowGets.Load(); got != 3 {
+	if got := slow.Gets.Load(); got != 3 {
 		t.Errorf("GETs of the slow list: start, 2 SIGHUPs, one during the other's reload = %d, want 3", got)
 	}
 }
