@@ -110,15 +110,12 @@ type Config struct {
 	// EscalationThreshold is how many keys inside one wider prefix of
 	// IPv6Escalation or IPv4Escalation must be banned, each within
 	// OffenseWindow of the last, for the wider prefix to be banned as a
-	// range [3]. Negative turns escalation off. See Protector.Ban for
-	// what a range ban does, and escalate.go for how it is counted.
+	// range [3]. Negative turns escalation off.
 	EscalationThreshold int
 	// IPv6Escalation are the wider prefix lengths IPv6 bans escalate
-	// through, longest first [56, 48: those shorter than IPv6Prefix]:
-	// three banned /64s inside a /56 ban the /56, three banned /56s inside
-	// a /48 the /48. On by default, because a subscriber's /56 or /48
-	// otherwise rotates through hundreds of /64s with one ban each. An
-	// empty, non-nil list turns IPv6 escalation off.
+	// through, longest first [56, 48: those shorter than IPv6Prefix]. On
+	// by default: a subscriber's /56 or /48 otherwise rotates through
+	// hundreds of /64s with one ban each. Empty, non-nil: off.
 	IPv6Escalation []int
 	// IPv4Escalation are the wider prefix lengths IPv4 bans escalate
 	// through [none], e.g. []int{24}. Off by default: behind carrier-grade
@@ -144,9 +141,7 @@ type Config struct {
 	// ["protect:"]: key bans, range bans and the offense histories that
 	// make bans escalate. Every protector on a store shares it by default,
 	// whatever its Namespace: a client banned by the login guard is
-	// refused by the API too, and protectctl sees one list. Set one apart
-	// for a ban list of its own (services that share a Redis but not their
-	// bans, a test).
+	// refused by the API too. Set one apart for a ban list of its own.
 	BanNamespace string
 	// Name is this protector's policy name in the RateLimit and
 	// RateLimit-Policy fields [Namespace without its trailing ':', made an
@@ -186,32 +181,24 @@ type Config struct {
 	// ConsumerFunc, when set, makes Verify and Middleware hold an
 	// authenticated consumer to its plan [nil: none]: it returns the
 	// consumer (an identifier, stored under ConsumerKey) and its plan,
-	// read from the request after your authentication has run. Unknown
-	// addresses and SafeNetworks are still decided first, on the address;
-	// ok false counts the address as without it. A nil plan with ok true
-	// is refused (Unknown): a consumer whose plan is not found is never
-	// unlimited. See Protector.VerifyConsumer. Setting both KeyFunc and
-	// ConsumerFunc is an error.
+	// read from the request after your authentication has run; ok false
+	// counts the address. A nil plan with ok true is Unknown: a consumer
+	// whose plan is not found is never unlimited. Setting both KeyFunc
+	// and ConsumerFunc is an error.
 	ConsumerFunc func(r *http.Request) (consumer string, plan *Plan, ok bool)
 	// Plan, when set, holds every address (or KeyFunc key) of the
 	// protector to a plan, in place of the MaxRequests stream limit [nil:
-	// the stream limit]: "5 per minute per address" on a login route is
-	// Plan: a plan of Rate{Limit: 5, Period: time.Minute}. The stream
-	// counter keeps counting every request beside it, refused or not, in
-	// the same atomic store step, so a client that keeps sending through
-	// the refusals still passes BanLimit and is banned.
+	// the stream limit]. The stream counter keeps counting every request
+	// beside it, refused or not, in the same atomic step, so a client that
+	// keeps sending through the refusals still passes BanLimit.
 	Plan *Plan
 	// CountStatus, when set, makes Middleware count failures instead of
 	// requests [nil: every request counts]: it checks the client before
 	// the handler without counting, and counts the request only if the
-	// response status satisfies CountStatus. A login guard counts 401s, a
-	// scanner trap 404s. MaxRequests is then the number of failures a
-	// client may make without a pause of TTL (under Plan or a
-	// ConsumerFunc plan, the plan holds the failures instead): from the
-	// next attempt on it is refused with 429, and each refused attempt
-	// counts, so that a client that keeps trying passes BanLimit and is
-	// banned, the ban escalating as always, with the reason "failures
-	// passed the ban limit of N". See Middleware and Protector.Penalize.
+	// response status satisfies CountStatus: 401s for a login guard, 404s
+	// for a scanner trap. MaxRequests is then the number of failures a
+	// client may make without a pause of TTL; each refused attempt counts
+	// too, so a client that keeps trying is banned. See Middleware.
 	CountStatus func(status int) bool
 	// Skip, when set, makes Middleware pass the requests it reports true
 	// for straight to the handler [nil: none]: not resolved, not counted,

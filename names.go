@@ -47,11 +47,9 @@ const (
 	// SourceManual is store.SourceManual: a ban an operator added.
 	SourceManual = store.SourceManual
 
-	// Hourly is store.Hourly.
-	Hourly = store.Hourly
-	// Daily is store.Daily.
-	Daily = store.Daily
-	// Monthly is store.Monthly.
+	// Hourly, Daily and Monthly are the periods of a Quota.
+	Hourly  = store.Hourly
+	Daily   = store.Daily
 	Monthly = store.Monthly
 
 	// MaxPlanLimits is store.MaxPlanLimits: the most limits of a Plan.

@@ -147,6 +147,15 @@ func (p *Protector) IsSafe(a netip.Addr) bool {
 	return ok && p.safe.Contains(a)
 }
 
+// FromTrustedProxy reports whether r's connecting peer is one whose
+// headers Verify believes: a peer in TrustedProxies, a unix socket with
+// TrustUnixSocket, or any peer under ProxyCount when TrustedProxies is
+// empty. A program that reads other headers its proxy writes (protectd's
+// X-Protect-Consumer) should believe them only when this is true, for the
+// reason Verify ignores an untrusted peer's X-Forwarded-For: a client that
+// connects directly can write any header.
+func (p *Protector) FromTrustedProxy(r *http.Request) bool { return p.res.Trusts(r) }
+
 // Inspect reports the state of k in the protector's namespace without
 // changing anything.
 func (p *Protector) Inspect(ctx context.Context, k Key) (KeyState, error) {

@@ -48,41 +48,32 @@ type Stats struct {
 	// OnStoreError is the protector's Config.OnStoreError.
 	OnStoreError FailurePolicy
 
-	// Decisions counts the requests decided, by Status:
-	// Decisions[Limited] is how many were limited. A dry run counts the
-	// status it decided, refusal or not.
+	// Decisions counts the requests decided, by Status; a dry run counts
+	// the status it decided, refusal or not.
 	Decisions [numStatuses]uint64
 	// UnknownPlans counts the Unknown decisions of a consumer named with
-	// no plan (ErrNoPlan: a plan name the gateway sends and the service
-	// does not know), which Decisions[Unknown] holds too: a mistake of
-	// configuration, where the rest of Decisions[Unknown] are clients
-	// whose address or consumer could not be determined.
+	// no plan (ErrNoPlan), a mistake of configuration; Decisions[Unknown]
+	// holds them too.
 	UnknownPlans uint64
 	// DryRunRefusals counts the decisions that Config.DryRun let through:
 	// those that would have refused.
 	DryRunRefusals uint64
 	// Penalties counts the failures reported by Penalize (its n) and by
-	// Middleware under Config.CountStatus (one per failed response, and
-	// one per attempt of a client with no failure left), whatever their
-	// outcome: a penalty of a safe, unknown or banned client counts here
-	// although the store counts nothing.
+	// Middleware under Config.CountStatus, whatever their outcome.
 	Penalties uint64
 
 	// AutoBans counts the bans this protector wrote because a client
-	// passed BanLimit (on the local fallback store too, under FailLocal),
-	// and the range bans its prefix escalation wrote.
+	// passed BanLimit (under FailLocal too), and by prefix escalation.
 	AutoBans uint64
-	// ManualBans counts the bans added through Protector.Ban. Bans added
-	// by protectctl, or by another instance, are counted where they were
-	// added.
+	// ManualBans counts the bans added through Protector.Ban, in this
+	// process.
 	ManualBans uint64
 	// BansLifted counts the bans removed through Lift and LiftAll. A ban
 	// that simply expires is not lifted.
 	BansLifted uint64
 
 	// StoreCalls counts the calls made to a store outside this process
-	// (Redis), answered or not. The memory store is not called through
-	// the network and is never counted, timed or broken.
+	// (Redis), answered or not; a memory store's are not counted.
 	StoreCalls uint64
 	// StoreErrors counts the StoreCalls that failed, timeouts included,
 	// but not those whose caller gave up first (StoreCanceled).
@@ -96,21 +87,18 @@ type Stats struct {
 	StoreLatency LatencyHistogram
 
 	// CircuitOpen reports whether the circuit breaker in front of the
-	// store is open at the call: store calls are then answered by the
-	// failure policy without reaching the store.
+	// store is open: calls are answered by the failure policy.
 	CircuitOpen bool
 	// CircuitOpens counts the times the circuit opened, and
 	// CircuitRejected the calls it answered without calling the store.
 	CircuitOpens, CircuitRejected uint64
-	// StoreFailures counts the requests that the failure policy (OnStoreError)
-	// decided because the store failed or the circuit was open: served
-	// under FailOpen, refused as Unavailable under FailClosed, decided by
-	// the local store under FailLocal.
+	// StoreFailures counts the requests that the failure policy
+	// (OnStoreError) decided because the store failed or the circuit was
+	// open.
 	StoreFailures uint64
 	// Malformed counts the requests that met a record the store holds
-	// but cannot read (ErrMalformed), each decided as if the record were
-	// absent: damage to one client's record, not a store failure, so
-	// they are not StoreErrors and never open the circuit.
+	// but cannot read (ErrMalformed), decided as if it were absent; they
+	// are not StoreErrors and never open the circuit.
 	Malformed uint64
 
 	// PendingBans is the number of bans the FailLocal store wrote while
@@ -119,12 +107,9 @@ type Stats struct {
 	PendingBans int
 
 	// RangeBans is the number of range bans in force in the protector's
-	// ban list, read from the copy every request checks (no store call);
-	// on a redisstore.Store that copy may be a refresh interval old. -1 when
-	// the store keeps no such copy. Protectors that share a ban list
-	// (BanNamespace) each report the whole list. Key bans are not
-	// counted: on Redis that would be a scan of the store per scrape;
-	// protectctl bans lists them.
+	// ban list, read from the copy every request checks (on Redis up to a
+	// refresh interval old); -1 when the store keeps no such copy. Key
+	// bans are not counted: on Redis that would be a scan per scrape.
 	RangeBans int
 
 	// BlockLists is the state of each of Config.BlockLists at the call,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/clientaddr"
 )
 
 // An Admin administers one protector's bans. The zero value is not usable;
@@ -17,11 +18,14 @@ import (
 type Admin struct {
 	p   *protect.Protector
 	now func() time.Time
+	res clientaddr.Resolver // p's, for Explain
 }
 
 // New returns an Admin for p. Times left are measured with p's clock.
 func New(p *protect.Protector) *Admin {
-	return &Admin{p: p, now: p.Config().Clock}
+	c := p.Config()
+	trusted, _ := clientaddr.ParseNetList(c.TrustedProxies) // protect.New checked them
+	return &Admin{p: p, now: c.Clock, res: clientaddr.NewResolver(trusted, c.ProxyHeader, c.ProxyCount, c.TrustUnixSocket)}
 }
 
 // Protector returns the protector a administers.
@@ -387,7 +391,7 @@ func (a *Admin) Explain(ctx context.Context, peer string, header map[string][]st
 // resolution explains how the client of req was found, for Explain: why
 // it is unknown, and notes on what a reader might not expect.
 func (a *Admin) resolution(req *http.Request, d protect.Decision) (reason string, notes []string) {
-	res := a.p.Resolve(req)
+	res := a.resolve(req)
 	notes = []string{}
 	if res.IgnoredHeader {
 		notes = append(notes, fmt.Sprintf("%s ignored: the peer %s is not a trusted proxy, and a client that connects directly can write any header",

@@ -1,4 +1,4 @@
-package protect
+package admin
 
 import (
 	"net/http"
@@ -7,21 +7,14 @@ import (
 	"github.com/httpprotect/protect/internal/clientaddr"
 )
 
-// FromTrustedProxy reports whether r's connecting peer is one whose
-// headers Verify believes: a peer in TrustedProxies, a unix socket with
-// TrustUnixSocket, or any peer under ProxyCount when TrustedProxies is
-// empty. A program that reads other headers its proxy writes (protectd's
-// X-Protect-Consumer) should believe them only when this is true, for the
-// reason Verify ignores an untrusted peer's X-Forwarded-For: a client that
-// connects directly can write any header.
-func (p *Protector) FromTrustedProxy(r *http.Request) bool { return p.res.Trusts(r) }
-
-type Resolution struct {
+// A resolution says who the client of a request is and how Verify
+// finds it, step by step.
+type resolution struct {
 	// Peer is the connecting peer, normalised; zero for a unix socket or
 	// a RemoteAddr that is not an address.
 	Peer netip.Addr
 	// FromTrustedProxy reports that the peer's forwarding header was
-	// read (see Protector.FromTrustedProxy).
+	// read (see protect.Protector.FromTrustedProxy).
 	FromTrustedProxy bool
 	// Header is the forwarding header Verify reads, canonical.
 	Header string
@@ -43,24 +36,25 @@ type Resolution struct {
 	// BadEntry is the entry of Header that is not an address, when that
 	// is why the client is unknown.
 	BadEntry string
-	// Err says why the client is unknown (it wraps ErrUnknownClient);
+	// Err says why the client is unknown (it wraps protect.ErrUnknownClient);
 	// nil when Client is known.
 	Err error
 }
 
-// Resolve says who the client of r is and how Verify finds it, step by
-// step, changing nothing. Verify decides from the same walk.
-func (p *Protector) Resolve(r *http.Request) Resolution {
-	res := Resolution{Header: p.res.Header(), FromTrustedProxy: p.FromTrustedProxy(r)}
+// resolve says who the client of r is and how Verify finds it, step by
+// step, changing nothing: the walk Verify makes, by a resolver made from
+// the protector's Config.
+func (a *Admin) resolve(r *http.Request) resolution {
+	res := resolution{Header: a.res.Header(), FromTrustedProxy: a.res.Trusts(r)}
 	res.Peer, _ = clientaddr.ParsePeer(r.RemoteAddr)
-	res.IgnoredHeader = !res.FromTrustedProxy && len(r.Header[p.res.Header()]) > 0
-	a, bad, err := p.res.Walk(r)
+	res.IgnoredHeader = !res.FromTrustedProxy && len(r.Header[a.res.Header()]) > 0
+	addr, bad, err := a.res.Walk(r)
 	switch {
 	case err == nil:
-		res.Client = a
-		res.TrustedEnd = res.FromTrustedProxy && p.res.TrustedEnd(a)
+		res.Client = addr
+		res.TrustedEnd = res.FromTrustedProxy && a.res.TrustedEnd(addr)
 	default:
-		res.End, res.BadEntry, res.Err = a, bad, err
+		res.End, res.BadEntry, res.Err = addr, bad, err
 	}
 	return res
 }
