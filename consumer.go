@@ -119,7 +119,7 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.
 
 // planDecision writes the store's answer res into d.
 func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, res *store.PlanResult) {
-	d.Addr, d.Key, d.DryRun, d.plan = a, k, p.cfg.DryRun, plan
+	d.Addr, d.Key, d.DryRun, d.hdr = a, k, p.cfg.DryRun, p.planFields.of(plan)
 	if stream {
 		d.Count = res.Count
 	}

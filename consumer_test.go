@@ -516,19 +516,19 @@ func TestVerifyConsumerAllocs(t *testing.T) {
 	}
 }
 
-// The Decision stays 264 bytes: each word of it is zeroed and copied on
+// The Decision stays 256 bytes: each word of it is zeroed and copied on
 // every request, so a field added unpacked shows here first.
 func TestDecisionSize(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the figure is for 64-bit platforms")
 	}
-	if got := unsafe.Sizeof(Decision{}); got != 264 {
-		t.Fatalf("unsafe.Sizeof(Decision{}) = %d, want 264", got)
+	if got := unsafe.Sizeof(Decision{}); got != 256 {
+		t.Fatalf("unsafe.Sizeof(Decision{}) = %d, want 256", got)
 	}
 }
 
-// A plan's fields and problem body come from the plan the Decision
-// points to, on every path that decides under a plan: a
+// A plan's fields and problem body come from the plan the Decision's hdr
+// points to (hdr.plan), on every path that decides under a plan: a
 // refusal of a rate, a cost no rate holds, a ban of the consumer (the
 // policy alone), and the failure policies, where FailLocal's decision is
 // the plan's and FailOpen's and FailClosed's count nothing.

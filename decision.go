@@ -1,10 +1,12 @@
 package protect
 
 import (
+	"hash/maphash"
 	"math"
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -136,11 +138,9 @@ type Decision struct {
 	// logs: it never reaches a response.
 	Err error
 
-	// hdr holds the field values of the protector; nil when nothing was
-	// counted or a plan decided.
+	// hdr holds the field values of the protector, or under a plan those
+	// of the plan (hdr.plan); nil when nothing was counted.
 	hdr *headerValues
-	// plan is the plan that decided; nil for the stream limit.
-	plan *Plan
 	// Under a plan, each limit's r and t for the RateLimit field, kept
 	// inline so that deciding allocates nothing, and in 32 bits, as
 	// every request copies them (r stops at maxPlanLeft).
@@ -240,19 +240,14 @@ func (d Decision) StatusCode() int {
 // kept, this one's replaced, so nested protectors each report their own.
 // The value slices it stores are shared: replace them, never modify them.
 func (d Decision) WriteHeaders(h http.Header) {
-	switch {
-	case d.plan != nil:
-		own := d.plan.LimitName(0)
-		setField(h, "Ratelimit-Policy", own, d.plan.PolicyField())
-		if d.Status != Banned {
-			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
-		} else {
-			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
-		}
-	case d.hdr != nil:
+	if d.hdr != nil {
 		own := d.hdr.name
 		setField(h, "Ratelimit-Policy", own, d.hdr.policy)
 		switch {
+		case d.hdr.plan != nil && d.Status != Banned:
+			setField(h, "Ratelimit", own, []string{d.planRateLimit()})
+		case d.hdr.plan != nil:
+			dropField(h, "Ratelimit", own) // an earlier decision's item would say what is left
 		case d.Status != Banned && d.Remaining < int64(len(d.hdr.rate)):
 			setField(h, "Ratelimit", own, d.hdr.rate[d.Remaining])
 		case d.Status != Banned:
@@ -293,12 +288,13 @@ func (d Decision) WriteResponse(w http.ResponseWriter) {
 func (d *Decision) planRateLimit() string {
 	var buf [256]byte
 	b := buf[:0]
-	for i := range d.plan.Len() {
+	plan := d.hdr.plan
+	for i := range plan.Len() {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, '"')
-		b = append(b, d.plan.LimitName(i)...)
+		b = append(b, plan.LimitName(i)...)
 		b = append(b, `";r=`...)
 		b = strconv.AppendUint(b, uint64(d.planLeft[i]), 10)
 		b = append(b, ";t="...)
@@ -313,7 +309,7 @@ func (d Decision) problem(code int) []byte {
 	switch d.Status {
 	case Limited:
 		detail = "Too many requests without a pause. Pause for retry_after seconds and the limit starts over."
-		if d.plan != nil {
+		if d.hdr != nil && d.hdr.plan != nil {
 			detail = "Too many requests for this plan's rate. Retry after retry_after seconds."
 			if d.RetryAfter <= 0 {
 				detail = "This request costs more than this plan's rate ever allows at once."
@@ -367,4 +363,27 @@ func seconds(d time.Duration) int64 {
 		s++
 	}
 	return s
+}
+
+// planFields are the field values of the plans a protector decides under,
+// made once per plan: a Decision points at them, as it points at the
+// protector's own, so that it holds one pointer for either. A fixed set
+// of slots picked by a hash of the plan's pointer, read without a lock; a
+// plan whose slot holds another's makes its values again (one small
+// allocation) and takes the slot. A service's plans are few and its own,
+// so that happens on a plan's first requests, not again.
+type planFields struct {
+	seed  maphash.Seed
+	slots [64]atomic.Pointer[headerValues]
+}
+
+// of returns the field values of plan.
+func (c *planFields) of(plan *Plan) *headerValues {
+	s := &c.slots[maphash.Comparable(c.seed, plan)%uint64(len(c.slots))]
+	if hv := s.Load(); hv != nil && hv.plan == plan {
+		return hv
+	}
+	hv := &headerValues{name: plan.LimitName(0), policy: plan.PolicyField(), plan: plan}
+	s.Store(hv)
+	return hv
 }

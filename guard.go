@@ -198,7 +198,7 @@ func (gs guardedSpace) Publish(ctx context.Context) error {
 // the error to return (ctx's, once ctx has ended). One function for the
 // stream and for plans, so that the two never answer an outage apart.
 func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (local bool, _ error) {
-	d.Err, d.hdr, d.plan = err, nil, nil
+	d.Err, d.hdr = err, nil
 	if ctx.Err() != nil {
 		d.Status = Unavailable
 		return false, ctx.Err()

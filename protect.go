@@ -3,6 +3,7 @@ package protect
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -26,8 +27,9 @@ type Protector struct {
 	owned bool        // New made the store: Close closes it
 	stats stats       // Stats' counters (stats.go)
 
-	lim store.Limits  // what the space decides by
-	hdr *headerValues // the RateLimit fields' parts that never change
+	lim        store.Limits  // what the space decides by
+	hdr        *headerValues // the RateLimit fields' parts that never change
+	planFields planFields    // and the plans'
 
 	res          clientaddr.Resolver
 	safe         clientaddr.NetList
@@ -69,11 +71,12 @@ func New(cfg Config) (*Protector, error) {
 			MaxBanDuration: c.MaxBanDuration,
 			OffenseWindow:  c.OffenseWindow,
 		},
-		hdr:   newHeaderValues(c.Name, c.MaxRequests, c.TTL),
-		res:   clientaddr.NewResolver(trusted, c.ProxyHeader, c.ProxyCount, c.TrustUnixSocket),
-		safe:  safe,
-		agg:   clientaddr.Aggregator{V4Bits: c.IPv4Prefix, V6Bits: c.IPv6Prefix},
-		stats: newStats(),
+		hdr:        newHeaderValues(c.Name, c.MaxRequests, c.TTL),
+		planFields: planFields{seed: maphash.MakeSeed()},
+		res:        clientaddr.NewResolver(trusted, c.ProxyHeader, c.ProxyCount, c.TrustUnixSocket),
+		safe:       safe,
+		agg:        clientaddr.Aggregator{V4Bits: c.IPv4Prefix, V6Bits: c.IPv6Prefix},
+		stats:      newStats(),
 	}
 	if c.CountStatus != nil {
 		// This protector counts nothing but failures; its bans say so,
