@@ -13,7 +13,7 @@ import (
 // the hot path.
 //
 //go:noinline
-func (p *Protector) blocked(d *Decision, a netip.Addr, hit blocklist.Hit) {
+func (p *Protector) blocked(d *Decision, a netip.Addr, hit *blocklist.Hit) {
 	e := hit.Entry
 	d.Status, d.Addr, d.Key, d.code, d.DryRun = Blocked, a, p.agg.Key(a), http.StatusForbidden, p.cfg.DryRun
 	d.Ban = &Ban{Key: Key{Prefix: e.Prefix}, Range: true, Reason: e.Note, Source: SourceList, By: hit.List, Expires: e.Expires}

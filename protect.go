@@ -225,8 +225,9 @@ func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
 	if (err != nil || !p.safe.Empty()) && p.safeOrUnknown(d, a, err) {
 		return true
 	}
-	if hit, ok := p.lists.Find(a); ok {
-		p.blocked(d, a, hit)
+	var hit blocklist.Hit
+	if p.lists.Find(a, &hit) {
+		p.blocked(d, a, &hit)
 		return true
 	}
 	return false

@@ -306,12 +306,13 @@ type Hit struct {
 	Entry Entry
 }
 
-// Find returns the entry of the first list that holds a (a normalised
-// address: unmapped, no zone), as the pipeline asks on every request.
-// Each list's set is read as it is in force.
-func (bl *Lists) Find(a netip.Addr) (Hit, bool) {
+// Find reports whether a list holds a (a normalised address: unmapped,
+// no zone), as the pipeline asks on every request, and writes the entry
+// of the first that does into hit: written only on a hit, which most
+// requests are not. Each list's set is read as it is in force.
+func (bl *Lists) Find(a netip.Addr, hit *Hit) bool {
 	if bl == nil {
-		return Hit{}, false
+		return false
 	}
 	var x uint32
 	is4 := a.Is4()
@@ -330,10 +331,11 @@ func (bl *Lists) Find(a netip.Addr) (Hit, bool) {
 			continue
 		}
 		if i, ok := s.find(a); ok {
-			return Hit{List: l.name, Entry: s.entry(i)}, true
+			*hit = Hit{List: l.name, Entry: s.entry(i)}
+			return true
 		}
 	}
-	return Hit{}, false
+	return false
 }
 
 // Misses4 reports whether the IPv4 address x (big-endian) is surely on
