@@ -60,8 +60,8 @@ func (c *KeyCache) Key(id string) Key {
 	h := maphash.String(c.seeds[0], id)
 	set := &c.sets[h&(keyCacheSets-1)]
 	if form == formAddr {
-		if k, ok := set.addrHit(id); ok {
-			return k
+		if name, ok := set.addrHit(id); ok {
+			return Key{Name: name}
 		}
 	}
 	check := [2]uint64{h, maphash.String(c.seeds[1], id)}
@@ -91,11 +91,11 @@ func (c *KeyCache) Key(id string) Key {
 // digits alone) never equals "~" and an id with a dot or a colon. The
 // way's check stays zero, which both hashes of an identifier match by a
 // chance of 2^-128.
-func (s *keyCacheSet) addrHit(id string) (_ Key, ok bool) {
+func (s *keyCacheSet) addrHit(id string) (name string, ok bool) {
 	for i := range s.ways {
 		if e := s.ways[i].Load(); e != nil && len(e.name) == len(id)+1 && e.name[1:] == id {
-			return Key{Name: e.name}, true
+			return e.name, true
 		}
 	}
-	return Key{}, false
+	return "", false
 }
