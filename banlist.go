@@ -47,7 +47,7 @@ var ErrWideTarget = clientaddr.ErrWideTarget
 const ConsumerPrefix = clientaddr.ConsumerPrefix
 
 // Ban adds a manual ban on target (an address, a CIDR or a consumer key,
-// read by Target) and logs it. It takes effect on the next request to
+// aggregated as Verify counts it) and logs it. It takes effect on the next request to
 // reach any instance sharing the store (within a second for ranges on a
 // redisstore.Store).
 //

@@ -653,3 +653,33 @@ func BenchmarkVerifyConsumer(b *testing.B) {
 		}
 	}
 }
+
+// Every plan a protector meets keeps its field values' slot: a service
+// that alternates between as many plans as there are slots allocates
+// nothing, whatever the hash seed puts where; one plan more makes its
+// values on each decision.
+func TestPlanFieldsKeepTheirSlot(t *testing.T) {
+	p, _ := newTestProtector(t, Config{BanLimit: -1})
+	ctx := t.Context()
+	var plans []*Plan
+	for i := range len(p.planFields.slots) + 1 {
+		plans = append(plans, mustPlan(t, fmt.Sprintf("p%d", i), Rate{Limit: 1 << 40, Period: time.Hour}))
+	}
+	kept, extra := plans[:len(plans)-1], plans[len(plans)-1]
+	for _, plan := range kept {
+		p.VerifyConsumer(ctx, "cus_alpha", plan)
+	}
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		p.VerifyConsumer(ctx, "cus_alpha", kept[i%len(kept)])
+		i++
+	}); n != 0 {
+		t.Errorf("VerifyConsumer over %d plans allocates %v times per call, want 0", len(kept), n)
+	}
+	if n := testing.AllocsPerRun(100, func() { p.VerifyConsumer(ctx, "cus_alpha", extra) }); n != 1 {
+		t.Errorf("VerifyConsumer under plan %d of %d slots allocates %v times per call, want 1", len(plans), len(kept), n)
+	}
+	if d, _ := p.VerifyConsumer(ctx, "cus_alpha", extra); d.hdr == nil || d.hdr.plan != extra || d.hdr.name != extra.LimitName(0) {
+		t.Errorf("VerifyConsumer(plan %d).hdr = %+v, want the plan's own values", len(plans), d.hdr)
+	}
+}

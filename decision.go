@@ -368,10 +368,12 @@ func seconds(d time.Duration) int64 {
 // planFields are the field values of the plans a protector decides under,
 // made once per plan: a Decision points at them, as it points at the
 // protector's own, so that it holds one pointer for either. A fixed set
-// of slots picked by a hash of the plan's pointer, read without a lock; a
-// plan whose slot holds another's makes its values again (one small
-// allocation) and takes the slot. A service's plans are few and its own,
-// so that happens on a plan's first requests, not again.
+// of slots, probed from a hash of the plan's pointer and read without a
+// lock; a slot once taken keeps its plan for the protector's life, so a
+// plan's values are made on its first request and found on every other.
+// A protector that meets more plans than there are slots (a ConsumerFunc
+// that makes a Plan per request) makes the values of the others anew on
+// each decision: one small allocation, beside NewPlan's own.
 type planFields struct {
 	seed  maphash.Seed
 	slots [64]atomic.Pointer[headerValues]
@@ -379,11 +381,26 @@ type planFields struct {
 
 // of returns the field values of plan.
 func (c *planFields) of(plan *Plan) *headerValues {
-	s := &c.slots[maphash.Comparable(c.seed, plan)%uint64(len(c.slots))]
-	if hv := s.Load(); hv != nil && hv.plan == plan {
-		return hv
+	start := maphash.Comparable(c.seed, plan) % uint64(len(c.slots))
+	var made *headerValues
+	for i := range uint64(len(c.slots)) {
+		s := &c.slots[(start+i)%uint64(len(c.slots))]
+		hv := s.Load()
+		if hv == nil {
+			if made == nil {
+				made = &headerValues{name: plan.LimitName(0), policy: plan.PolicyField(), plan: plan}
+			}
+			if s.CompareAndSwap(nil, made) {
+				return made
+			}
+			hv = s.Load() // another plan took it first
+		}
+		if hv.plan == plan {
+			return hv
+		}
 	}
-	hv := &headerValues{name: plan.LimitName(0), policy: plan.PolicyField(), plan: plan}
-	s.Store(hv)
-	return hv
+	if made == nil {
+		made = &headerValues{name: plan.LimitName(0), policy: plan.PolicyField(), plan: plan}
+	}
+	return made
 }

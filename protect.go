@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/httpprotect/protect/blocklist"
@@ -58,7 +59,7 @@ func New(cfg Config) (*Protector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, trusted, safe := cc.Config, cc.trusted, cc.safe
+	c, trusted, safe := cc.Config.cloneLists(), cc.trusted, cc.safe
 	p := &Protector{
 		cfg:   c,
 		store: c.Store,
@@ -139,8 +140,21 @@ func (p *Protector) Close() error {
 // Config returns the configuration in force: the one given to New with
 // every default filled in. Store is the store in use.
 func (p *Protector) Config() Config {
-	c := p.cfg
+	c := p.cfg.cloneLists()
 	c.Store = p.store
+	return c
+}
+
+// cloneLists returns c with slices of its own: a protector keeps the
+// lists it was made with, whatever its caller later does with theirs,
+// and hands out copies, so that what Config reports is what it decides
+// by (package admin resolves clients from it).
+func (c Config) cloneLists() Config {
+	c.TrustedProxies = slices.Clone(c.TrustedProxies)
+	c.SafeNetworks = slices.Clone(c.SafeNetworks)
+	c.IPv4Escalation = slices.Clone(c.IPv4Escalation)
+	c.IPv6Escalation = slices.Clone(c.IPv6Escalation)
+	c.BlockLists = slices.Clone(c.BlockLists)
 	return c
 }
 

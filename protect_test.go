@@ -898,3 +898,21 @@ func TestDryRunWritesNoBan(t *testing.T) {
 		})
 	}
 }
+
+// A protector keeps the lists it was made with: the caller's changes to
+// its own slices, or to those Config returns, change nothing it decides
+// or reports.
+func TestConfigListsAreCopies(t *testing.T) {
+	trusted := []string{"10.0.0.1"}
+	safe := []string{"192.0.2.0/24"}
+	p, _ := newTestProtector(t, Config{TrustedProxies: trusted, SafeNetworks: safe})
+	trusted[0], safe[0] = "not an address", "198.51.100.0/24"
+	c := p.Config()
+	c.TrustedProxies[0], c.SafeNetworks[0] = "also not one", "203.0.113.0/24"
+	if got := p.Config(); got.TrustedProxies[0] != "10.0.0.1" || got.SafeNetworks[0] != "192.0.2.0/24" {
+		t.Errorf("Config() after its caller changed the lists = %q, %q; want %q, %q", got.TrustedProxies, got.SafeNetworks, "10.0.0.1", "192.0.2.0/24")
+	}
+	if !p.IsSafe(netip.MustParseAddr("192.0.2.7")) || p.IsSafe(netip.MustParseAddr("203.0.113.7")) {
+		t.Error("IsSafe after the caller changed the lists: want 192.0.2.7 safe and 203.0.113.7 not")
+	}
+}

@@ -136,7 +136,7 @@ type ProtectorRecord struct {
 	Limits    LimitsRecord `json:"limits"`
 }
 
-// LimitsRecord is protect.Limits in the -json schema, durations in
+// LimitsRecord is store.Limits in the -json schema, durations in
 // milliseconds.
 type LimitsRecord struct {
 	MaxRequests      int64   `json:"max_requests"`

@@ -157,12 +157,7 @@ const (
 // pollers that keep files and URLs fresh. The first list that holds an
 // address decides. A nil *Lists holds no list and blocks nothing.
 type Lists struct {
-	lists []*activeList
-	// one is the set pointer of the only list, when there is one list
-	// and it hands its set over (a file, a URL, a SetPointer): Find
-	// rules most unlisted IPv4 addresses out with one load. nil
-	// otherwise.
-	one    *atomic.Pointer[Set]
+	lists  []*activeList
 	clock  func() time.Time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -225,9 +220,6 @@ func Open(cfg []List, clock func() time.Time, log *slog.Logger) (*Lists, error) 
 			}
 		}
 		bl.lists = append(bl.lists, a)
-	}
-	if len(bl.lists) == 1 && bl.lists[0].set != nil {
-		bl.one = bl.lists[0].set
 	}
 	ok = true
 	for _, a := range bl.lists {
@@ -336,14 +328,6 @@ func (bl *Lists) Find(a netip.Addr, hit *Hit) bool {
 		}
 	}
 	return false
-}
-
-// Misses4 reports whether the IPv4 address x (big-endian) is surely on
-// no list: with one list that hands its set over, one load and one bit
-// rule most unlisted addresses out before Find is asked. False means
-// "ask Find".
-func (bl *Lists) Misses4(x uint32) bool {
-	return bl.one != nil && bl.one.Load().misses4(x)
 }
 
 // Matches returns, for each list that holds a (a normalised address),

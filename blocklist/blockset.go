@@ -279,9 +279,9 @@ func (s *Set) Match(a netip.Addr) (Entry, bool) {
 }
 
 // misses4 reports whether the set surely does not hold the IPv4 address
-// x: no entry meets its /24; false means find4 must look. It is inlined
-// into Protector.passes and screen, where it answers for most addresses a
-// large set does not hold with one load and no further call.
+// x: no entry meets its /24; false means find4 must look. Lists.Find
+// asks it first: for most addresses a large set does not hold it answers
+// with one load.
 func (s *Set) misses4(x uint32) bool {
 	return s == nil || s.v4occ != nil && s.v4occ[x>>14]&(1<<(x>>8%64)) == 0
 }

@@ -168,7 +168,7 @@ func (c *banCache) held(ns *redisNamespace, k store.Key, addr netip.Addr, t int6
 	return store.BanResult(b.ban, b.end, t), true
 }
 
-// HeldBan implements protect.BanHolder: the range bans of the last
+// HeldBan implements store.BanHolder: the range bans of the last
 // refresh, and a cached key ban until the ban's own end (past
 // BanCacheTTL, which bounds how soon a lift elsewhere is seen: no lift
 // can be seen while Redis cannot be asked).
@@ -176,5 +176,5 @@ func (sp *redisSpace) HeldBan(k store.Key, addr netip.Addr) (store.Result, bool)
 	return sp.s.bans.held(sp.bns, k, addr, sp.s.now())
 }
 
-// RangeBans implements protect.RangeBanCounter.
+// RangeBans implements store.RangeBanCounter.
 func (sp *redisSpace) RangeBans() int { return sp.bns.ranges.Load().Len(sp.s.now()) }

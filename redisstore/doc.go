@@ -1,4 +1,4 @@
-// Package redisstore is the protect.Store that every instance of a service
+// Package redisstore is the store.Store that every instance of a service
 // shares through Redis: one exact limit for all of them, as if there were
 // one instance. It runs on any go-redis UniversalClient (a single node,
 // Redis Cluster, Sentinel, or Valkey), and only programs that import it
@@ -54,10 +54,10 @@
 // namespace's published limits are <Namespace>limits. Counters, bans,
 // offenses and plan states expire by Redis' own clock (PX).
 //
-// The store is written against protect's exported store SPI alone: it
-// implements protect.Store and protect.Space, and the optional
-// protect.CircuitStore, DeadlineSpace, BanHolder, BanPager and
-// RangeBanCounter, and uses nothing unexported of package protect.
+// The store is written against package store, the SPI, alone: it
+// implements store.Store and store.Space, and the optional
+// store.CircuitStore, DeadlineSpace, BanHolder, BanPager and
+// RangeBanCounter, and imports nothing else of protect.
 // docs/redis.md in the repository covers its options, Cluster, outages and
 // cost.
 package redisstore

@@ -255,7 +255,7 @@ func (sp *redisSpace) readPage(ctx context.Context, c redis.Cmdable, batch []*in
 	return more, nil
 }
 
-// LiftBans implements protect.BanPager: the bans on keys (none of them a
+// LiftBans implements store.BanPager: the bans on keys (none of them a
 // range) are lifted by lua/unban.lua, a page of banPage at a time in one
 // pipelined round trip, each page under a deadline of perPage.
 func (sp *redisSpace) LiftBans(ctx context.Context, keys []store.Key, perPage time.Duration) ([]store.Ban, error) {

@@ -99,7 +99,7 @@ type Store struct {
 	circuit store.Circuit // shared by every protector on this store
 
 	boundMu sync.Mutex              // guards bound
-	bound   map[string]store.Limits // each Namespace's protect.Limits, as first bound
+	bound   map[string]store.Limits // each Namespace's store.Limits, as first bound
 
 	plans     sync.Map     // *store.Plan → *planArgs (plan.go)
 	planCount atomic.Int64 // entries in plans, about
@@ -276,13 +276,13 @@ func (sp *redisSpace) scriptKeys(k store.Key) []string {
 	return []string{redisBase(sp.ns, k), redisBase(sp.bns.name, k)}
 }
 
-// DeadlineOnly implements protect.DeadlineSpace: go-redis uses a
+// DeadlineOnly implements store.DeadlineSpace: go-redis uses a
 // context's deadline (for the socket, when ContextTimeoutEnabled is set;
 // New warns when it is not), its Done channel and its Err, and nothing
 // else.
 func (*redisSpace) DeadlineOnly() bool { return true }
 
-// Circuit implements protect.CircuitStore: one breaker for the store's
+// Circuit implements store.CircuitStore: one breaker for the store's
 // one pool.
 func (s *Store) Circuit() *store.Circuit { return &s.circuit }
 
@@ -466,7 +466,7 @@ func (sp *redisSpace) Bans(ctx context.Context, f store.BanFilter) ([]store.Ban,
 	return sp.BansPaged(ctx, f, 0)
 }
 
-// BansPaged implements protect.BanPager: Bans with a deadline of perPage on each page of a listing
+// BansPaged implements store.BanPager: Bans with a deadline of perPage on each page of a listing
 // rather than one on the whole: a namespace may hold any number of bans.
 func (sp *redisSpace) BansPaged(ctx context.Context, f store.BanFilter, perPage time.Duration) ([]store.Ban, error) {
 	s := sp.s

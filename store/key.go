@@ -56,7 +56,7 @@ func (k Key) appendTo(b []byte) []byte {
 
 // ParseKey parses a key as Key.String writes it: an address, a CIDR, or a
 // consumer name (anything else ConsumerKey would keep or produce). An
-// address is not aggregated here; see Protector.Target for that.
+// address is not aggregated here, as a ban target is (admin.Admin.Target).
 func ParseKey(s string) (Key, error) {
 	if looksLikeAddr(s) {
 		p, err := ParsePrefix(s)

@@ -13,9 +13,9 @@ import (
 )
 
 // A Store keeps stream counters, bans and offense histories. Protect ships
-// two: MemoryStore (one process) and redisstore.Store (shared by every
-// instance).
-// Package storetest holds the conformance suite that a new Store must pass.
+// two: memstore.Store (one process) and redisstore.Store (shared by every
+// instance). Package storetest holds the conformance suite that a new
+// Store must pass.
 //
 // A Protector meets its store at one seam: it binds its namespace and its
 // limits once, with Space, and then calls only the Space it got. A store

@@ -34,8 +34,8 @@
 // clock. Each test takes a few dozen Units (Env.Unit, 40ms on real time):
 // the whole suite takes some seconds.
 //
-// A store needs nothing but store.Store and protect.Space to pass. The
-// optional interfaces of package protect (LocalSpace, DeadlineSpace,
+// A store needs nothing but store.Store and store.Space to pass. The
+// optional interfaces of package store (LocalSpace, DeadlineSpace,
 // BanHolder, BanPager, RangeBanCounter, CircuitStore) are not used by the
 // suite; a store that has them is checked by the suite for the contract,
 // and by its own tests, through a Protector, for what they promise (as
@@ -322,7 +322,7 @@ func testExpiry(t *testing.T, env *Env) {
 
 // Each ban within the offense window is BanFactor times longer, up to
 // MaxBanDuration, exactly as store.BanLength says. This is the test
-// that keeps the escalation written in Go (banlist.go) and in Lua
+// that keeps the escalation written in Go (store.BanLength) and in Lua
 // (lua/take.lua) equal.
 func testEscalation(t *testing.T, env *Env) {
 	lim := limits(env.Unit)

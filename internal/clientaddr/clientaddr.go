@@ -230,7 +230,7 @@ func (rv *Resolver) walkForwarded(lines []string) (a netip.Addr, bad string, err
 	return a, "", rv.walkEnd()
 }
 
-// parsePeer parses http.Request.RemoteAddr ("1.2.3.4:5", "[::1]:5", or a
+// ParsePeer parses http.Request.RemoteAddr ("1.2.3.4:5", "[::1]:5", or a
 // bare address as some test harnesses write it) and normalises it.
 func ParsePeer(remote string) (netip.Addr, bool) {
 	if ap, err := netip.ParseAddrPort(remote); err == nil {
@@ -250,7 +250,7 @@ func isUnixPeer(r *http.Request) bool {
 	return r.RemoteAddr == "" || r.RemoteAddr == "@" || strings.HasPrefix(r.RemoteAddr, "/")
 }
 
-// normalize is the one place an address becomes comparable: IPv4-mapped
+// Normalize is the one place an address becomes comparable: IPv4-mapped
 // IPv6 becomes IPv4 and zones go. A mapped address left as it is would
 // miss every IPv4 entry of every list (netip.Prefix.Contains does not match
 // ::ffff:1.2.3.4 against 1.2.3.0/24) and get a counter of its own. IPv6
@@ -521,14 +521,10 @@ func isTchar(c byte) bool {
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-// canonicalHeader returns the canonical form of a header name.
+// CanonicalHeader returns the canonical form of a header name.
 func CanonicalHeader(name string) string {
 	return textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
 }
-
-// A Resolution spells out how Verify finds the client of a request, for
-// tools that explain a decision (protectctl explain). Verify itself never
-// builds one. The zero value is a request with no usable peer.
 
 // ValidHeaderName reports whether s is a header field name: one or more
 // tchars (RFC 9110).
