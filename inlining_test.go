@@ -22,14 +22,14 @@ var mustInline = map[string][]string{
 	"./store": {
 		"Result.Banned",
 		"(*Plan).Len",
-		"(*Plan).LimitName",
-		"(*Plan).LimitPeriod",
+		"(*Plan).Spec",
 		"(*LimitState).Refused",
 		"(*PlanResult).Refused",
 	},
 	"./memstore": {
 		"(*coarseClock).now",
 		"satAdd",
+		"(*counterTable[github.com/httpprotect/protect/memstore.addrKey]).promotes",
 		"(*table[github.com/httpprotect/protect/memstore.addrKey]).take",
 		"(*counterTable[github.com/httpprotect/protect/memstore.addrKey]).find",
 	},

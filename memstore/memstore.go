@@ -224,12 +224,8 @@ func (s *Store) namespace(name string) *memNamespace {
 // made, by the monotonic clock (immune to wall clock steps), to within a
 // millisecond (see coarseClock).
 func (s *Store) now() int64 {
-	if s.clock == nil { // the real clock, the common case: coarseClock.now, written out
-		c := s.coarse
-		if c.state.Load() == clockRead|clockRunning {
-			return c.ticks.Load()
-		}
-		return c.wake()
+	if s.clock == nil { // the real clock, the common case
+		return s.coarse.now()
 	}
 	return s.injected()
 }

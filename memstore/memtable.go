@@ -127,8 +127,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *store.Limits, epoc
 	}
 	count := n
 	if ok {
-		// ct.promotes(i, tk), written out: n > 2×front.n, without overflow.
-		if i != frontIndex && (ct.front.exp <= tk || c.exp > tk && c.n-ct.front.n > ct.front.n) {
+		if ct.promotes(i, tk) {
 			i = ct.promote(i, tk)
 			c = &ct.front
 		}
