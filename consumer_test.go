@@ -679,7 +679,7 @@ func TestPlanFieldsKeepTheirSlot(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { p.VerifyConsumer(ctx, "cus_alpha", extra) }); n != 1 {
 		t.Errorf("VerifyConsumer under plan %d of %d slots allocates %v times per call, want 1", len(plans), len(kept), n)
 	}
-	if d, _ := p.VerifyConsumer(ctx, "cus_alpha", extra); d.hdr == nil || d.hdr.plan != extra || d.hdr.name != extra.LimitName(0) {
+	if d, _ := p.VerifyConsumer(ctx, "cus_alpha", extra); d.hdr == nil || d.hdr.plan != extra || d.hdr.name != extra.Spec(0).Name {
 		t.Errorf("VerifyConsumer(plan %d).hdr = %+v, want the plan's own values", len(plans), d.hdr)
 	}
 }

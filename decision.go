@@ -294,7 +294,7 @@ func (d *Decision) planRateLimit() string {
 			b = append(b, ", "...)
 		}
 		b = append(b, '"')
-		b = append(b, plan.LimitName(i)...)
+		b = append(b, plan.Spec(i).Name...)
 		b = append(b, `";r=`...)
 		b = strconv.AppendUint(b, uint64(d.planLeft[i]), 10)
 		b = append(b, ";t="...)
@@ -388,7 +388,7 @@ func (c *planFields) of(plan *Plan) *headerValues {
 		hv := s.Load()
 		if hv == nil {
 			if made == nil {
-				made = &headerValues{name: plan.LimitName(0), policy: plan.PolicyField(), plan: plan}
+				made = &headerValues{name: plan.Spec(0).Name, policy: plan.PolicyField(), plan: plan}
 			}
 			if s.CompareAndSwap(nil, made) {
 				return made
@@ -400,7 +400,7 @@ func (c *planFields) of(plan *Plan) *headerValues {
 		}
 	}
 	if made == nil {
-		made = &headerValues{name: plan.LimitName(0), policy: plan.PolicyField(), plan: plan}
+		made = &headerValues{name: plan.Spec(0).Name, policy: plan.PolicyField(), plan: plan}
 	}
 	return made
 }

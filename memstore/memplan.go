@@ -194,7 +194,7 @@ func (t *planTable) decide(sh *planShard, pk *planKey, h uint64, plan *store.Pla
 		if e != nil {
 			sl := e.find(plan, i)
 			slots[i] = sl
-			if sl != nil && sl.quota == plan.LimitPeriod(i) {
+			if sl != nil && sl.quota == plan.Spec(i).Quota {
 				held, ok = store.LimitOutcome{A: sl.a, B: sl.b}, true
 			}
 		}
@@ -231,7 +231,7 @@ func (t *planTable) charge(sh *planShard, pk *planKey, h uint64, e *planEntry, p
 			}
 		}
 		raw[i] = plan.Charge(i, now, cost, raw[i])
-		sl.quota, sl.a, sl.b = plan.LimitPeriod(i), raw[i].A, raw[i].B
+		sl.quota, sl.a, sl.b = plan.Spec(i).Quota, raw[i].A, raw[i].B
 		e.exp = max(e.exp, sl.over())
 	}
 	if sh.durable && !e.dirty {
@@ -242,7 +242,7 @@ func (t *planTable) charge(sh *planShard, pk *planKey, h uint64, e *planEntry, p
 
 // find returns the slot of plan's i-th limit, or nil.
 func (e *planEntry) find(plan *store.Plan, i int) *planSlot {
-	name := plan.LimitName(i)
+	name := plan.Spec(i).Name
 	if i < len(e.slots) && e.slots[i].name == name { // the plan's own order: the usual case
 		return &e.slots[i]
 	}
@@ -287,7 +287,7 @@ func (e *planEntry) add(plan *store.Plan, i int, now int64) *planSlot {
 			keep = append(keep, sl)
 		}
 	}
-	e.slots = append(keep, planSlot{name: plan.LimitName(i)})
+	e.slots = append(keep, planSlot{name: plan.Spec(i).Name})
 	return &e.slots[len(e.slots)-1]
 }
 

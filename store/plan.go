@@ -214,17 +214,13 @@ type Plan struct {
 // planLimit is one limit of a plan, validated, with what deciding it
 // needs computed once.
 type planLimit struct {
-	name      string
-	quota     QuotaPeriod // 0: a rate
-	limit     int64
-	burst     int64         // rates: the bucket's capacity
-	period    int64         // rates: µs
-	q1, r1    int64         // rates: Period/Limit, the cost of one request: q1 µs + r1/Limit µs
-	invPeriod float64       // rates: 1/Period, to estimate left's quotient
-	tq, tr    int64         // rates: Burst×Period/Limit, the bucket's depth, in the same form
-	window    time.Duration // the w of the RateLimit-Policy field
-	public    PlanLimit     // as NewPlan completed it
-	spec      LimitSpec     // what Spec reports, made once
+	LimitSpec           // its name, quota (0: a rate), limit, capacity and window, as Spec reports them
+	burst     int64     // rates: the bucket's capacity
+	period    int64     // rates: µs
+	q1, r1    int64     // rates: Period/Limit, the cost of one request: q1 µs + r1/Limit µs
+	invPeriod float64   // rates: 1/Period, to estimate left's quotient
+	tq, tr    int64     // rates: Burst×Period/Limit, the bucket's depth, in the same form
+	public    PlanLimit // as NewPlan completed it
 }
 
 // NewPlan checks a plan's limits once and returns the plan. Empty names
@@ -250,14 +246,10 @@ func NewPlan(name string, limits ...PlanLimit) (*Plan, error) {
 		if err != nil {
 			return nil, bad("limit %d %s: %w", i+1, describeLimit(pl), err)
 		}
-		if j, dup := seen[l.name]; dup {
-			return nil, bad("limits %d and %d are both named %q: names must be unique in a plan", j+1, i+1, l.name)
+		if j, dup := seen[l.Name]; dup {
+			return nil, bad("limits %d and %d are both named %q: names must be unique in a plan", j+1, i+1, l.Name)
 		}
-		seen[l.name] = i
-		l.spec = LimitSpec{Name: l.name, Quota: l.quota, Limit: l.limit, Capacity: l.burst, Window: l.window}
-		if l.quota != 0 {
-			l.spec.Capacity = l.limit
-		}
+		seen[l.Name] = i
 		p.limits[i] = l
 	}
 	p.prepare()
@@ -326,10 +318,10 @@ func newRate(r Rate) (planLimit, error) {
 	if err := CheckLimitName(r.Name); err != nil {
 		return planLimit{}, err
 	}
-	l := planLimit{name: r.Name, limit: r.Limit, burst: r.Burst, period: r.Period.Microseconds(), window: r.Period, public: r}
-	l.q1, l.r1 = l.period/l.limit, l.period%l.limit
+	l := planLimit{LimitSpec: LimitSpec{Name: r.Name, Limit: r.Limit, Capacity: r.Burst, Window: r.Period}, burst: r.Burst, period: r.Period.Microseconds(), public: r}
+	l.q1, l.r1 = l.period/l.Limit, l.period%l.Limit
 	l.invPeriod = 1 / float64(l.period)
-	tq, tr, ok := GCRASplit(l.burst, l.period, l.limit, int64(maxPlanSpan/time.Microsecond))
+	tq, tr, ok := GCRASplit(l.burst, l.period, l.Limit, int64(maxPlanSpan/time.Microsecond))
 	if !ok {
 		return planLimit{}, fmt.Errorf("Burst %d × Period %v / Limit %d: a bucket deeper than 100 years", r.Burst, r.Period, r.Limit)
 	}
@@ -350,7 +342,7 @@ func newQuota(q Quota) (planLimit, error) {
 	if err := CheckLimitName(q.Name); err != nil {
 		return planLimit{}, err
 	}
-	return planLimit{name: q.Name, quota: q.Period, limit: q.Limit, window: q.Period.nominal(), public: q}, nil
+	return planLimit{LimitSpec: LimitSpec{Name: q.Name, Quota: q.Period, Limit: q.Limit, Capacity: q.Limit, Window: q.Period.nominal()}, public: q}, nil
 }
 
 // CheckLimitName accepts an RFC 9651 key of at most 64 bytes, as a
@@ -392,11 +384,11 @@ func (p *Plan) prepare() {
 			pol = append(pol, ", "...)
 		}
 		pol = append(pol, '"')
-		pol = append(pol, l.name...)
+		pol = append(pol, l.Name...)
 		pol = append(pol, `";q=`...)
-		pol = strconv.AppendInt(pol, l.limit, 10)
+		pol = strconv.AppendInt(pol, l.Limit, 10)
 		pol = append(pol, ";w="...)
-		pol = strconv.AppendInt(pol, int64((l.window+time.Second-1)/time.Second), 10) // a window is at most 100 years: no overflow
+		pol = strconv.AppendInt(pol, int64((l.Window+time.Second-1)/time.Second), 10) // a window is at most 100 years: no overflow
 	}
 	p.policy = []string{string(pol)}
 }
@@ -431,13 +423,6 @@ func (p *Plan) PolicyField() []string { return p.policy }
 // Len returns the number of limits of p.
 func (p *Plan) Len() int { return len(p.limits) }
 
-// LimitName returns the name of p's i-th limit.
-func (p *Plan) LimitName(i int) string { return p.limits[i].name }
-
-// LimitPeriod returns the period of p's i-th limit when it is a Quota;
-// 0 when it is a Rate.
-func (p *Plan) LimitPeriod(i int) QuotaPeriod { return p.limits[i].quota }
-
 // A LimitSpec describes one limit of a plan as responses state it. The
 // zero LimitSpec is no limit.
 type LimitSpec struct {
@@ -450,12 +435,12 @@ type LimitSpec struct {
 
 // Spec describes p's i-th limit. The LimitSpec is the plan's own, shared
 // by every caller: read it, never change it.
-func (p *Plan) Spec(i int) *LimitSpec { return &p.limits[i].spec }
+func (p *Plan) Spec(i int) *LimitSpec { return &p.limits[i].LimitSpec }
 
 // Has reports whether p has a limit named name.
 func (p *Plan) Has(name string) bool {
 	for i := range p.limits {
-		if p.limits[i].name == name {
+		if p.limits[i].Name == name {
 			return true
 		}
 	}
@@ -472,14 +457,14 @@ func (p *Plan) Has(name string) bool {
 func (p *Plan) Decide(i int, now, cost int64, held LimitOutcome, ok bool) LimitOutcome {
 	l := &p.limits[i]
 	c := max(cost, 1)
-	if l.quota != 0 {
+	if l.Quota != 0 {
 		r := LimitOutcome{}
 		if ok && held.B > now {
 			r.A, r.B = held.A, held.B
 		} else {
-			r.B = l.quota.WindowEnd(now)
+			r.B = l.Quota.WindowEnd(now)
 		}
-		r.Fits = c <= l.limit-r.A
+		r.Fits = c <= l.Limit-r.A
 		return r
 	}
 	r := LimitOutcome{A: now}
@@ -496,7 +481,7 @@ func (p *Plan) Decide(i int, now, cost int64, held LimitOutcome, ok bool) LimitO
 // Decide admitted with o is charged cost at now.
 func (p *Plan) Charge(i int, now, cost int64, o LimitOutcome) LimitOutcome {
 	l := &p.limits[i]
-	if l.quota != 0 {
+	if l.Quota != 0 {
 		o.A += cost
 		return o
 	}
@@ -516,7 +501,7 @@ func (l *planLimit) inc(c int64) (q, r int64, never bool) {
 		return 0, 0, true
 	}
 	// c × Period / Limit is at most the bucket's depth, which fits.
-	q, r, _ = GCRASplit(c, l.period, l.limit, math.MaxInt64)
+	q, r, _ = GCRASplit(c, l.period, l.Limit, math.MaxInt64)
 	return q, r, false
 }
 
@@ -528,12 +513,12 @@ func (l *planLimit) rateFits(now, tat, rem, incQ, incR int64) (fits bool, ntat, 
 	if tat < now {
 		tat, rem = now, 0
 	}
-	rem = min(rem, l.limit-1) // a remainder stored under another Limit
+	rem = min(rem, l.Limit-1) // a remainder stored under another Limit
 	// rem and incR are below Limit: the carry is 0 or 1, and a compare
 	// is much cheaper than a division.
 	ntat, nrem = tat+incQ, rem+incR
-	if nrem >= l.limit {
-		ntat, nrem = ntat+1, nrem-l.limit
+	if nrem >= l.Limit {
+		ntat, nrem = ntat+1, nrem-l.Limit
 	}
 	// It fits when the new TAT is at most the bucket's depth ahead of now.
 	d := ntat - l.tq - now
@@ -638,11 +623,11 @@ func (r *PlanResult) pickDecider(n int) {
 // state reports one limit from a store's raw answer.
 func (l *planLimit) state(now, cost int64, raw LimitOutcome) LimitState {
 	c := max(cost, 1)
-	if l.quota != 0 {
-		st := LimitState{Remaining: max(l.limit-raw.A, 0), Reset: micros(raw.B - now)}
+	if l.Quota != 0 {
+		st := LimitState{Remaining: max(l.Limit-raw.A, 0), Reset: micros(raw.B - now)}
 		if !raw.Fits {
 			st.RetryAfter = max(st.Reset, time.Microsecond)
-			if c > l.limit {
+			if c > l.Limit {
 				st.RetryAfter = -1
 			}
 		}
@@ -684,7 +669,7 @@ func (l *planLimit) left(now, tat, rem int64) int64 {
 	if a < 0 || a == 0 && l.tr < rem { // no room, or less than none
 		return 0
 	}
-	hi, lo := bits.Mul64(uint64(a), uint64(l.limit))
+	hi, lo := bits.Mul64(uint64(a), uint64(l.Limit))
 	var carry uint64
 	lo, carry = bits.Add64(lo, uint64(l.tr), 0)
 	hi += carry
@@ -754,11 +739,11 @@ type LimitUsage struct {
 func (p *Plan) Left(u LimitUsage) (left int64, ok bool) {
 	for i := range p.limits {
 		l := &p.limits[i]
-		if l.name != u.Name || l.quota != u.Period {
+		if l.Name != u.Name || l.Quota != u.Period {
 			continue
 		}
-		if l.quota != 0 {
-			return max(l.limit-u.Used, 0), true
+		if l.Quota != 0 {
+			return max(l.Limit-u.Used, 0), true
 		}
 		backlog := int64((u.Reset + time.Microsecond - 1) / time.Microsecond)
 		return l.left(0, backlog, 0), true

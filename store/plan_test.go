@@ -18,12 +18,12 @@ func FuzzRateLeft(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rem = min(max(rem, 0), l.limit-1)
+		rem = min(max(rem, 0), l.Limit-1)
 		now := int64(1_800_000_000_000_000)
 		tat := now + min(max(backlog, 0), l.tq)
 		got := l.left(now, tat, rem)
 		// floor(((now − tat + depth) × Limit + depth's remainder − rem) / Period)
-		n := new(big.Int).Mul(big.NewInt(now-tat+l.tq), big.NewInt(l.limit))
+		n := new(big.Int).Mul(big.NewInt(now-tat+l.tq), big.NewInt(l.Limit))
 		n.Add(n, big.NewInt(l.tr-rem))
 		want := int64(0)
 		if n.Sign() > 0 {
