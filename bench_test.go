@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+
+	"github.com/httpprotect/protect/internal/heaptest"
 )
 
 // benchProtector never limits nor bans, so every iteration takes the full
@@ -84,19 +86,16 @@ func BenchmarkHeapPerKey(b *testing.B) {
 	addrs := benchAddrs(n)
 	ctx := context.Background()
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
+		before := heaptest.Live()
 		p, _ := New(Config{MaxRequests: 1 << 62, BanLimit: -1, Logger: discardLogger()})
 		for _, a := range addrs {
 			p.VerifyAddr(ctx, a)
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
+		after := heaptest.Live()
 		if got := p.store.(*MemoryStore).Len(); got != n {
 			b.Fatalf("MemoryStore.Len() = %d, want %d", got, n)
 		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/key")
+		b.ReportMetric(float64(after-before)/n, "B/key")
 		runtime.KeepAlive(p)
 		p.Close()
 	}

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/httpprotect/protect/internal/blocktest"
+	"github.com/httpprotect/protect/internal/heaptest"
 	"github.com/httpprotect/protect/internal/logtest"
 	"github.com/httpprotect/protect/internal/testclock"
 	"github.com/httpprotect/protect/redisstore"
@@ -392,36 +392,17 @@ func TestBlockListLoadMemory(t *testing.T) {
 		bw.Flush()
 	}))
 	t.Cleanup(srv.Close)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	stop, peak := make(chan struct{}), make(chan uint64)
-	go func() {
-		var top uint64
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			top = max(top, ms.HeapInuse)
-			select {
-			case <-stop:
-				peak <- top
-				return
-			case <-tick.C:
-			}
+	var p *Protector
+	var err error
+	got := heaptest.PeakInuse(func() {
+		p, err = New(Config{Logger: slog.New(slog.DiscardHandler),
+			BlockLists: []BlockList{{Name: "big", URL: srv.URL, Cache: t.TempDir() + "/big.cache"}}})
+		if err != nil {
+			return
 		}
-	}()
-	p, err := New(Config{Logger: slog.New(slog.DiscardHandler),
-		BlockLists: []BlockList{{Name: "big", URL: srv.URL, Cache: t.TempDir() + "/big.cache"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	err = p.ReloadBlockLists(t.Context())
-	close(stop)
-	got := <-peak - base
+		t.Cleanup(func() { p.Close() })
+		err = p.ReloadBlockLists(t.Context())
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect/internal/blocktest"
+	"github.com/httpprotect/protect/internal/heaptest"
 )
 
 func TestBlockSetMatch(t *testing.T) {
@@ -97,13 +98,9 @@ func TestBlockSetIndexed(t *testing.T) {
 // entry.
 func BenchmarkBlockSetLookup(b *testing.B) {
 	entries, listed := benchEntries(250_000, 100_000)
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
+	before := heaptest.Live()
 	s := NewSet(entries)
-	runtime.GC()
-	runtime.ReadMemStats(&m1)
-	perEntry := float64(m1.HeapAlloc-m0.HeapAlloc) / float64(len(entries))
+	perEntry := float64(heaptest.Live()-before) / float64(len(entries))
 	r := rand.New(rand.NewPCG(5, 6))
 	probes := make([]netip.Addr, 4096)
 	for i := range probes {

@@ -6,44 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// peakHeap runs f and returns the most the heap held above what it held
-// before, sampled as f runs.
-func peakHeap(t *testing.T, f func()) uint64 {
-	t.Helper()
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
-				peak.Store(ms.HeapAlloc - base)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
-	f()
-	close(stop)
-	<-sampled
-	return peak.Load()
-}
+	"github.com/httpprotect/protect/internal/heaptest"
+)
 
 // decisionsLAPI answers every poll with n decisions (n < 0: without end),
 // each its own address of 10.0.0.0/8.
@@ -95,7 +63,7 @@ func TestAnswerMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			var perr error
-			peak := peakHeap(t, func() { perr = b.Poll(t.Context()) })
+			peak := heaptest.PeakAlloc(func() { perr = b.Poll(t.Context()) })
 			if tt.wantErr == "" && perr != nil || tt.wantErr != "" && (perr == nil || !strings.Contains(perr.Error(), tt.wantErr)) {
 				t.Fatalf("Poll = %v, want %q", perr, tt.wantErr)
 			}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/httpprotect/protect/internal/heaptest"
 )
 
 // A trusted gateway that sends 20,000 distinct 60 KB consumer ids grows
@@ -17,20 +19,14 @@ func TestConsumerIDsBoundedInBytes(t *testing.T) {
 	}
 	h, _ := testVerifier(t, trusted, plans)
 	base := strings.Repeat("k", 60<<10)
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	before := heap()
+	before := heaptest.Live()
 	for i := range 20_000 {
 		id := strconv.Itoa(i) + base[len(strconv.Itoa(i)):]
 		if w := ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.7", hdrConsumer, id, hdrPlan, "pro"); w.Code != 200 {
 			t.Fatalf("consumer #%d: status %d, want 200", i, w.Code)
 		}
 	}
-	after := heap()
+	after := heaptest.Live()
 	if grown := int64(after) - int64(before); grown >= 50<<20 {
 		t.Fatalf("heap grew by %d MB for 20,000 consumer ids of 60 KB, want < 50 MB", grown>>20)
 	}

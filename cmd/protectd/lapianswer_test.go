@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/heaptest"
 	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/internal/testclock"
 	"github.com/httpprotect/protect/redisstore"
@@ -88,13 +88,6 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func heap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // TestLAPIStartupMemory: bouncers asking startup=true at once over many
 // bans share one listing, and while their answers are in flight (none
 // of them reads) the heap holds the snapshot and a buffer each, within
@@ -123,7 +116,7 @@ func TestLAPIStartupMemory(t *testing.T) {
 			var log bytes.Buffer
 			r := &lapiRig{p: p, clock: clock, h: newLAPI(gate, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(&log, nil)))}
 			srv, closed := r.serve(t)
-			before := heap()
+			before := heaptest.Live()
 
 			var conns []net.Conn
 			for range bouncers {
@@ -134,7 +127,7 @@ func TestLAPIStartupMemory(t *testing.T) {
 			until(t, "every bouncer waits for the first one's listing", func() bool { return r.h.joined.Load() == bouncers-1 })
 			close(gate.open)
 			until(t, "every answer is under way", func() bool { return r.h.writing.Load() == bouncers })
-			grew := int64(heap()) - int64(before)
+			grew := int64(heaptest.Live()) - int64(before)
 			if limit := int64(bans*lapiEntryBytes + bouncers*lapiAnswerBytes); grew > limit {
 				t.Errorf("heap with %d startup answers of %d bans in flight grew %d bytes, want at most %d (%d a decision, %d an answer)",
 					bouncers, bans, grew, limit, lapiEntryBytes, lapiAnswerBytes)
