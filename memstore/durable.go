@@ -530,8 +530,8 @@ func (j *journal) planOps(ops []diskOp, now int64, nsName func(uint64) string) [
 		for n, r := range refs {
 			if e := sh.entries[r.h]; e != nil && e.key == r.key {
 				e.dirty = false
-				if e.exp > now {
-					states[n] = &copied{exp: e.exp, slots: append([]planSlot(nil), e.slots...)}
+				if exp := e.over(); exp > now {
+					states[n] = &copied{exp: exp, slots: append([]planSlot(nil), e.slots...)}
 				}
 			}
 		}

@@ -333,6 +333,6 @@ func (r *restorer) plan(k, v []byte) error {
 		h = r.s.hashName(nameKey{ns: ns.id, name: dk.key.Name})
 	}
 	r.st.plans++
-	r.s.plans.shard(h).entries[h] = &planEntry{key: pk, exp: exp, slots: slots}
+	r.s.plans.shard(h).entries[h] = &planEntry{key: pk, slots: slots}
 	return nil
 }

@@ -60,7 +60,6 @@ type planKey struct {
 // planEntry is one key's state under its plans.
 type planEntry struct {
 	key   planKey
-	exp   int64 // µs since the Unix epoch: every slot is over by then
 	slots []planSlot
 	dirty bool // listed in its shard's dirty, not yet taken by the writer
 }
@@ -72,6 +71,18 @@ type planSlot struct {
 	name  string
 	quota store.QuotaPeriod // 0: a rate
 	a, b  int64
+}
+
+// over is when the entry's states no longer matter (µs since the Unix
+// epoch): when its last slot is over. It is worked out when asked, by the
+// sweep and eviction, rather than kept, so that a charge writes only its
+// slots.
+func (e *planEntry) over() int64 {
+	var t int64
+	for i := range e.slots {
+		t = max(t, e.slots[i].over())
+	}
+	return t
 }
 
 // over is when the slot's state no longer matters: the rate's bucket is
@@ -168,20 +179,18 @@ func (sp *memSpace) TakePlan(_ context.Context, k store.Key, addr netip.Addr, pl
 	}
 	now := sp.s.micros(t)
 	var raw [store.MaxPlanLimits]store.LimitOutcome
-	all := sp.s.plans.decide(sh, &pk, h, plan, now, cost, &raw)
-	sh.mu.Unlock()
-	// What each limit has left, and which decided, is arithmetic on what
-	// decide read and wrote: done outside the lock, which other requests
-	// of the key are waiting for.
-	_ = all
+	sp.s.plans.decide(sh, &pk, h, plan, now, cost, &raw)
+	// Filled before the unlock, whose atomic write waits for these
+	// stores anyway: filled after it, the caller's copy of res reads
+	// them back while they are still on their way, and stalls.
 	res.Fill(plan, now, cost, &raw)
+	sh.mu.Unlock()
 	return res, nil
 }
 
 // decide decides and charges plan for pk (of hash h) at now (µs), under
-// sh's lock: it reports whether every limit admits the request, and each
-// limit's outcome in raw.
-func (t *planTable) decide(sh *planShard, pk *planKey, h uint64, plan *store.Plan, now, cost int64, raw *[store.MaxPlanLimits]store.LimitOutcome) bool {
+// sh's lock, leaving each limit's outcome in raw.
+func (t *planTable) decide(sh *planShard, pk *planKey, h uint64, plan *store.Plan, now, cost int64, raw *[store.MaxPlanLimits]store.LimitOutcome) {
 	e := sh.entries[h]
 	if e != nil && e.key != *pk {
 		e = nil // another key of the same hash: this one starts afresh
@@ -204,7 +213,6 @@ func (t *planTable) decide(sh *planShard, pk *planKey, h uint64, plan *store.Pla
 	if all && cost > 0 {
 		t.charge(sh, pk, h, e, plan, now, cost, raw, &slots)
 	}
-	return all
 }
 
 // charge charges cost to every limit of plan, from the states in raw,
@@ -232,7 +240,6 @@ func (t *planTable) charge(sh *planShard, pk *planKey, h uint64, e *planEntry, p
 		}
 		raw[i] = plan.Charge(i, now, cost, raw[i])
 		sl.quota, sl.a, sl.b = plan.Spec(i).Quota, raw[i].A, raw[i].B
-		e.exp = max(e.exp, sl.over())
 	}
 	if sh.durable && !e.dirty {
 		e.dirty = true
@@ -303,13 +310,14 @@ func (sh *planShard) evict(now int64) {
 	var best, bestExp int64
 	found, seen := false, 0
 	for k, e := range sh.entries {
-		if e.exp <= now {
+		exp := e.over()
+		if exp <= now {
 			victim, found = k, true
 			break
 		}
 		v := e.quotaUsed(now)
-		if !found || v < best || v == best && e.exp < bestExp {
-			victim, best, bestExp, found = k, v, e.exp, true
+		if !found || v < best || v == best && exp < bestExp {
+			victim, best, bestExp, found = k, v, exp, true
 		}
 		if seen++; seen == 16 {
 			break
@@ -340,7 +348,7 @@ func (t *planTable) sweep(now int64) {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for k, e := range sh.entries {
-			if e.exp <= now {
+			if e.over() <= now {
 				if sh.durable {
 					sh.dirty = append(sh.dirty, planRef{h: k, key: e.key})
 				}
