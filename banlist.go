@@ -38,8 +38,8 @@ var ErrReasonTooLong = errors.New("protect: ban reason too long")
 // is neither an address, a CIDR nor a consumer key.
 var ErrBadTarget = clientaddr.ErrBadTarget
 
-// ErrWideTarget is wrapped by the errors of Ban and Lift for a CIDR wider
-// than a /8 of IPv4 or a /16 of IPv6.
+// ErrWideTarget is wrapped by the error of Ban, and of package admin's
+// lifts, for a CIDR wider than a /8 of IPv4 or a /16 of IPv6.
 var ErrWideTarget = clientaddr.ErrWideTarget
 
 // ConsumerPrefix marks a target that names a consumer key rather than an
@@ -100,42 +100,21 @@ func (p *Protector) Ban(ctx context.Context, target string, opt BanOptions) (Ban
 // counting key; a CIDR lifts every ban inside it, on keys and on ranges,
 // itself included, even when it is exactly one counting key (lifting
 // 2001:db8:1:2::/64 also lifts a ban on 2001:db8:1:2::/80); a consumer
-// key lifts that consumer. It returns the bans it removed. A CIDR wider
-// than a /8 of IPv4 or a /16 of IPv6 is refused with ErrWideTarget: use
-// LiftWide, or LiftAll.
+// key lifts that consumer. It returns the bans it removed.
+//
+// A CIDR of any width is taken: Lift("0.0.0.0/0") lifts every ban on
+// IPv4 keys and ranges, Lift("::/0") every one on IPv6. Refusing a wide
+// CIDR that an operator may have mistyped is package admin's (Admin.Lift,
+// with Admin.LiftWide and Admin.LiftAll beside it), as is listing bans.
 func (p *Protector) Lift(ctx context.Context, target string, by string) ([]Ban, error) {
-	return p.lift(ctx, target, by, false)
-}
-
-// LiftWide is Lift for a CIDR of any width: LiftWide("0.0.0.0/0")
-// lifts every ban on IPv4 keys and ranges.
-func (p *Protector) LiftWide(ctx context.Context, target string, by string) ([]Ban, error) {
-	return p.lift(ctx, target, by, true)
-}
-
-func (p *Protector) lift(ctx context.Context, target string, by string, wide bool) ([]Ban, error) {
 	t, err := clientaddr.ParseTarget(target, p.agg)
 	if err != nil {
 		return nil, err
 	}
-	if !wide {
-		if err := clientaddr.CheckWidth(target, t.CIDR, "lift every ban with LiftAll (protectctl lift -all), or this one with LiftWide (lift -force)"); err != nil {
-			return nil, err
-		}
-	}
 	if !t.CIDR.IsValid() {
 		return p.liftKeys(ctx, []Key{t.Key}, by)
 	}
-	bans, err := p.Bans(ctx, BanFilter{Within: t.CIDR})
-	if err != nil {
-		return nil, err
-	}
-	return p.liftBans(ctx, bans, by)
-}
-
-// LiftAll removes every ban in the protector's namespace.
-func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
-	bans, err := p.Bans(ctx, BanFilter{})
+	bans, err := p.bans(ctx, BanFilter{Within: t.CIDR})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +125,7 @@ func (p *Protector) LiftAll(ctx context.Context, by string) ([]Ban, error) {
 // where the store can (one round trip per page on Redis), ranges one by
 // one.
 func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban, error) {
-	ps, paged := p.raw.(store.BanPager)
+	ps, paged := p.space.(store.BanPager)
 	var keys, keyBans []Key
 	for _, b := range bans {
 		if paged && !b.Range {
@@ -203,28 +182,14 @@ func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
 		slog.String("by", by), slog.String("namespace", p.cfg.Namespace))
 }
 
-// Bans lists the active bans in the protector's namespace that f selects,
-// soonest expiry first and permanent bans last. An empty list is empty,
-// never nil. On a store outside this process each page of the listing
-// (about a thousand bans on Redis) has its own StoreTimeout; ctx bounds
-// the whole.
-func (p *Protector) Bans(ctx context.Context, f BanFilter) ([]Ban, error) {
-	var (
-		bans []Ban
-		err  error
-	)
-	if ps, ok := p.raw.(store.BanPager); ok {
-		bans, err = ps.BansPaged(ctx, f, p.pageTimeout())
-	} else {
-		bans, err = p.space.Bans(ctx, f)
-	}
+// bans lists the active bans in the protector's namespace that f
+// selects, for Lift: store.ListBans on p's space, a page at a time where
+// the store can.
+func (p *Protector) bans(ctx context.Context, f BanFilter) ([]Ban, error) {
+	bans, err := store.ListBans(ctx, p.space, f, p.pageTimeout())
 	if err != nil {
 		return nil, fmt.Errorf("protect: list bans: %w", err)
 	}
-	if bans == nil {
-		bans = []Ban{}
-	}
-	store.SortBans(bans)
 	return bans, nil
 }
 

@@ -300,7 +300,7 @@ func TestVerifyConsumerNCosts(t *testing.T) {
 	if d, err := p.VerifyConsumerN(ctx, "acme", plan, -1); err == nil || d.Status != Unavailable || !d.Refused() {
 		t.Fatalf("VerifyConsumerN(acme, -1) = %v, %v; want unavailable, an error and a refusal", d.Status, err)
 	}
-	st, _ := p.Inspect(ctx, Key{Name: "acme"})
+	st, _ := p.inspect(ctx, Key{Name: "acme"})
 	for _, u := range st.Usage {
 		if u.Name == "daily" && u.Used != 10 {
 			t.Fatalf("Inspect(acme) daily Used = %d, want 10: only the two served requests (4 + 6) count", u.Used)
@@ -433,7 +433,7 @@ func TestConfigPlanOnAddresses(t *testing.T) {
 	if d.Status != Banned || d.Ban == nil || d.Ban.Source != SourceAuto || d.RetryAfter != time.Hour || d.Count != 21 {
 		t.Fatalf("VerifyAddr(%s) request 21 = %v %+v, want an automatic ban of an hour", a, d.Status, d)
 	}
-	bans, _ := p.Bans(ctx, BanFilter{})
+	bans, _ := p.bans(ctx, BanFilter{})
 	if len(bans) != 1 || bans[0].Key.String() != "203.0.113.9" {
 		t.Fatalf("Bans() = %+v, want one, of 203.0.113.9", bans)
 	}

@@ -22,7 +22,7 @@ func banKey(t *testing.T, p *Protector, addr string) {
 // rangeBansOf returns the range bans p lists, by key.
 func rangeBansOf(t *testing.T, p *Protector) map[string]Ban {
 	t.Helper()
-	bans, err := p.Bans(t.Context(), BanFilter{RangesOnly: true})
+	bans, err := p.bans(t.Context(), BanFilter{RangesOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

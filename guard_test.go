@@ -188,7 +188,7 @@ func login(h http.Handler, peer, password string) response {
 // inspectCount returns the stream count of the address a.
 func inspectCount(t *testing.T, p *Protector, a string) KeyState {
 	t.Helper()
-	st, err := p.Inspect(t.Context(), p.agg.Key(netip.MustParseAddr(a)))
+	st, err := p.inspect(t.Context(), p.agg.Key(netip.MustParseAddr(a)))
 	if err != nil {
 		t.Fatalf("Inspect(%s): %v", a, err)
 	}
@@ -241,7 +241,7 @@ func TestLoginGuard(t *testing.T) {
 	if got := login(h, peer, "hunter2"); got.code != 403 || got.retryAfter != "2700" {
 		t.Fatalf("login(%s) 15 minutes into the ban = %v, want 403, Retry-After 2700", peer, got)
 	}
-	bans, err := p.Bans(t.Context(), BanFilter{})
+	bans, err := p.bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "192.0.2.10" || bans[0].Reason != "failures passed the ban limit of 20" ||
 		bans[0].Source != SourceAuto || bans[0].Offense != 1 {
 		t.Fatalf("Bans() = %+v, %v; want one automatic ban of 192.0.2.10, offense 1", bans, err)
@@ -354,7 +354,7 @@ func TestScannerTrap(t *testing.T) {
 					}
 				}
 			}
-			bans, err := p.Bans(t.Context(), BanFilter{})
+			bans, err := p.bans(t.Context(), BanFilter{})
 			if wantBans := tt.probes / 6; err != nil || len(bans) != wantBans {
 				t.Fatalf("Bans() = %+v, %v; want %d bans", bans, err, wantBans)
 			}
@@ -475,7 +475,7 @@ func TestFailureMiddlewareDryRunWrites(t *testing.T) {
 	}
 	// Counts 1; would be 429, counts 2; would be 429, counts 3; would be
 	// banned, counts 4 (would ban); would be banned, counts nothing.
-	bans, err := p.Bans(t.Context(), BanFilter{})
+	bans, err := p.bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 0 {
 		t.Fatalf("Bans() = %+v, %v; want none", bans, err)
 	}
@@ -675,7 +675,7 @@ func TestPenalizeForgedHeader(t *testing.T) {
 			if d := verify(t, p, request(victim+":1")); d.Status != Allowed || d.Count != 1 {
 				t.Fatalf("Verify(%s) afterwards = %v count %d, want allowed, count 1", victim, d.Status, d.Count)
 			}
-			bans, _ := p.Bans(t.Context(), BanFilter{})
+			bans, _ := p.bans(t.Context(), BanFilter{})
 			if len(bans) != 1 || bans[0].Key.String() != forger {
 				t.Fatalf("Bans() = %+v, want the forger %s alone", bans, forger)
 			}
@@ -750,7 +750,7 @@ func TestFailuresUnderAPlan(t *testing.T) {
 	if got := send("hunter2", 5); got != "429 429 429 429 403" {
 		t.Fatalf("send(right password, 5), attempts 7-11 = %s, want 429 429 429 429 403", got)
 	}
-	bans, err := p.Bans(t.Context(), BanFilter{})
+	bans, err := p.bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 1 || bans[0].Reason != "failures passed the ban limit of 10" {
 		t.Fatalf("Bans() = %+v, %v; want one, its reason \"failures passed the ban limit of 10\"", bans, err)
 	}
@@ -788,7 +788,7 @@ func TestFailuresOfAConsumer(t *testing.T) {
 	if got := send("globex", "good", 2); got != "200 200" {
 		t.Fatalf("send(globex, good, 2), another consumer behind the same address = %s, want 200 200", got)
 	}
-	if bans, err := p.Bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
+	if bans, err := p.bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
 		t.Fatalf("Bans() = %+v, %v; want none: consumers are never banned automatically", bans, err)
 	}
 }
@@ -809,7 +809,7 @@ func TestFailureThatBansDropsTheCheckFields(t *testing.T) {
 	}
 	clk.Advance(20 * time.Second) // one failure fits again
 	got := login(h, peer, "wrong")
-	bans, _ := p.Bans(t.Context(), BanFilter{})
+	bans, _ := p.bans(t.Context(), BanFilter{})
 	if len(bans) != 1 || got.code != http.StatusUnauthorized || got.rateLimit != "" || got.retryAfter != "3600" {
 		t.Fatalf("login(%s, wrong), the failure that crosses BanLimit = %v with %d bans; want 401, no RateLimit, Retry-After 3600, one ban", peer, got, len(bans))
 	}

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"testing"
@@ -66,4 +67,36 @@ func sendAll(t *testing.T, n int, concurrent bool, verify func(i int) (Decision,
 func (p *Protector) target(s string) (Key, bool, error) {
 	t, err := clientaddr.ParseTarget(s, p.agg)
 	return t.Key, t.IsRange, err
+}
+
+// inspect reports k's state in p's space, as admin.Admin.InspectKey does.
+func (p *Protector) inspect(ctx context.Context, k Key) (KeyState, error) {
+	return p.space.Inspect(ctx, k)
+}
+
+// liftAll lifts every ban of p, as admin.Admin.LiftAll does: both
+// address families, then each consumer key.
+func (p *Protector) liftAll(ctx context.Context, by string) ([]Ban, error) {
+	var lifted []Ban
+	for _, target := range []string{"0.0.0.0/0", "::/0"} {
+		got, err := p.Lift(ctx, target, by)
+		lifted = append(lifted, got...)
+		if err != nil {
+			return lifted, err
+		}
+	}
+	bans, err := p.bans(ctx, BanFilter{})
+	if err != nil {
+		return lifted, err
+	}
+	for _, b := range bans {
+		if !b.Key.Prefix.IsValid() {
+			got, err := p.Lift(ctx, ConsumerPrefix+b.Key.Name, by)
+			lifted = append(lifted, got...)
+			if err != nil {
+				return lifted, err
+			}
+		}
+	}
+	return lifted, nil
 }

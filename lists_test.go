@@ -629,7 +629,7 @@ func TestBlockListsRefuseBeforeTheStore(t *testing.T) {
 	}
 	// Lists are not bans: the store's ban list holds none of them, and
 	// a lift lifts nothing.
-	bans, err := p.Bans(t.Context(), BanFilter{})
+	bans, err := p.bans(t.Context(), BanFilter{})
 	if err != nil || len(bans) != 0 {
 		t.Errorf("Bans() = %v, %v; want none", bans, err)
 	}

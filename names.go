@@ -25,7 +25,7 @@ type (
 	BanFilter = store.BanFilter
 	// Source is store.Source: who wrote a ban.
 	Source = store.Source
-	// KeyState is store.KeyState: what Inspect reports of a key.
+	// KeyState is store.KeyState: what admin.Admin.InspectKey reports of a key.
 	KeyState = store.KeyState
 	// Plan is store.Plan: limits a consumer is held to at once.
 	Plan = store.Plan

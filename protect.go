@@ -145,6 +145,15 @@ func (p *Protector) Config() Config {
 	return c
 }
 
+// Space returns the store space the protector reads and writes: its
+// Store bound to its Namespace, BanNamespace and limits. A space outside
+// this process (not a LocalSpace reporting Local) comes behind the
+// protector's guard, each call within StoreTimeout; a BanPager stays
+// one. Package admin lists bans and inspects keys through it. What is
+// written through it bypasses the protector's Stats and log: ban and
+// lift with Ban and Lift.
+func (p *Protector) Space() store.Space { return p.space }
+
 // cloneLists returns c with slices of its own: a protector keeps the
 // lists it was made with, whatever its caller later does with theirs,
 // and hands out copies, so that what Config reports is what it decides
@@ -172,16 +181,6 @@ func (p *Protector) IsSafe(a netip.Addr) bool {
 // reason Verify ignores an untrusted peer's X-Forwarded-For: a client that
 // connects directly can write any header.
 func (p *Protector) FromTrustedProxy(r *http.Request) bool { return p.res.Trusts(r) }
-
-// Inspect reports the state of k in the protector's namespace without
-// changing anything.
-func (p *Protector) Inspect(ctx context.Context, k Key) (KeyState, error) {
-	st, err := p.space.Inspect(ctx, k)
-	if err != nil {
-		return KeyState{}, fmt.Errorf("protect: inspect %s: %w", k, err)
-	}
-	return st, nil
-}
 
 // Verify decides one request: it resolves the client behind trusted
 // proxies, then runs the pipeline (unknown address → safe networks →

@@ -56,7 +56,7 @@ func TestExactCounts(t *testing.T) {
 			if got[Allowed] != 100 || got[Limited] != 150 || got[Banned] != 50 || len(got) != 3 {
 				t.Fatalf("VerifyAddr(%s) × 300 = %v, want allowed 100, limited 150, banned 50", addr, got)
 			}
-			bans, err := p.Bans(t.Context(), BanFilter{})
+			bans, err := p.bans(t.Context(), BanFilter{})
 			if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.7" || bans[0].Source != SourceAuto {
 				t.Fatalf("Bans() = %+v, %v; want one automatic ban on 203.0.113.7", bans, err)
 			}
@@ -139,7 +139,7 @@ func TestForgedHeaders(t *testing.T) {
 		if d := verify(t, p, request(proxy, "203.0.113.7")); d.Status != Allowed {
 			t.Fatalf("Verify(customer 203.0.113.7) after a forged flood through the proxy = %v, want allowed", d.Status)
 		}
-		bans, _ := p.Bans(t.Context(), BanFilter{})
+		bans, _ := p.bans(t.Context(), BanFilter{})
 		var keys []string
 		for _, b := range bans {
 			keys = append(keys, b.Key.String())
@@ -279,14 +279,14 @@ func TestManualBans(t *testing.T) {
 			t.Errorf("VerifyAddr(%s) under a permanent ban: RetryAfter %v, BanExpires %v; want 0, zero", tt.addr, d.RetryAfter, d.BanExpires)
 		}
 	}
-	bans, _ := p.Bans(ctx, BanFilter{})
+	bans, _ := p.bans(ctx, BanFilter{})
 	if len(bans) != 2 || bans[0].Key.String() != "198.51.100.0/24" || !bans[0].Range || bans[0].By != "ops" || bans[0].Reason != "scanner" ||
 		bans[1].Key.String() != "2001:db8:1:2::/64" || !bans[1].Permanent() {
 		t.Fatalf("Bans() = %+v, want 198.51.100.0/24 by ops for scanner, and 2001:db8:1:2::/64 permanent", bans)
 	}
 	// Permanent bans outlive any clock; range bans expire.
 	clk.Advance(365 * 24 * time.Hour)
-	bans, _ = p.Bans(ctx, BanFilter{})
+	bans, _ = p.bans(ctx, BanFilter{})
 	if len(bans) != 1 || !bans[0].Permanent() {
 		t.Fatalf("Bans() after a year = %+v, want the permanent ban alone", bans)
 	}
@@ -888,7 +888,7 @@ func TestDryRunWritesNoBan(t *testing.T) {
 				t.Fatalf("live.VerifyAddr(%s) = %v, want allowed: the dry run must not have banned the client", a, d.Status)
 			}
 			for _, p := range []*Protector{dry, live} {
-				if bans, err := p.Bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
+				if bans, err := p.bans(t.Context(), BanFilter{}); err != nil || len(bans) != 0 {
 					t.Fatalf("Bans() = %v, %v; want none", bans, err)
 				}
 			}

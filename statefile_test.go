@@ -112,7 +112,7 @@ func TestStateFileKeepsBansAndQuota(t *testing.T) {
 	if d, _ := p.VerifyAddr(ctx, short); d.Status != Allowed {
 		t.Errorf("VerifyAddr(%v), whose ban ended while the store was closed = %v, want allowed", short, d.Status)
 	}
-	bans, err := p.Bans(ctx, BanFilter{})
+	bans, err := p.bans(ctx, BanFilter{})
 	if err != nil || len(bans) != 3 {
 		t.Errorf("Bans() after the restart = %d bans, %v; want 3", len(bans), err)
 	}
@@ -121,7 +121,7 @@ func TestStateFileKeepsBansAndQuota(t *testing.T) {
 			t.Errorf("restored manual ban = %+v, want reason, by and source kept", b)
 		}
 	}
-	if st, _ := p.Inspect(ctx, Key{Prefix: netip.PrefixFrom(auto, 32)}); st.Offenses != 1 {
+	if st, _ := p.inspect(ctx, Key{Prefix: netip.PrefixFrom(auto, 32)}); st.Offenses != 1 {
 		t.Errorf("Inspect(%v).Offenses after the restart = %d, want 1 (escalation keeps counting)", auto, st.Offenses)
 	}
 	if d, _ := p.VerifyConsumer(ctx, "acme", plan); d.Status != Allowed || d.Remaining != 59 || d.Limit != 100 {

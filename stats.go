@@ -68,7 +68,8 @@ type Stats struct {
 	// ManualBans counts the bans added through Protector.Ban, in this
 	// process.
 	ManualBans uint64
-	// BansLifted counts the bans removed through Lift and LiftAll. A ban
+	// BansLifted counts the bans removed through Lift (package admin's
+	// lifts, LiftAll among them, go through it). A ban
 	// that simply expires is not lifted.
 	BansLifted uint64
 

@@ -163,7 +163,7 @@ func TestStatsBans(t *testing.T) {
 	if s := p.Stats(); s.ManualBans != 3 || s.BansLifted != 1 || s.RangeBans != 1 || s.AutoBans != 0 {
 		t.Fatalf("Stats() = %+v, want ManualBans 3, BansLifted 1, RangeBans 1, AutoBans 0", s)
 	}
-	if _, err := p.LiftAll(ctx, "test"); err != nil {
+	if _, err := p.liftAll(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.BansLifted != 3 || s.RangeBans != 0 {

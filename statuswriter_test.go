@@ -221,7 +221,7 @@ func TestStatusWriterCountsBeforeTheHeader(t *testing.T) {
 			t.Fatalf("failure %d: RateLimit as the header left = %q, want %q", i+1, base.fields[last], want)
 		}
 	}
-	if st, _ := p.Inspect(t.Context(), k); st.Count != 2 {
+	if st, _ := p.inspect(t.Context(), k); st.Count != 2 {
 		t.Fatalf("Inspect(192.0.2.1).Count = %d, want 2", st.Count)
 	}
 }

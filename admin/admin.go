@@ -11,6 +11,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/clientaddr"
+	"github.com/httpprotect/protect/store"
 )
 
 // An Admin administers one protector's bans. The zero value is not usable;
@@ -111,18 +112,24 @@ func Records(bans []protect.Ban, now time.Time) []BanRecord {
 type Filter struct {
 	// Within keeps bans on keys and ranges inside this network.
 	Within netip.Prefix
+	// RangesOnly keeps range bans alone: on Redis one read of one hash,
+	// never a scan of the keyspace.
+	RangesOnly bool
 	// Source keeps automatic or manual bans only; "" keeps both.
 	Source protect.Source
 	// Limit keeps the first Limit bans (soonest expiry first); 0 keeps all.
 	Limit int
 }
 
-// Bans lists the active bans that f selects, soonest expiry first and
-// permanent bans last.
+// Bans lists the active bans in the protector's ban list that f
+// selects, soonest expiry first and permanent bans last. An empty list
+// is empty, never nil. It reads the protector's Space (store.ListBans):
+// on a store outside this process each page of the listing (about a
+// thousand bans on Redis) has its own StoreTimeout; ctx bounds the whole.
 func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
-	bans, err := a.p.Bans(ctx, protect.BanFilter{Within: f.Within})
+	bans, err := store.ListBans(ctx, a.p.Space(), protect.BanFilter{Within: f.Within, RangesOnly: f.RangesOnly}, a.perPage())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("admin: list bans: %w", err)
 	}
 	out := bans[:0]
 	for _, b := range bans {
@@ -156,21 +163,45 @@ func (a *Admin) Ban(ctx context.Context, targets []string, opt protect.BanOption
 	return out, nil
 }
 
+// perPage is the deadline of each page of a listing: StoreTimeout for a
+// space outside this process, none for a local one, as the protector
+// gives its own.
+func (a *Admin) perPage() time.Duration {
+	if l, ok := a.p.Space().(store.LocalSpace); ok && l.Local() {
+		return 0
+	}
+	return a.p.Config().StoreTimeout
+}
+
+// InspectKey reports the state of k in the protector's namespace and ban
+// list (its count, its ban, its offenses, its plan usage) without
+// changing anything, within StoreTimeout on a store outside this
+// process. Inspect is this for a target, as protectctl shows it.
+func (a *Admin) InspectKey(ctx context.Context, k protect.Key) (protect.KeyState, error) {
+	st, err := a.p.Space().Inspect(ctx, k)
+	if err != nil {
+		return protect.KeyState{}, fmt.Errorf("admin: inspect %s: %w", k, err)
+	}
+	return st, nil
+}
+
 // ErrNoTarget is returned when a lift names nothing and does not ask for
 // everything.
 var ErrNoTarget = errors.New("admin: no target (lifting every ban must be asked for explicitly)")
 
-// Lift lifts the bans on each target: an address lifts its counting key, a
-// CIDR every ban inside it. With no targets it lifts nothing and returns
-// ErrNoTarget; LiftAll lifts everything. A target that does not parse,
-// or a CIDR too wide for protect.Protector.Lift, stops it before anything
-// is lifted.
+// Lift lifts the bans on each target with protect.Protector.Lift: an
+// address lifts its counting key, a CIDR every ban inside it. With no
+// targets it lifts nothing and returns ErrNoTarget; LiftAll lifts
+// everything. A target that does not parse, or a CIDR wider than a /8 of
+// IPv4 or a /16 of IPv6 (protect.ErrWideTarget: an operator's typo is
+// more likely than a wish to lift a whole family), stops it before
+// anything is lifted.
 func (a *Admin) Lift(ctx context.Context, targets []string, by string) ([]protect.Ban, error) {
 	return a.lift(ctx, targets, by, false)
 }
 
 // LiftWide is Lift that takes CIDRs of any width (0.0.0.0/0 lifts every
-// ban on IPv4).
+// ban on IPv4), as protect.Protector.Lift does.
 func (a *Admin) LiftWide(ctx context.Context, targets []string, by string) ([]protect.Ban, error) {
 	return a.lift(ctx, targets, by, true)
 }
@@ -182,13 +213,9 @@ func (a *Admin) lift(ctx context.Context, targets []string, by string, wide bool
 	if err := a.checkTargets(targets, wide); err != nil {
 		return nil, err
 	}
-	liftOne := a.p.Lift
-	if wide {
-		liftOne = a.p.LiftWide
-	}
 	lifted := []protect.Ban{}
 	for _, t := range targets {
-		bans, err := liftOne(ctx, t, by)
+		bans, err := a.p.Lift(ctx, t, by)
 		lifted = append(lifted, bans...)
 		if err != nil {
 			return lifted, err
@@ -197,9 +224,41 @@ func (a *Admin) lift(ctx context.Context, targets []string, by string, wide bool
 	return lifted, nil
 }
 
-// LiftAll lifts every ban in the protector's namespace.
+// LiftAll lifts every ban in the protector's ban list, through
+// protect.Protector.Lift, which counts, logs and cleans up each as any
+// lift: the bans on addresses and ranges as the lifts of 0.0.0.0/0 and
+// ::/0 (a page at a time where the store can, one round trip per page on
+// Redis), then each consumer key's ban that a listing finds, one by one.
 func (a *Admin) LiftAll(ctx context.Context, by string) ([]protect.Ban, error) {
-	return a.p.LiftAll(ctx, by)
+	lifted := []protect.Ban{}
+	for _, family := range [...]string{"0.0.0.0/0", "::/0"} {
+		bans, err := a.p.Lift(ctx, family, by)
+		lifted = append(lifted, bans...)
+		if err != nil {
+			return lifted, err
+		}
+	}
+	bans, err := a.Bans(ctx, Filter{})
+	if err != nil {
+		return lifted, err
+	}
+	var errs []error
+	for _, b := range bans {
+		if b.Key.Prefix.IsValid() {
+			continue // an address or range ban written after the lifts above
+		}
+		target := protect.ConsumerPrefix + b.Key.Name
+		if k, _, err := a.Target(target); err != nil || k != b.Key {
+			errs = append(errs, fmt.Errorf("admin: lift %s: no target names this key", b.Key))
+			continue
+		}
+		got, err := a.p.Lift(ctx, target, by)
+		lifted = append(lifted, got...)
+		if err != nil {
+			return lifted, err
+		}
+	}
+	return lifted, errors.Join(errs...)
 }
 
 // checkBans is checkTargets for a ban: it also refuses a target whose
@@ -275,7 +334,7 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 	if err != nil {
 		return Inspection{}, err
 	}
-	st, err := a.p.Inspect(ctx, k)
+	st, err := a.InspectKey(ctx, k)
 	if err != nil {
 		return Inspection{}, err
 	}
@@ -293,7 +352,7 @@ func (a *Admin) InspectPlans(ctx context.Context, target string, plans map[strin
 	}
 	if addr, err := netip.ParseAddr(target); err == nil {
 		in.Safe = a.p.IsSafe(addr)
-		ranges, err := a.p.Bans(ctx, protect.BanFilter{RangesOnly: true})
+		ranges, err := a.Bans(ctx, Filter{RangesOnly: true})
 		if err != nil {
 			return Inspection{}, err
 		}

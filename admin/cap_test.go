@@ -56,7 +56,7 @@ func TestAdminTargetCap(t *testing.T) {
 			t.Errorf("%s = %d %s, want %d, code %s, detail %q", tc.name, w.Code, w.Body.String(), tc.status, admin.CodeTooLarge, tc.detail)
 		}
 	}
-	if bans, _ := p.Bans(t.Context(), protect.BanFilter{}); len(bans) != 0 {
+	if bans, _ := admin.New(p).Bans(t.Context(), admin.Filter{}); len(bans) != 0 {
 		t.Fatalf("Bans after the refused requests = %d, want 0", len(bans))
 	}
 	full := body(targets(admin.MaxTargets))

@@ -59,7 +59,7 @@ func TestBanRefusesLoopback(t *testing.T) {
 			t.Errorf("POST /v1/bans %q (force %v) = %d %s %q, want %d %q", tc.target, tc.force, resp.StatusCode, pr.Code, pr.Detail, tc.status, tc.detail)
 		}
 	}
-	bans, err := p.Bans(t.Context(), protect.BanFilter{})
+	bans, err := New(p).Bans(t.Context(), Filter{})
 	if err != nil || len(bans) != 5 {
 		t.Fatalf("Bans() = %d bans, %v; want the 5 taken", len(bans), err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // banStores are the stores the ban operations are checked on: each makes
@@ -104,7 +105,7 @@ func TestConfigDurationBounds(t *testing.T) {
 				}
 			}
 			k := countedKey(a.String())
-			st, err := p.Inspect(ctx, k)
+			st, err := admin.New(p).InspectKey(ctx, k)
 			if err != nil || st.Ban == nil || st.Ban.Offense != 3 || st.Ban.Expires.Sub(st.Ban.Created) != 4*protect.DefaultBanDuration {
 				t.Fatalf("third ban: %+v, %v", st.Ban, err)
 			}

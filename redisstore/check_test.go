@@ -7,6 +7,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // Check decides as Verify does but counts nothing and writes nothing: not
@@ -53,14 +54,14 @@ func TestCheckCountsNothing(t *testing.T) {
 					t.Fatalf("Check %d before any request = %v count %d remaining %d; want allowed, 0, %d", i+1, d.Status, d.Count, d.Remaining, limit)
 				}
 			}
-			if st, err := p.Inspect(ctx, key); err != nil || st.Count != 0 || st.CountTTL != 0 {
+			if st, err := admin.New(p).InspectKey(ctx, key); err != nil || st.Count != 0 || st.CountTTL != 0 {
 				t.Fatalf("Inspect after two Checks = %+v, %v; want no counter", st, err)
 			}
 			if d := verify(t, p, r); d.Status != protect.Allowed || d.Count != 1 {
 				t.Fatalf("first Verify after two Checks = %v count %d; want allowed with count 1", d.Status, d.Count)
 			}
 			// A Check does not renew the counter's expiry.
-			before, err := p.Inspect(ctx, key)
+			before, err := admin.New(p).InspectKey(ctx, key)
 			if err != nil || before.Count != 1 || before.CountTTL <= 0 {
 				t.Fatalf("Inspect after one Verify = %+v, %v", before, err)
 			}
@@ -68,7 +69,7 @@ func TestCheckCountsNothing(t *testing.T) {
 			if d := check("after one request"); d.Status != protect.Allowed || d.Count != 1 || d.Remaining != limit-1 {
 				t.Fatalf("Check after one Verify = %v count %d remaining %d; want allowed, 1, %d", d.Status, d.Count, d.Remaining, limit-1)
 			}
-			if after, err := p.Inspect(ctx, key); err != nil || after.Count != 1 || after.CountTTL >= before.CountTTL {
+			if after, err := admin.New(p).InspectKey(ctx, key); err != nil || after.Count != 1 || after.CountTTL >= before.CountTTL {
 				t.Fatalf("Inspect after a Check = %+v, %v; want count 1 and a CountTTL below %v", after, err, before.CountTTL)
 			}
 			for i := 2; i <= limit+1; i++ {
@@ -84,7 +85,7 @@ func TestCheckCountsNothing(t *testing.T) {
 						i+1, d.Status, d.Count, d.StatusCode(), d.RetryAfter, limit+1)
 				}
 			}
-			if st, err := p.Inspect(ctx, key); err != nil || st.Count != limit+1 {
+			if st, err := admin.New(p).InspectKey(ctx, key); err != nil || st.Count != limit+1 {
 				t.Fatalf("Inspect.Count after Checks past the limit = %d, %v; want %d", st.Count, err, limit+1)
 			}
 			if d := verify(t, p, r); d.Count != limit+2 || d.Status != protect.Limited {

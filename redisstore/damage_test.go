@@ -9,6 +9,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/logtest"
 	"github.com/httpprotect/protect/store"
 )
@@ -132,7 +133,7 @@ func TestRedisDamagedBanAdministered(t *testing.T) {
 					if d, _ := in.p.VerifyAddr(ctx, netip.MustParseAddr("198.18.7.21")); d.Status != protect.Allowed {
 						t.Fatalf("VerifyAddr(victim) = %v, want Allowed", d.Status)
 					}
-					bans, err := in.p.Bans(ctx, protect.BanFilter{})
+					bans, err := admin.New(in.p).Bans(ctx, admin.Filter{})
 					if err != nil || len(bans) != 2 {
 						t.Fatalf("Bans = %+v, %v; want the real ban and the damaged one", bans, err)
 					}
@@ -146,7 +147,7 @@ func TestRedisDamagedBanAdministered(t *testing.T) {
 						t.Fatalf("Bans: the damaged record is %+v; want Malformed saying %s", dmg, shape.want)
 					}
 					k := countedKey("198.18.7.21")
-					st, err := in.p.Inspect(ctx, k)
+					st, err := admin.New(in.p).InspectKey(ctx, k)
 					if err != nil || st.Ban == nil || !strings.Contains(st.Ban.Malformed, shape.want) || st.Count != 1 {
 						t.Fatalf("Inspect = %+v, %v; want count 1 and the ban malformed, saying %s", st, err, shape.want)
 					}
@@ -191,7 +192,7 @@ func TestRedisDamagedRangeBan(t *testing.T) {
 	if n := logs.Count("protect: malformed range ban record, not enforced; lift it (protectctl lift) or repair it"); n != 1 {
 		t.Fatalf("%d log lines for the damaged range, want 1", n)
 	}
-	bans, err := in.p.Bans(ctx, protect.BanFilter{})
+	bans, err := admin.New(in.p).Bans(ctx, admin.Filter{})
 	if err != nil || len(bans) != 1 || !bans[0].Range || !strings.Contains(bans[0].Malformed, `offense "x"`) {
 		t.Fatalf("Bans = %+v, %v; want the damaged range", bans, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // Prefix escalation runs through the store seam alone (the whole scenario
@@ -90,7 +91,7 @@ func banKey(t *testing.T, p *protect.Protector, addr string) {
 // rangeBansOf returns the range bans p lists, by key.
 func rangeBansOf(t *testing.T, p *protect.Protector) map[string]protect.Ban {
 	t.Helper()
-	bans, err := p.Bans(t.Context(), protect.BanFilter{RangesOnly: true})
+	bans, err := admin.New(p).Bans(t.Context(), admin.Filter{RangesOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

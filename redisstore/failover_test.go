@@ -11,6 +11,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/redistest"
 )
 
@@ -266,7 +267,7 @@ func (f *failover) run(t *testing.T) {
 		// moment.
 		t.Errorf("acknowledged counts lost in the failover = %d, want at most %d (the replication window)", lost, maxLostOnFailover)
 	}
-	st, err := ps[0].Inspect(ctx, protect.Key{Prefix: netip.PrefixFrom(addr, 32)})
+	st, err := admin.New(ps[0]).InspectKey(ctx, protect.Key{Prefix: netip.PrefixFrom(addr, 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func (f *failover) run(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lp.Close()
-	bans, err := lp.Bans(ctx, protect.BanFilter{})
+	bans, err := admin.New(lp).Bans(ctx, admin.Filter{})
 	if err != nil || len(bans) != len(banned) {
 		t.Errorf("Bans after the failover = %d bans, %v; want %d", len(bans), err, len(banned))
 	}

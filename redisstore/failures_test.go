@@ -13,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/logtest"
 )
 
@@ -115,7 +116,7 @@ func TestRedisPenalizeExact(t *testing.T) {
 					t.Fatalf("keys %v, %v; want the ban, the offense history and the ban index", keys, err)
 				}
 				for _, in := range inst {
-					bans, err := in.p.Bans(t.Context(), protect.BanFilter{})
+					bans, err := admin.New(in.p).Bans(t.Context(), admin.Filter{})
 					if err != nil || len(bans) != 1 || bans[0].Key.String() != client || bans[0].Offense != 1 {
 						t.Fatalf("bans %+v, %v", bans, err)
 					}

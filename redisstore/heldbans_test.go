@@ -7,6 +7,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // Bans this instance knows refuse whatever the store's health: a range
@@ -160,7 +161,7 @@ func TestReplayedBanKeepsTheStoresBan(t *testing.T) {
 	if n := a.p.Stats().PendingBans; n != 0 {
 		t.Fatalf("Stats().PendingBans after the replay = %d, want 0", n)
 	}
-	st, err := b.p.Inspect(ctx, protect.Key{Prefix: netip.PrefixFrom(client, 32)})
+	st, err := admin.New(b.p).InspectKey(ctx, protect.Key{Prefix: netip.PrefixFrom(client, 32)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/logtest"
 	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/internal/testclock"
@@ -195,7 +196,7 @@ func newTestProtector(t *testing.T, cfg protect.Config) (*protect.Protector, *fa
 // bannedKeys lists the keys p's ban list holds, sorted.
 func bannedKeys(t *testing.T, p *protect.Protector) []string {
 	t.Helper()
-	bans, err := p.Bans(t.Context(), protect.BanFilter{})
+	bans, err := admin.New(p).Bans(t.Context(), admin.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ type cancelKey struct{}
 // inspectCount returns the state of a's counting key in p.
 func inspectCount(t *testing.T, p *protect.Protector, a string) protect.KeyState {
 	t.Helper()
-	st, err := p.Inspect(t.Context(), countedKey(a))
+	st, err := admin.New(p).InspectKey(t.Context(), countedKey(a))
 	if err != nil {
 		t.Fatalf("Inspect(%s) = %v", a, err)
 	}

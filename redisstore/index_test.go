@@ -8,6 +8,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 
 	"github.com/alicebob/miniredis/v2"
 )
@@ -50,7 +51,7 @@ func TestRedisListsManyBans(t *testing.T) {
 			}
 			for round := range 2 {
 				in.hook.Take()
-				bans, err := in.p.Bans(ctx, protect.BanFilter{})
+				bans, err := admin.New(in.p).Bans(ctx, admin.Filter{})
 				if err != nil || len(bans) != n+2 {
 					t.Fatalf("round %d: Bans = %d bans, %v; want %d", round, len(bans), err, n+2)
 				}
@@ -62,7 +63,7 @@ func TestRedisListsManyBans(t *testing.T) {
 			if err != nil || len(lifted) != n+1 {
 				t.Fatalf("Lift(100.64.0.0/16) = %d bans, %v; want %d", len(lifted), err, n+1)
 			}
-			bans, err := in.p.Bans(ctx, protect.BanFilter{})
+			bans, err := admin.New(in.p).Bans(ctx, admin.Filter{})
 			if err != nil || len(bans) != 1 || bans[0].Key.String() != "198.51.100.0/24" {
 				t.Fatalf("after the lift: %v, %v", bans, err)
 			}
@@ -106,7 +107,7 @@ func TestRedisPlanBansListed(t *testing.T) {
 			for range 3 {
 				in.p.VerifyAddr(t.Context(), a)
 			}
-			bans, err := in.p.Bans(t.Context(), protect.BanFilter{})
+			bans, err := admin.New(in.p).Bans(t.Context(), admin.Filter{})
 			if err != nil || len(bans) != 1 || bans[0].Key.String() != "192.0.2.77" || bans[0].Source != protect.SourceAuto {
 				t.Fatalf("Bans = %+v, %v; want the plan's stream ban", bans, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/testclock"
 	"github.com/httpprotect/protect/store"
 
@@ -191,7 +192,7 @@ func TestRedisPlanKeys(t *testing.T) {
 					t.Fatalf("VerifyConsumer(acme) = %v, %v; want Allowed", d.Status, err)
 				}
 			}
-			st, err := in.p.Inspect(ctx, protect.Key{Name: "acme"})
+			st, err := admin.New(in.p).InspectKey(ctx, protect.Key{Name: "acme"})
 			if err != nil || len(st.Usage) != 4 {
 				t.Fatalf("Inspect = %+v, %v; want 4 limits", st, err)
 			}

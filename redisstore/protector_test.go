@@ -13,6 +13,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/logtest"
 	"github.com/httpprotect/protect/internal/redistest"
 
@@ -39,7 +40,7 @@ func TestRedisThreeInstancesExact(t *testing.T) {
 				if got[protect.Allowed] != 100 || got[protect.Limited] != 150 || got[protect.Banned] != 50 || len(got) != 3 {
 					t.Fatalf("got %v; want allowed 100, limited 150, banned 50", got)
 				}
-				bans, err := inst[0].p.Bans(t.Context(), protect.BanFilter{})
+				bans, err := admin.New(inst[0].p).Bans(t.Context(), admin.Filter{})
 				if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.7" || bans[0].Offense != 1 {
 					t.Fatalf("bans: %+v %v", bans, err)
 				}
@@ -442,9 +443,9 @@ func TestRedisRangeBansCost(t *testing.T) {
 			in.p.Ban(ctx, "192.0.2.1", protect.BanOptions{}) // a key ban, which listing ranges must not read
 			// Range bans are written by the ban script and listed by the
 			// ranges script: the first listing also loads that one.
-			in.p.Bans(ctx, protect.BanFilter{RangesOnly: true})
+			admin.New(in.p).Bans(ctx, admin.Filter{RangesOnly: true})
 			in.hook.Take()
-			ranges, err := in.p.Bans(ctx, protect.BanFilter{RangesOnly: true})
+			ranges, err := admin.New(in.p).Bans(ctx, admin.Filter{RangesOnly: true})
 			if n, names := in.hook.Take(); n != 1 || strings.Contains(strings.Join(names, " "), "scan") {
 				t.Fatalf("Bans(RangesOnly): %d round trips %v, want 1 and no scan", n, names)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
@@ -223,7 +224,7 @@ func TestWaitReplicasTimeout(t *testing.T) {
 			t.Errorf("%s: count after the replica caught up = %d, want 3 (the master kept the unacknowledged count)", c.name, d.Count)
 		}
 		if c.plan {
-			st, err := ps[i].Inspect(t.Context(), d.Key)
+			st, err := admin.New(ps[i]).InspectKey(t.Context(), d.Key)
 			if err != nil || len(st.Usage) != 1 || st.Usage[0].Used != 3 {
 				t.Errorf("%s: Inspect after the replica caught up = %+v, %v; want the quota used 3 times (the master kept the unacknowledged count)", c.name, st.Usage, err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	protect "github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/logtest"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +55,7 @@ func TestRedisListingShowsStrayKeys(t *testing.T) {
 	if _, err := in.p.Ban(t.Context(), "192.0.2.11", protect.BanOptions{Reason: "real"}); err != nil {
 		t.Fatal(err)
 	}
-	bans, err := in.p.Bans(t.Context(), protect.BanFilter{})
+	bans, err := admin.New(in.p).Bans(t.Context(), admin.Filter{})
 	slices.SortFunc(bans, func(a, b protect.Ban) int { return strings.Compare(a.Key.String(), b.Key.String()) })
 	if err != nil || len(bans) != 2 || bans[0].Key.String() != "192.0.2.10" || !strings.Contains(bans[0].Malformed, "a key of another type") ||
 		bans[1].Key.String() != "192.0.2.11" || bans[1].Malformed != "" {
@@ -90,7 +91,7 @@ func TestRedisDamagedCounter(t *testing.T) {
 				c := in.store.Client()
 				counter := ns + "{198.51.100.9}:c"
 				dm.write(ctx, c, counter)
-				if st, err := in.p.Inspect(ctx, protect.Key{Prefix: netip.MustParsePrefix("198.51.100.9/32")}); err != nil || st.Count != 0 {
+				if st, err := admin.New(in.p).InspectKey(ctx, protect.Key{Prefix: netip.MustParsePrefix("198.51.100.9/32")}); err != nil || st.Count != 0 {
 					t.Fatalf("Inspect(198.51.100.9) = count %d, %v; want 0, no error", st.Count, err)
 				}
 				damaged := netip.MustParseAddr("198.51.100.9")

@@ -58,8 +58,8 @@ type BanHolder interface {
 // A BanPager is a Space that lists and lifts bans a page at a time, each
 // page under its own deadline of perPage (0: ctx's alone), because a ban
 // list may hold more bans than one StoreTimeout can cover. The Protector
-// uses it for Bans, LiftAll and the lifts of a CIDR; ctx bounds the
-// whole.
+// uses it for the lifts of a CIDR, package admin for listing bans
+// (ListBans); ctx bounds the whole.
 type BanPager interface {
 	Space
 	// BansPaged lists as Space.Bans does.
@@ -67,6 +67,30 @@ type BanPager interface {
 	// LiftBans lifts the bans on keys, which are not ranges, and returns
 	// those it removed.
 	LiftBans(ctx context.Context, keys []Key, perPage time.Duration) ([]Ban, error)
+}
+
+// ListBans lists the bans of sp that f selects, sorted as SortBans
+// sorts them: a page at a time, each page within perPage, when sp is a
+// BanPager; in one call of Space.Bans otherwise. An empty list is empty,
+// never nil.
+func ListBans(ctx context.Context, sp Space, f BanFilter, perPage time.Duration) ([]Ban, error) {
+	var (
+		bans []Ban
+		err  error
+	)
+	if ps, ok := sp.(BanPager); ok {
+		bans, err = ps.BansPaged(ctx, f, perPage)
+	} else {
+		bans, err = sp.Bans(ctx, f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if bans == nil {
+		bans = []Ban{}
+	}
+	SortBans(bans)
+	return bans, nil
 }
 
 // A RangeBanCounter is a Space that can tell, without I/O, how many range

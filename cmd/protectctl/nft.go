@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/nftsink"
 )
 
@@ -60,7 +61,7 @@ func nftCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		defer cancel()
 		var bans []protect.Ban
 		for _, a := range lists {
-			b, err := a.Protector().Bans(ctx, protect.BanFilter{})
+			b, err := a.Bans(ctx, admin.Filter{})
 			if err != nil {
 				return fmt.Errorf("%w\n  check -redis or HTTP_PROTECT_REDIS_URL", err)
 			}

@@ -44,7 +44,7 @@ func banByEach(t *testing.T, ps []*protect.Protector) {
 		if err := p.Publish(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if bans, _ := p.Bans(ctx, protect.BanFilter{}); len(bans) == 0 {
+		if bans, _ := admin.New(p).Bans(ctx, admin.Filter{}); len(bans) == 0 {
 			t.Fatalf("protector %d: Bans() = none, want its ban", i)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/needs"
 
 	"github.com/httpprotect/protect"
@@ -38,7 +39,7 @@ func TestCrowdSecFirewallBouncer(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Close() })
 	api := pair.Listen(pair.Server, "127.0.0.1:0")
-	l := newLAPI(p, []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	l := newLAPI(admin.New(p), []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := newServer(l, slog.Default())
 	srv.ConnContext = l.connContext // as startSinks serves it
 	go srv.Serve(api)

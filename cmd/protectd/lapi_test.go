@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/testclock"
 )
 
@@ -42,7 +43,7 @@ func newLAPIRig(t testing.TB) *lapiRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return &lapiRig{p: p, clock: clock, h: newLAPI(p, []string{keyA, keyB}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	return &lapiRig{p: p, clock: clock, h: newLAPI(admin.New(p), []string{keyA, keyB}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 }
 
 func (r *lapiRig) ban(t testing.TB, target string, opt protect.BanOptions) protect.Ban {
@@ -489,7 +490,7 @@ func TestLAPIFilters(t *testing.T) {
 func TestLAPIHistoryBound(t *testing.T) {
 	r := newLAPIRig(t)
 	var log strings.Builder
-	r.h = newLAPI(r.p, []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
+	r.h = newLAPI(admin.New(r.p), []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
 	r.h.opt.historyMax = 1
 	a := r.ban(t, "192.0.2.1", protect.BanOptions{For: time.Hour})
 	b := r.ban(t, "192.0.2.2", protect.BanOptions{For: time.Hour})
@@ -512,7 +513,7 @@ func TestLAPIHistoryBound(t *testing.T) {
 // listerOf lists bans as they are.
 type listerOf []protect.Ban
 
-func (l listerOf) Bans(context.Context, protect.BanFilter) ([]protect.Ban, error) { return l, nil }
+func (l listerOf) Bans(context.Context, admin.Filter) ([]protect.Ban, error) { return l, nil }
 
 // TestLAPISkipsMalformed: a record the store cannot read refuses
 // nothing, and is no decision: sent, it would be a permanent ban.

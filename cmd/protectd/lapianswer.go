@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // How the Local API answers many bans: one listing of the store is
@@ -114,7 +115,7 @@ func (l *lapi) snapshot(ctx context.Context) (*snapshot, error) {
 }
 
 func (l *lapi) list(ctx context.Context) (*snapshot, error) {
-	bans, err := l.src.Bans(ctx, protect.BanFilter{})
+	bans, err := l.src.Bans(ctx, admin.Filter{})
 	if err != nil {
 		return nil, err
 	}

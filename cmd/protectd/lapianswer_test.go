@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/heaptest"
 	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/internal/testclock"
@@ -44,14 +45,14 @@ func fill(t *testing.T, p *protect.Protector, n int) {
 // gatedLister holds the first listing until open is closed.
 type gatedLister struct {
 	src interface {
-		Bans(context.Context, protect.BanFilter) ([]protect.Ban, error)
+		Bans(context.Context, admin.Filter) ([]protect.Ban, error)
 	}
 	open  chan struct{}
 	mu    sync.Mutex
 	calls int
 }
 
-func (g *gatedLister) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
+func (g *gatedLister) Bans(ctx context.Context, f admin.Filter) ([]protect.Ban, error) {
 	g.mu.Lock()
 	g.calls++
 	g.mu.Unlock()
@@ -112,7 +113,7 @@ func TestLAPIStartupMemory(t *testing.T) {
 			}
 			t.Cleanup(func() { p.Close() })
 			fill(t, p, bans)
-			gate := &gatedLister{src: p, open: make(chan struct{})}
+			gate := &gatedLister{src: admin.New(p), open: make(chan struct{})}
 			var log bytes.Buffer
 			r := &lapiRig{p: p, clock: clock, h: newLAPI(gate, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(&log, nil)))}
 			srv, closed := r.serve(t)
@@ -171,7 +172,7 @@ func TestLAPICutsReaderThatDoesNotRead(t *testing.T) {
 	r := newLAPIRig(t)
 	fill(t, r.p, bans)
 	var log bytes.Buffer
-	r.h = newLAPI(r.p, []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
+	r.h = newLAPI(admin.New(r.p), []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
 	r.h.opt.stall = time.Second // long enough that the pull after it, which reads, is never cut on a busy machine
 	srv, closed := r.serve(t)
 	c := tinyReader(t, srv.Listener.Addr().String())

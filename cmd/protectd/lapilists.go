@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // withBlockLists lists a protector's bans and, after them, every entry
@@ -14,14 +15,14 @@ import (
 // with no end in the list is permanent. Entries of the list named
 // "crowdsec" are handed on too: a bouncer of this LAPI may not reach
 // CrowdSec's own.
-type withBlockLists struct{ p *protect.Protector }
+type withBlockLists struct{ a *admin.Admin }
 
-func (w withBlockLists) Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error) {
-	bans, err := w.p.Bans(ctx, f)
+func (w withBlockLists) Bans(ctx context.Context, f admin.Filter) ([]protect.Ban, error) {
+	bans, err := w.a.Bans(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range w.p.BlockListEntries() {
+	for _, m := range w.a.Protector().BlockListEntries() {
 		reason := m.Note
 		if reason == "" {
 			reason = "blocklist:" + m.List

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/envconfig"
 	"github.com/httpprotect/protect/internal/nftsink"
 )
@@ -169,7 +170,7 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nftsink.Run(ctx, sink, p, nftsink.RunOptions{Every: s.nftEvery, Logger: log})
+			nftsink.Run(ctx, sink, admin.New(p), nftsink.RunOptions{Every: s.nftEvery, Logger: log})
 		}()
 	}
 	if s.lapiListen != "" {
@@ -178,9 +179,9 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 			stop()
 			return nil, fmt.Errorf("%s=%q: %w", envLAPIListen, s.lapiListen, err)
 		}
-		var src nftsink.Lister = p
+		var src nftsink.Lister = admin.New(p)
 		if s.lapiLists {
-			src = withBlockLists{p}
+			src = withBlockLists{admin.New(p)}
 		}
 		l := newLAPI(src, s.lapiKeys, p.Config().Clock, log)
 		srv := newServer(l, log)

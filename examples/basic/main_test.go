@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 func TestDemo(t *testing.T) {
@@ -54,7 +55,7 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("GET /v1/bans = %d, want 200", resp.StatusCode)
 		}
 	}
-	if bans, err := p.Bans(t.Context(), protect.BanFilter{}); err != nil || len(bans) != 0 {
+	if bans, err := admin.New(p).Bans(t.Context(), admin.Filter{}); err != nil || len(bans) != 0 {
 		t.Fatalf("Bans() after the printed loop = %+v, %v; want none", bans, err)
 	}
 	// Run twice without a pause: the 11th request passes BanLimit 10.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // clock is a fake clock, so that bans end without waiting.
@@ -88,7 +89,7 @@ func TestSuccessesNeverCount(t *testing.T) {
 	if got := post(h, peer, demoPassword); got.code != 200 {
 		t.Fatalf("post(%s, the demo password) after 4 failures = %+v, want 200", peer, got)
 	}
-	bans, err := guard.Bans(t.Context(), protect.BanFilter{})
+	bans, err := admin.New(guard).Bans(t.Context(), admin.Filter{})
 	if err != nil || len(bans) != 0 {
 		t.Fatalf("guard.Bans() = %+v, %v; want none", bans, err)
 	}
@@ -123,7 +124,7 @@ func TestFailuresLimitThenBan(t *testing.T) {
 	if got := post(h, "198.51.100.24:1", demoPassword); got.code != 200 {
 		t.Fatalf("post(198.51.100.24, the demo password), another client = %+v, want 200", got)
 	}
-	bans, err := guard.Bans(t.Context(), protect.BanFilter{})
+	bans, err := admin.New(guard).Bans(t.Context(), admin.Filter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "198.51.100.23" || bans[0].Reason != "failures passed the ban limit of 20" {
 		t.Fatalf("guard.Bans() = %+v, %v; want one of 198.51.100.23 for passing the ban limit of 20", bans, err)
 	}

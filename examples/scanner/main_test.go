@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 func newSite(t *testing.T) (http.Handler, *protect.Protector) {
@@ -38,7 +39,7 @@ func get(h http.Handler, peer, path string) result {
 
 func count(t *testing.T, trap *protect.Protector, addr string) int64 {
 	t.Helper()
-	st, err := trap.Inspect(t.Context(), protect.Key{Prefix: netip.PrefixFrom(netip.MustParseAddr(addr), 32)})
+	st, err := admin.New(trap).InspectKey(t.Context(), protect.Key{Prefix: netip.PrefixFrom(netip.MustParseAddr(addr), 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestScannerBanned(t *testing.T) {
 					t.Fatalf("get(%s, %s) after %d probes = %+v, want %d", scanner, p, tt.probes, got, tt.wantNext)
 				}
 			}
-			bans, err := trap.Bans(t.Context(), protect.BanFilter{})
+			bans, err := admin.New(trap).Bans(t.Context(), admin.Filter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestHoneypotBansAtOnce(t *testing.T) {
 	if got := get(h, scanner, "/"); got.code != 403 {
 		t.Fatalf("get(%s, /) after the honeypot = %+v, want 403", scanner, got)
 	}
-	bans, err := trap.Bans(t.Context(), protect.BanFilter{})
+	bans, err := admin.New(trap).Bans(t.Context(), admin.Filter{})
 	if err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.99" || bans[0].Offense != 1 {
 		t.Fatalf("trap.Bans() = %+v, %v; want one of 203.0.113.99, offense 1", bans, err)
 	}

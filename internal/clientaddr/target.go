@@ -72,19 +72,19 @@ func ParseTarget(s string, agg Aggregator) (Target, error) {
 	return Target{Key: store.Key{Prefix: pfx}, IsRange: true, CIDR: pfx}, nil
 }
 
-// ErrWideTarget is wrapped by the errors of Ban and Lift for a CIDR wider
-// than a /8 of IPv4 or a /16 of IPv6.
+// ErrWideTarget is wrapped by the errors of Ban and admin.Admin.Lift for
+// a CIDR wider than a /8 of IPv4 or a /16 of IPv6.
 var ErrWideTarget = errors.New("protect: target too wide")
 
-// The widest CIDRs that Ban and Lift take as they are. A /8 is a whole
+// The widest CIDRs that Ban and admin.Admin.Lift take as they are. A /8 is a whole
 // legacy IPv4 allocation, 16,777,216 addresses; a /16 of IPv6 is as wide
 // as 2002::/16, all of 6to4. Anything wider — 0.0.0.0/0, ::/0,
 // ::ffff:0:0/96 (every IPv4 address, written mapped), 2000::/3 — holds a
 // large share of the internet, and is far more often a typo than a
 // decision: banning it refuses nearly every client, lifting it lifts
-// nearly every ban. So Ban needs BanOptions.Force for one, Lift refuses
-// one (LiftWide takes it, LiftAll lifts everything), and protectctl asks
-// for -force or -all.
+// nearly every ban. So Ban needs BanOptions.Force for one, admin.Admin.Lift
+// refuses one (LiftWide takes it, LiftAll lifts everything; Protector.Lift
+// takes any width), and protectctl asks for -force or -all.
 const (
 	widestIPv4 = 8
 	widestIPv6 = 16

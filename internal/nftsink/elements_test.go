@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/testclock"
 )
 
@@ -213,7 +214,7 @@ func BenchmarkPoll(b *testing.B) {
 				}
 			}
 			for b.Loop() {
-				bans, err := p.Bans(ctx, protect.BanFilter{})
+				bans, err := admin.New(p).Bans(ctx, admin.Filter{})
 				if err != nil || len(bans) != n {
 					b.Fatalf("Bans = %d, %v", len(bans), err)
 				}

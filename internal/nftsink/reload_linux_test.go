@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // reload loads the test's ruleset anew in the server's namespace, as
@@ -93,7 +94,7 @@ func TestReloadWithoutIntervalIsRefused(t *testing.T) {
 	r.ban(t, "192.0.2.7", protect.BanOptions{Permanent: true})
 	r.sync(t, r.sink)
 	r.reload(t, "flags timeout", "")
-	bans, err := r.p.Bans(context.Background(), protect.BanFilter{})
+	bans, err := admin.New(r.p).Bans(context.Background(), admin.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
-// A Lister lists the bans in force; *protect.Protector is one.
+// A Lister lists the bans in force; *admin.Admin is one.
 type Lister interface {
-	Bans(ctx context.Context, f protect.BanFilter) ([]protect.Ban, error)
+	Bans(ctx context.Context, f admin.Filter) ([]protect.Ban, error)
 }
 
 // RunOptions tune Run. The zero value polls every DefaultEvery and logs
@@ -67,7 +68,7 @@ func Run(ctx context.Context, s *Sink, src Lister, opt RunOptions) {
 }
 
 func runOnce(ctx context.Context, s *Sink, src Lister, log *slog.Logger) error {
-	bans, err := src.Bans(ctx, protect.BanFilter{})
+	bans, err := src.Bans(ctx, admin.Filter{})
 	if err != nil {
 		return err
 	}

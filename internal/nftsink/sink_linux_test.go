@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/needs"
 
 	"github.com/httpprotect/protect"
@@ -64,7 +65,7 @@ func (r *rig) open(t *testing.T) *Sink {
 // sync writes the protector's bans into the kernel with sink s.
 func (r *rig) sync(t *testing.T, s *Sink) Result {
 	t.Helper()
-	bans, err := r.p.Bans(context.Background(), protect.BanFilter{})
+	bans, err := admin.New(r.p).Bans(context.Background(), admin.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
