@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh: what protectd costs behind nginx, on loopback.
 #
-#   examples/proxies/bench.sh                 # 10s per run
-#   DURATION=30s CONNECTIONS=64 examples/proxies/bench.sh
+#   examples/proxies/bench.sh                 # 3 rounds of 10s per run
+#   DURATION=30s CONNECTIONS=64 ROUNDS=5 examples/proxies/bench.sh
 #
 # Runs wrk against:
 #   1. nginx → a hello-world upstream (nginx alone)
@@ -17,7 +17,8 @@
 #   4. protectd's /verify alone, memory store
 #   5. protectd's /verify alone, Redis store (when PROTECT_REDIS_ADDR is
 #      set; its keys get a namespace of their own, deleted afterwards)
-# and prints requests/s, p50 latency, and the throughput ratios of 2 and 3
+# ROUNDS times each, interleaved, and prints the medians of requests/s,
+# p50 latency and protectd's CPU per request, and the throughput ratios of 2 and 3
 # to 1 with the p50 latency each adds. Needs go, nginx (with auth_request) and wrk.
 # Every process it starts it stops by its PID.
 set -euo pipefail
@@ -26,6 +27,7 @@ cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
 for tool in go nginx wrk; do
 	command -v "$tool" >/dev/null || { echo "bench.sh: $tool is not installed" >&2; exit 1; }
 done
@@ -205,25 +207,48 @@ bench() {
 	echo "$1 ${rps:-0} ${p50:-0} ${non2xx:-0} $cpu"
 }
 
-results=()
-results+=("$(bench nginx-alone "http://127.0.0.1:$alone/")")
-results+=("$(bench nginx+protectd "http://127.0.0.1:$guarded/" "$tcp_pid")")
-results+=("$(bench nginx+protectd-unix "http://127.0.0.1:$unix/" "$unix_pid")")
-results+=("$(bench nginx+auth-to-nginx "http://127.0.0.1:$hop/")")
-results+=("$(bench nginx+auth-to-go-nop "http://127.0.0.1:$gohop/" "$gonop_pid")")
-results+=("$(bench verify-memory "http://127.0.0.1:$pd/verify" "$tcp_pid")")
+# Each run is made ROUNDS times, the rounds interleaved, and the median
+# of each figure is reported: on a machine whose cores wrk, nginx and the
+# servers share, one run of a few seconds can differ from the next by
+# more than what separates protectd from an empty handler.
+runs=(nginx-alone "http://127.0.0.1:$alone/" -
+	nginx+protectd "http://127.0.0.1:$guarded/" "$tcp_pid"
+	nginx+protectd-unix "http://127.0.0.1:$unix/" "$unix_pid"
+	nginx+auth-to-nginx "http://127.0.0.1:$hop/" -
+	nginx+auth-to-go-nop "http://127.0.0.1:$gohop/" "$gonop_pid"
+	verify-memory "http://127.0.0.1:$pd/verify" "$tcp_pid")
 if [ -n "${PROTECT_REDIS_ADDR:-}" ]; then
 	ns="bench$$:"
 	rpd=$(port)
 	start_protectd "$rpd" HTTP_PROTECT_REDIS_URL="redis://$PROTECT_REDIS_ADDR/0" HTTP_PROTECT_NAMESPACE="$ns"
-	results+=("$(bench verify-redis "http://127.0.0.1:$rpd/verify" "$pd_pid")")
-	if command -v redis-cli >/dev/null; then
-		host=${PROTECT_REDIS_ADDR%:*} rport=${PROTECT_REDIS_ADDR##*:}
-		redis-cli -h "$host" -p "$rport" --scan --pattern "$ns*" | xargs -r redis-cli -h "$host" -p "$rport" del >/dev/null
-	fi
+	runs+=(verify-redis "http://127.0.0.1:$rpd/verify" "$pd_pid")
 fi
+raw=()
+for round in $(seq "$ROUNDS"); do
+	for ((i = 0; i < ${#runs[@]}; i += 3)); do
+		pid=${runs[i + 2]}
+		[ "$pid" != - ] || pid=
+		raw+=("$(bench "${runs[i]}" "${runs[i + 1]}" $pid)")
+	done
+done
+if [ -n "${ns:-}" ] && command -v redis-cli >/dev/null; then
+	host=${PROTECT_REDIS_ADDR%:*} rport=${PROTECT_REDIS_ADDR##*:}
+	redis-cli -h "$host" -p "$rport" --scan --pattern "$ns*" | xargs -r redis-cli -h "$host" -p "$rport" del >/dev/null
+fi
+# median NAME FIELD: the median of field FIELD (2 rps, 3 p50, 4 non2xx,
+# 5 cpu) of NAME's rounds.
+median() {
+	printf '%s\n' "${raw[@]}" | awk -v n="$1" -v f="$2" '$1 == n {print $f}' | sort -g |
+		awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+results=()
+for ((i = 0; i < ${#runs[@]}; i += 3)); do
+	name=${runs[i]} cpu=-
+	[ "${runs[i + 2]}" = - ] || cpu=$(median "$name" 5)
+	results+=("$name $(median "$name" 2) $(median "$name" 3) $(median "$name" 4) $cpu")
+done
 
-echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION, loopback, $(nproc) cores"
+echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION, medians of $ROUNDS rounds, loopback, $(nproc) cores"
 echo
 echo "| run | requests/s | p50 | non-2xx | protectd CPU per request |"
 echo "|---|---:|---:|---:|---:|"
@@ -244,3 +269,5 @@ ratio nginx+protectd "$g_rps" "$g_p50"
 ratio nginx+protectd-unix "$u_rps" "$u_p50"
 ratio nginx+auth-to-nginx "$h_rps" "$h_p50"
 ratio nginx+auth-to-go-nop "$n_rps" "$n_p50"
+awk -v g="$g_rps" -v n="$n_rps" -v gp="$g_p50" -v np="$n_p50" \
+	'BEGIN { printf "nginx+protectd / nginx+auth-to-go-nop: %.2f× throughput, p50 %+.0f µs\n", (n > 0 ? g / n : 0), gp - np }'
