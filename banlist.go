@@ -125,7 +125,7 @@ func (p *Protector) Lift(ctx context.Context, target string, by string) ([]Ban, 
 // where the store can (one round trip per page on Redis), ranges one by
 // one.
 func (p *Protector) liftBans(ctx context.Context, bans []Ban, by string) ([]Ban, error) {
-	ps, paged := p.space.(store.BanPager)
+	ps, paged := p.raw.(store.BanPager) // its pages have their own deadlines
 	var keys, keyBans []Key
 	for _, b := range bans {
 		if paged && !b.Range {
@@ -183,10 +183,14 @@ func (p *Protector) noteLift(ctx context.Context, b Ban, by string) {
 }
 
 // bans lists the active bans in the protector's namespace that f
-// selects, for Lift: store.ListBans on p's space, a page at a time where
-// the store can.
+// selects, for Lift: store.ListBans, a page at a time where the store can
+// (each page with its own deadline), else in one call behind the guard.
 func (p *Protector) bans(ctx context.Context, f BanFilter) ([]Ban, error) {
-	bans, err := store.ListBans(ctx, p.space, f, p.pageTimeout())
+	sp := p.space
+	if _, ok := p.raw.(store.BanPager); ok {
+		sp = p.raw
+	}
+	bans, err := store.ListBans(ctx, sp, f, p.pageTimeout())
 	if err != nil {
 		return nil, fmt.Errorf("protect: list bans: %w", err)
 	}

@@ -91,29 +91,7 @@ func (p *Protector) guardSpace(sp store.Space, scope store.Scope, main bool) sto
 		}
 		p.guard = g
 	}
-	gs := guardedSpace{Space: sp, g: p.guard, main: main}
-	if ps, ok := sp.(store.BanPager); ok {
-		return guardedPager{gs, ps}
-	}
-	return gs
-}
-
-// A guardedPager is the guardedSpace of a BanPager, which stays one:
-// each page has the deadline its caller gives (StoreTimeout from the
-// Protector and package admin), and no breaker, as an operator's calls.
-type guardedPager struct {
-	guardedSpace
-	pager store.BanPager
-}
-
-// BansPaged implements BanPager.
-func (gp guardedPager) BansPaged(ctx context.Context, f BanFilter, perPage time.Duration) ([]Ban, error) {
-	return gp.pager.BansPaged(ctx, f, perPage)
-}
-
-// LiftBans implements BanPager.
-func (gp guardedPager) LiftBans(ctx context.Context, keys []Key, perPage time.Duration) ([]Ban, error) {
-	return gp.pager.LiftBans(ctx, keys, perPage)
+	return guardedSpace{Space: sp, g: p.guard, main: main}
 }
 
 // close waits for the guard's background calls and closes its local

@@ -146,13 +146,14 @@ func (p *Protector) Config() Config {
 }
 
 // Space returns the store space the protector reads and writes: its
-// Store bound to its Namespace, BanNamespace and limits. A space outside
-// this process (not a LocalSpace reporting Local) comes behind the
-// protector's guard, each call within StoreTimeout; a BanPager stays
-// one. Package admin lists bans and inspects keys through it. What is
-// written through it bypasses the protector's Stats and log: ban and
-// lift with Ban and Lift.
-func (p *Protector) Space() store.Space { return p.space }
+// Store bound to its Namespace, BanNamespace and limits, with every
+// optional capability the store gives it (store.BanPager, store.Journal,
+// ...). It is the store's own, not behind the guard: a call through it
+// has no deadline but its context's and no breaker, so give each one a
+// deadline (StoreTimeout), as package admin does. What is written through
+// it bypasses the protector's Stats and log: ban and lift with Ban and
+// Lift.
+func (p *Protector) Space() store.Space { return p.raw }
 
 // cloneLists returns c with slices of its own: a protector keeps the
 // lists it was made with, whatever its caller later does with theirs,

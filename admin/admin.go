@@ -127,7 +127,13 @@ type Filter struct {
 // on a store outside this process each page of the listing (about a
 // thousand bans on Redis) has its own StoreTimeout; ctx bounds the whole.
 func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
-	bans, err := store.ListBans(ctx, a.p.Space(), protect.BanFilter{Within: f.Within, RangesOnly: f.RangesOnly}, a.perPage())
+	sp := a.p.Space()
+	if _, ok := sp.(store.BanPager); !ok { // one call: one deadline
+		var cancel context.CancelFunc
+		ctx, cancel = a.deadline(ctx)
+		defer cancel()
+	}
+	bans, err := store.ListBans(ctx, sp, protect.BanFilter{Within: f.Within, RangesOnly: f.RangesOnly}, a.perPage())
 	if err != nil {
 		return nil, fmt.Errorf("admin: list bans: %w", err)
 	}
@@ -163,9 +169,19 @@ func (a *Admin) Ban(ctx context.Context, targets []string, opt protect.BanOption
 	return out, nil
 }
 
-// perPage is the deadline of each page of a listing: StoreTimeout for a
-// space outside this process, none for a local one, as the protector
-// gives its own.
+// deadline bounds one call of the store to perPage, as the protector's
+// guard bounds its own: Protector.Space is the store's space, without
+// the guard.
+func (a *Admin) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d := a.perPage(); d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return ctx, func() {}
+}
+
+// perPage is the deadline of each call of the store, and of each page of
+// a listing: StoreTimeout for a space outside this process, none for a
+// local one, as the protector gives its own.
 func (a *Admin) perPage() time.Duration {
 	if l, ok := a.p.Space().(store.LocalSpace); ok && l.Local() {
 		return 0
@@ -178,6 +194,8 @@ func (a *Admin) perPage() time.Duration {
 // changing anything, within StoreTimeout on a store outside this
 // process. Inspect is this for a target, as protectctl shows it.
 func (a *Admin) InspectKey(ctx context.Context, k protect.Key) (protect.KeyState, error) {
+	ctx, cancel := a.deadline(ctx)
+	defer cancel()
 	st, err := a.p.Space().Inspect(ctx, k)
 	if err != nil {
 		return protect.KeyState{}, fmt.Errorf("admin: inspect %s: %w", k, err)
