@@ -16,8 +16,9 @@
 // decimal, from 1. A ban over is journaled when the store notices it
 // (its sweep, or a request or lift that finds it over), once, never
 // before its end. The journal is a ring bounded by Options.JournalLength
-// and Options.JournalAge; a request that writes no ban does no journal
-// work.
+// and Options.JournalAge, in memory only (a state file does not keep it:
+// a restart starts every journal again from 1); a request that writes no
+// ban does no journal work.
 //
 // The package imports nothing of protect but package store: it is a peer
 // of redisstore, and a model for a store written elsewhere.
