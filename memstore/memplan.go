@@ -153,7 +153,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k store.Key, addr netip.Addr, pl
 		pk = planKey{ns: sp.ns.id, hi: mk.hi, lo: mk.lo, bits: mk.meta&0xff + 1}
 		sh = sp.s.plans.shard(h)
 		sh.mu.Lock()
-		res.Result = sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
+		res.Result = sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events)
 	} else {
 		var mk, bk nameKey
 		mk, bk, h = sp.nameKey(k.Name)
@@ -163,7 +163,7 @@ func (sp *memSpace) TakePlan(_ context.Context, k store.Key, addr netip.Addr, pl
 		// A consumer that nothing in the namespace ever banned has no ban
 		// to find: skip the counter shard's lock.
 		if stream || sp.bns.nameBans.Load() {
-			res.Result = sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
+			res.Result = sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events)
 			if res.NewBan {
 				sp.bns.nameBans.Store(true)
 			}

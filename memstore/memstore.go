@@ -38,6 +38,16 @@ type Options struct {
 	// histories and plan state across restarts (see Open,
 	// which opens it; New ignores it) [none: memory only].
 	Path string
+	// JournalLength caps the events each ban namespace's journal keeps
+	// (Space.Events, store.Journal), the oldest going first [100,000]. An
+	// event takes 24 bytes, and keeps the ban it is about (192 bytes and
+	// its strings, shared by that ban's events) once the ban is lifted or
+	// over: 120 bytes an event for bans written and lifted
+	// (TestJournalBytes), at most some 22 MB a ban namespace at the
+	// default.
+	JournalLength int
+	// JournalAge is how long the journal keeps an event [7 days].
+	JournalAge time.Duration
 	// Logger receives what the state file's reader and writer report:
 	// a malformed record skipped, a write that failed [slog.Default()].
 	Logger *slog.Logger
@@ -65,6 +75,9 @@ type Store struct {
 	spaces map[string]*memNamespace
 	byID   []*memNamespace // by id - 1
 
+	journalLength int
+	journalAge    time.Duration
+
 	journal *journal // the state file's writer; nil in memory only (durable.go)
 
 	stop      chan struct{}
@@ -79,6 +92,8 @@ type memNamespace struct {
 	id     uint64
 	name   string
 	ranges atomic.Pointer[rangeBans] // nil when no range is banned
+	// events is the journal of the namespace's bans (journal.go).
+	events *eventLog
 	// nameBans is set once a consumer key of the ban namespace has been
 	// banned, and never cleared: until then a plan's decision for a
 	// consumer need not look for a ban (memplan.go).
@@ -128,6 +143,12 @@ func newMemoryStore(opt Options) (*Store, time.Duration) {
 	if opt.SweepInterval == 0 {
 		opt.SweepInterval = 10 * time.Second
 	}
+	if opt.JournalLength <= 0 {
+		opt.JournalLength = defaultJournalLength
+	}
+	if opt.JournalAge <= 0 {
+		opt.JournalAge = defaultJournalAge
+	}
 	epoch := time.Now()
 	if opt.Clock != nil {
 		epoch = opt.Clock()
@@ -140,6 +161,9 @@ func newMemoryStore(opt Options) (*Store, time.Duration) {
 		seed:   maphash.MakeSeed(),
 		spaces: make(map[string]*memNamespace),
 		stop:   make(chan struct{}),
+
+		journalLength: opt.JournalLength,
+		journalAge:    opt.JournalAge,
 	}
 	s.coarse = newCoarseClock(epoch)
 	s.hseed = maphash.String(s.seed, "protect") | 1
@@ -213,7 +237,7 @@ func (sp *memSpace) Publish(context.Context) error {
 func (s *Store) namespace(name string) *memNamespace {
 	ns, ok := s.spaces[name]
 	if !ok {
-		ns = &memNamespace{id: uint64(len(s.spaces) + 1), name: name}
+		ns = &memNamespace{id: uint64(len(s.spaces) + 1), name: name, events: newEventLog(s.journalLength, s.journalAge)}
 		s.spaces[name] = ns
 		s.byID = append(s.byID, ns)
 	}
@@ -277,16 +301,22 @@ func (s *Store) sweepEvery(interval time.Duration) {
 // sweep drops every expired counter, ban and offense history.
 func (s *Store) sweep() {
 	t := s.now()
-	s.addrs.sweep(t)
-	s.names.sweep(t)
+	// The journals of the namespaces made so far: a ban of a younger one
+	// waits for the next sweep.
+	s.mu.Lock()
+	byID := append([]*memNamespace(nil), s.byID...)
+	s.mu.Unlock()
+	s.addrs.sweep(t, func(k addrKey) *eventLog { return eventsOf(byID, k.meta>>8) })
+	s.names.sweep(t, func(k nameKey) *eventLog { return eventsOf(byID, k.ns) })
 	s.plans.sweep(s.micros(t))
 	s.mu.Lock()
 	for _, ns := range s.spaces {
 		old := ns.ranges.Load()
 		swept := old.Swept(t)
-		if swept != old && s.journal != nil {
+		if swept != old {
 			for _, e := range old.Without(netip.Prefix{}) {
 				if !e.Live(t) {
+					ns.events.add(store.EventExpire, &heldBan{ban: e.Ban, end: e.End}, t)
 					s.journal.noteRange(ns.id, e.Prefix)
 				}
 			}
@@ -294,6 +324,15 @@ func (s *Store) sweep() {
 		ns.ranges.Store(swept)
 	}
 	s.mu.Unlock()
+}
+
+// eventsOf is the journal of namespace id in byID, nil if byID does not
+// hold it.
+func eventsOf(byID []*memNamespace, id uint64) *eventLog {
+	if id == 0 || id > uint64(len(byID)) {
+		return nil
+	}
+	return byID[id-1].events
 }
 
 // memSpace is a Store bound to one Scope.
@@ -348,10 +387,10 @@ func (sp *memSpace) Take(_ context.Context, k store.Key, addr netip.Addr, n int6
 	switch {
 	case k.Prefix.IsValid():
 		mk, bk, h := sp.addrKey(k.Prefix)
-		return sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch), nil
+		return sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events), nil
 	case k.Name != "":
 		mk, bk, h := sp.nameKey(k.Name)
-		r := sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch)
+		r := sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events)
 		if r.NewBan {
 			sp.bns.nameBans.Store(true)
 		}
@@ -376,7 +415,12 @@ func (sp *memSpace) AddBan(_ context.Context, b store.Ban, length time.Duration)
 	switch {
 	case b.Range:
 		sp.s.mu.Lock()
-		sp.bns.ranges.Store(sp.bns.ranges.Load().With(store.RangeEntry{Prefix: b.Key.Prefix, End: held.end, Ban: held.ban}))
+		old := sp.bns.ranges.Load()
+		if e, ok := rangeEntry(old, b.Key.Prefix); ok && !e.Live(t) {
+			sp.bns.events.add(store.EventExpire, &heldBan{ban: e.Ban, end: e.End}, t)
+		}
+		sp.bns.ranges.Store(old.With(store.RangeEntry{Prefix: b.Key.Prefix, End: held.end, Ban: held.ban}))
+		sp.bns.events.add(store.EventBan, held, t)
 		sp.s.mu.Unlock()
 		sp.s.journal.noteRange(sp.bns.id, b.Key.Prefix)
 		// As a key ban does, an operator's range ban resets the counters
@@ -393,11 +437,11 @@ func (sp *memSpace) AddBan(_ context.Context, b store.Ban, length time.Duration)
 		})
 	case b.Key.Prefix.IsValid():
 		mk, bk, h := sp.addrKey(b.Key.Prefix)
-		sp.s.addrs.setBan(mk, bk, h, held)
+		sp.s.addrs.setBan(mk, bk, h, held, t, sp.bns.events)
 	default:
 		mk, bk, h := sp.nameKey(b.Key.Name)
 		sp.bns.nameBans.Store(true)
-		sp.s.names.setBan(mk, bk, h, held)
+		sp.s.names.setBan(mk, bk, h, held, t, sp.bns.events)
 	}
 	return held.ban, nil
 }
@@ -407,7 +451,7 @@ func (sp *memSpace) Lift(_ context.Context, k store.Key) (store.Ban, bool, error
 	t := sp.s.now()
 	if k.Name != "" {
 		_, bk, h := sp.nameKey(k.Name)
-		b, ok := sp.s.names.lift(bk, h, t)
+		b, ok := sp.s.names.lift(bk, h, t, sp.bns.events)
 		return b, ok, nil
 	}
 	if !k.Prefix.IsValid() {
@@ -417,15 +461,19 @@ func (sp *memSpace) Lift(_ context.Context, k store.Key) (store.Ban, bool, error
 	found := false
 	sp.s.mu.Lock()
 	if r := sp.bns.ranges.Load(); r != nil {
-		if e, ok := r.Find(k.Prefix, t); ok {
-			lifted, found = e.Ban, true
+		if e, ok := rangeEntry(r, k.Prefix); ok {
+			kind := store.EventExpire
+			if e.Live(t) {
+				lifted, found, kind = e.Ban, true, store.EventLift
+			}
+			sp.bns.events.add(kind, &heldBan{ban: e.Ban, end: e.End}, t)
 		}
 		sp.bns.ranges.Store(store.NewRangeSet(r.Without(k.Prefix)))
 	}
 	sp.s.mu.Unlock()
 	sp.s.journal.noteRange(sp.bns.id, k.Prefix)
 	_, bk, h := sp.addrKey(k.Prefix)
-	if b, ok := sp.s.addrs.lift(bk, h, t); ok {
+	if b, ok := sp.s.addrs.lift(bk, h, t, sp.bns.events); ok {
 		lifted, found = b, true
 	}
 	return lifted, found, nil

@@ -91,8 +91,9 @@ func (t *table[K]) len() int {
 // take is Space.Take for one key at ticks tk, under its shard's lock: mk
 // is its counter, bk its ban and offenses (the same key in the ban
 // namespace; mk itself when the two namespaces are one). epoch turns
-// ticks into times for a new ban's record.
-func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *store.Limits, epoch *time.Time) store.Result {
+// ticks into times for a new ban's record; ev is the journal of bk's
+// namespace, which only a ban written or found over touches.
+func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *store.Limits, epoch *time.Time, ev *eventLog) store.Result {
 	sh := &t.shards[0] // t.shard(h), written out
 	if t.shift != 64 {
 		sh = &t.shards[h>>t.shift]
@@ -107,8 +108,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *store.Limits, epoc
 				sh.mu.Unlock()
 				return r
 			}
-			delete(sh.bans, bk)
-			t.dirty.add(bk)
+			t.expire(sh, bk, b, tk, ev)
 		}
 	}
 	ct := &sh.counters
@@ -145,7 +145,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *store.Limits, epoc
 		sh.mu.Unlock()
 		return store.Result{Count: count}
 	}
-	r := sh.ban(mk, bk, i, tk, count, lim, epoch)
+	r := sh.ban(mk, bk, i, tk, count, lim, epoch, ev)
 	t.dirty.add(bk) // under the lock, which Close takes to stop the notes
 	sh.mu.Unlock()
 	return r
@@ -155,7 +155,7 @@ func (t *table[K]) take(mk, bk K, h uint64, tk, n int64, lim *store.Limits, epoc
 // tk, under the shard's lock. The counter goes, so that a lifted client
 // starts again from nothing instead of being banned again on its next
 // request.
-func (sh *shard[K]) ban(mk, bk K, i int, tk, count int64, lim *store.Limits, epoch *time.Time) store.Result {
+func (sh *shard[K]) ban(mk, bk K, i int, tk, count int64, lim *store.Limits, epoch *time.Time, ev *eventLog) store.Result {
 	sh.counters.remove(i)
 	offense := sh.offend(bk, tk, lim.OffenseWindow)
 	length := store.BanLength(lim, offense)
@@ -169,6 +169,7 @@ func (sh *shard[K]) ban(mk, bk K, i int, tk, count int64, lim *store.Limits, epo
 		Offense: offense,
 	}}
 	sh.bans[bk] = b
+	ev.add(store.EventBan, b, tk)
 	r := b.result(tk)
 	r.Count, r.NewBan = count, true
 	return r
@@ -202,11 +203,24 @@ func satAdd(a, b int64) int64 {
 	return 1<<63 - 1
 }
 
-// setBan writes b on bk and deletes the counter mk.
-func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan) {
+// expire deletes bk's ban b, over at ticks tk, and journals it in ev,
+// under sh's lock.
+func (t *table[K]) expire(sh *shard[K], bk K, b *heldBan, tk int64, ev *eventLog) {
+	delete(sh.bans, bk)
+	t.dirty.add(bk)
+	ev.add(store.EventExpire, b, tk)
+}
+
+// setBan writes b on bk at ticks tk, journaled in ev, and deletes the
+// counter mk. A ban it replaces that is over is journaled over first.
+func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan, tk int64, ev *eventLog) {
 	sh := t.shard(h)
 	sh.mu.Lock()
+	if old, ok := sh.bans[bk]; ok && !old.live(tk) {
+		ev.add(store.EventExpire, old, tk)
+	}
 	sh.bans[bk] = b
+	ev.add(store.EventBan, b, tk)
 	if i, ok := sh.counters.find(mk, h); ok {
 		sh.counters.remove(i)
 	}
@@ -214,7 +228,9 @@ func (t *table[K]) setBan(mk, bk K, h uint64, b *heldBan) {
 	sh.mu.Unlock()
 }
 
-func (t *table[K]) lift(mk K, h uint64, tk int64) (store.Ban, bool) {
+// lift deletes mk's ban at ticks tk, and journals it in ev: lifted if it
+// was in force, else over.
+func (t *table[K]) lift(mk K, h uint64, tk int64, ev *eventLog) (store.Ban, bool) {
 	sh := t.shard(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -224,7 +240,12 @@ func (t *table[K]) lift(mk K, h uint64, tk int64) (store.Ban, bool) {
 	}
 	delete(sh.bans, mk)
 	t.dirty.add(mk)
-	return b.ban, b.live(tk)
+	if !b.live(tk) {
+		ev.add(store.EventExpire, b, tk)
+		return b.ban, false
+	}
+	ev.add(store.EventLift, b, tk)
+	return b.ban, true
 }
 
 // bans appends the live bans of namespace ns that f selects.
@@ -267,16 +288,18 @@ func (t *table[K]) inspect(mk, bk K, h uint64, tk int64, lim *store.Limits) stor
 }
 
 // sweep drops what is over at ticks tk, one shard at a time, so a request
-// waits at most for one shard's sweep.
-func (t *table[K]) sweep(tk int64) {
+// waits at most for one shard's sweep; a ban over is journaled in evOf
+// of its key, and left for the next sweep when that is nil.
+func (t *table[K]) sweep(tk int64, evOf func(K) *eventLog) {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		sh.counters.sweep(tk)
 		for k, b := range sh.bans {
 			if !b.live(tk) {
-				delete(sh.bans, k)
-				t.dirty.add(k)
+				if ev := evOf(k); ev != nil {
+					t.expire(sh, k, b, tk, ev)
+				}
 			}
 		}
 		for k, log := range sh.offenses {

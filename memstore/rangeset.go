@@ -48,3 +48,13 @@ func rangeList(r *rangeBans, t int64, f store.BanFilter, out []store.Ban) []stor
 	}
 	return out
 }
+
+// rangeEntry returns r's entry on p, live or over.
+func rangeEntry(r *rangeBans, p netip.Prefix) (store.RangeEntry, bool) {
+	for _, e := range r.Without(netip.Prefix{}) {
+		if e.Prefix == p {
+			return e, true
+		}
+	}
+	return store.RangeEntry{}, false
+}

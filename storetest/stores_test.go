@@ -39,6 +39,7 @@ func capabilities(t *testing.T, s store.Store) []string {
 		"CircuitStore": is[store.CircuitStore](s), "LocalSpace": is[store.LocalSpace](sp),
 		"DeadlineSpace": is[store.DeadlineSpace](sp), "BanHolder": is[store.BanHolder](sp),
 		"BanPager": is[store.BanPager](sp), "RangeBanCounter": is[store.RangeBanCounter](sp),
+		"Journal": is[store.Journal](sp),
 	} {
 		if ok {
 			has = append(has, name)

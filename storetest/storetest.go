@@ -21,8 +21,10 @@
 // the counters a ban resets; namespaces and ban namespaces kept apart and
 // shared as Scope says, ErrLimitsDiffer and Publish; TakePlan's token
 // buckets, calendar quotas, costs and all-or-nothing charging, bans and
-// the stream beside a plan; and that concurrent calls on one key see
-// every count exactly once.
+// the stream beside a plan; that concurrent calls on one key see
+// every count exactly once; and, for a store whose spaces are a
+// store.Journal, the events of bans written, lifted and over, and their
+// cursors.
 //
 // On real time a store reads its clock at moments the suite cannot see,
 // so every time it reports (a RetryAfter, a Reset) is checked against
@@ -34,10 +36,11 @@
 // clock. Each test takes a few dozen Units (Env.Unit, 40ms on real time):
 // the whole suite takes some seconds.
 //
-// A store needs nothing but store.Store and store.Space to pass. The
-// optional interfaces of package store (LocalSpace, DeadlineSpace,
-// BanHolder, BanPager, RangeBanCounter, CircuitStore) are not used by the
-// suite; a store that has them is checked by the suite for the contract,
+// A store needs nothing but store.Store and store.Space to pass. Of the
+// optional interfaces of package store the suite checks Journal where a
+// space has it (a store without it skips that test); the others
+// (LocalSpace, DeadlineSpace, BanHolder, BanPager, RangeBanCounter,
+// CircuitStore) are not used by the suite; a store that has them is checked by the suite for the contract,
 // and by its own tests, through a Protector, for what they promise (as
 // protect's stores are: a Protector whose store fails must still refuse
 // the bans a BanHolder holds). To be sure a result does not depend on
@@ -151,6 +154,7 @@ var tests = []struct {
 	{"BanNamespaces", testBanNamespaces},
 	{"ConcurrentExactness", testConcurrentExactness},
 	{"ListsEveryBan", testListsEveryBan},
+	{"Journal", testJournal},
 	{"PlanBucket", testPlanBucket},
 	{"PlanRefusedCostsNothing", testPlanRefusedCostsNothing},
 	{"PlanKeysApart", testPlanKeysApart},
