@@ -46,6 +46,16 @@ type BanRequest struct {
 //	GET    /v1/inspect?target=T             Inspection
 //	GET    /v1/explain?remote=ADDR[&header=Name:%20value...]   Explanation
 //	GET    /v1/check?addr=ADDR              CheckReport
+//	GET    /v1/events?since=CURSOR&limit=N  EventRecords, one JSON line each
+//	GET    /v1/events  (Accept: text/event-stream)   the journal, followed
+//
+// Events are the ban list's journal (store.Journal): a store without one
+// is 501, code no_journal; a cursor trimmed away is 410, code
+// cursor_gone (read again without since); a service of several ban
+// lists needs namespace. Followed, each event is a server-sent event
+// whose id is its cursor (a reconnecting client's Last-Event-ID goes on
+// from it), whose event is its kind and whose data is its EventRecord; an
+// idle stream sends a comment line every few seconds.
 //
 // A ban or a lift names at most MaxTargets targets, and a body holds at
 // most MaxBody bytes: more is 413, code too_large, and nothing is
@@ -68,10 +78,15 @@ type BanRequest struct {
 // serve it on a unix socket or a port only operators reach (protectd's
 // HTTP_PROTECT_ADMIN_LISTEN demands a token on TCP).
 func Handler(ps ...*protect.Protector) http.Handler {
-	h := &handler{svc: NewService(ps...), log: slog.New(slog.DiscardHandler)}
+	h := &handler{svc: NewService(ps...), log: slog.New(slog.DiscardHandler), poll: eventPoll}
 	if len(ps) > 0 && ps[0] != nil && ps[0].Config().Logger != nil {
 		h.log = ps[0].Config().Logger
 	}
+	return h.routes()
+}
+
+// routes is the API of h.
+func (h *handler) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/protectors", h.protectors)
 	mux.HandleFunc("GET /v1/bans", h.bans)
@@ -80,6 +95,7 @@ func Handler(ps ...*protect.Protector) http.Handler {
 	mux.HandleFunc("GET /v1/inspect", h.inspect)
 	mux.HandleFunc("GET /v1/explain", h.explain)
 	mux.HandleFunc("GET /v1/check", h.check)
+	mux.HandleFunc("GET /v1/events", h.events)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux's own 404 and 405 are text, and it redirects a path
 		// that is not clean (a client would repeat a DELETE elsewhere);
@@ -99,15 +115,16 @@ func Handler(ps ...*protect.Protector) http.Handler {
 // known reports a path the API serves with some method.
 func known(path string) bool {
 	switch path {
-	case "/v1/protectors", "/v1/bans", "/v1/inspect", "/v1/explain", "/v1/check":
+	case "/v1/protectors", "/v1/bans", "/v1/inspect", "/v1/explain", "/v1/check", "/v1/events":
 		return true
 	}
 	return false
 }
 
 type handler struct {
-	svc *Service
-	log *slog.Logger
+	svc  *Service
+	log  *slog.Logger
+	poll time.Duration // how often a followed journal is read while nothing is new
 }
 
 // service is the part of the service r's namespace parameter selects.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/store"
 )
 
 // Problem codes of the admin API, in the "code" member of its
@@ -24,6 +25,8 @@ const (
 	CodeTooLarge         = "too_large"         // 413: more than MaxTargets targets, or a body over MaxBody
 	CodeUnauthorized     = "unauthorized"      // 401: a missing or wrong token (protectd's listener)
 	CodeStoreUnavailable = "store_unavailable" // 503: the store failed; its text is logged, not sent
+	CodeCursorGone       = "cursor_gone"       // 410: events since a cursor the journal trimmed away
+	CodeNoJournal        = "no_journal"        // 501: events of a store that keeps no journal
 )
 
 // Problem is the body of an admin API error (RFC 9457).
@@ -98,7 +101,11 @@ func writeErrorDone(w http.ResponseWriter, log *slog.Logger, what string, err er
 		p.Code = CodeNoTarget
 	case errors.Is(err, ErrTooManyTargets):
 		p.Status, p.Code = http.StatusRequestEntityTooLarge, CodeTooLarge
-	case errors.As(err, &br), errors.Is(err, protect.ErrReasonTooLong):
+	case errors.Is(err, ErrCursorGone):
+		p.Status, p.Code = http.StatusGone, CodeCursorGone
+	case errors.Is(err, ErrNoJournal):
+		p.Status, p.Code = http.StatusNotImplemented, CodeNoJournal
+	case errors.As(err, &br), errors.Is(err, protect.ErrReasonTooLong), errors.Is(err, store.ErrBadCursor):
 		p.Code = CodeBadRequest
 	default:
 		log.Error("admin: "+what+" failed", "err", err.Error(), "done", len(done))

@@ -111,7 +111,7 @@ func (l *eventLog) read(since string, limit int, t int64, mk func(seq uint64, e 
 	if since != "" {
 		n, err := strconv.ParseUint(since, 10, 64)
 		if err != nil || strconv.FormatUint(n, 10) != since {
-			return nil, fmt.Errorf("protect: journal: cursor %q is not one of this journal's (a decimal sequence number)", since)
+			return nil, fmt.Errorf("%w: cursor %q: want a decimal sequence number", store.ErrBadCursor, since)
 		}
 		after = n
 	}
@@ -124,7 +124,7 @@ func (l *eventLog) read(since string, limit int, t int64, mk func(seq uint64, e 
 	first := l.first()
 	switch {
 	case after >= l.next:
-		return nil, fmt.Errorf("protect: journal: cursor %q is past the newest event (%d)", since, l.next-1)
+		return nil, fmt.Errorf("%w: cursor %q is past the newest event (%d)", store.ErrBadCursor, since, l.next-1)
 	case since != "" && after+1 < first:
 		return nil, fmt.Errorf("%w: cursor %q, the oldest kept is %d", store.ErrCursorGone, since, first)
 	}

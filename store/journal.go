@@ -70,6 +70,11 @@ type Event struct {
 // the whole state.
 var ErrCursorGone = errors.New("store: journal: cursor trimmed away")
 
+// ErrBadCursor is wrapped by the error of Journal.Events for a cursor the
+// journal never wrote: one that does not parse as its cursors do, or one
+// past its newest event.
+var ErrBadCursor = errors.New("store: journal: not a cursor of this journal")
+
 // A Journal is a Space that keeps an ordered log of what happened to its
 // bans and allowlist entries. A store that offers it journals every ban,
 // lift and expiry of the space (and every allow and disallow, when it
@@ -82,6 +87,6 @@ type Journal interface {
 	// since, oldest first; since "" reads from the oldest kept. An empty
 	// result is the end of the journal for now; ask again with the last
 	// event's cursor. A since older than the oldest event kept is
-	// ErrCursorGone, and one this journal never wrote is an error.
+	// ErrCursorGone, and one this journal never wrote wraps ErrBadCursor.
 	Events(ctx context.Context, since string, limit int) ([]Event, error)
 }
