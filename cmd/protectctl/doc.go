@@ -116,6 +116,15 @@
 //		when nothing refuses it (nothing holds it, or it is safe), 1 when
 //		something does.
 //
+//	events [-follow] [-since DURATION] [-after CURSOR] [-json]
+//		Print the journal of the service's ban list, oldest first: each
+//		ban written, lift and ban that ended, with its time, target,
+//		source, author, end and reason. -since keeps the events of the
+//		last while (1h, 2d); -after those after the event with that
+//		cursor (-json shows each event's). -follow goes on printing
+//		events as they are written, until interrupted. -json writes one
+//		record a line. A store that keeps no journal is an error.
+//
 //	protectors [-json]
 //		List the protectors: name, namespace, ban list, and the limits
 //		published for the namespace (the protector's own settings, marked
@@ -178,5 +187,6 @@
 //	protectctl -server unix:/run/protectd/admin.sock bans   # a service on the memory store
 //	HTTP_PROTECT_ADMIN_TOKEN=$(cat /etc/protectd/token) protectctl -server http://10.0.0.7:8090 protectors
 //
+//	protectctl events -since 1h -follow               # what happened to bans, and what happens
 //	protectctl nft sync                               # the firewall's sets = the bans in force
 package main

@@ -31,6 +31,7 @@ type backend interface {
 	Inspect(ctx context.Context, target string, plans map[string]*protect.Plan) (admin.Inspection, error)
 	Explain(ctx context.Context, peer string, header map[string][]string) (admin.Explanation, error)
 	Check(ctx context.Context, addr netip.Addr) (admin.CheckReport, error)
+	Events(ctx context.Context, since string, limit int) ([]admin.EventRecord, error)
 }
 
 // remote is a running service's admin API (admin.Handler), at base.
@@ -105,6 +106,9 @@ func (r *remote) do(ctx context.Context, method, path string, q url.Values, body
 		return fmt.Errorf("admin API %s: %w", r.shown, err)
 	}
 	if res.StatusCode == want {
+		if recs, ok := out.(*[]admin.EventRecord); ok { // JSON lines
+			return decodeLines(data, recs, r.shown)
+		}
 		if err := json.Unmarshal(data, out); err != nil {
 			return fmt.Errorf("admin API %s: %s %s: not a record of the admin API: %w", r.shown, method, path, err)
 		}
@@ -227,3 +231,26 @@ func (r *remote) Check(ctx context.Context, addr netip.Addr) (admin.CheckReport,
 // errRefused is check's answer when something refuses the address: exit
 // 1, with the report on stdout and nothing more on stderr.
 var errRefused = errors.New("refused")
+
+func (r *remote) Events(ctx context.Context, since string, limit int) ([]admin.EventRecord, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if since != "" {
+		q.Set("since", since)
+	}
+	var out []admin.EventRecord
+	return out, r.do(ctx, "GET", "/v1/events", q, nil, http.StatusOK, &out)
+}
+
+// decodeLines decodes the JSON lines of GET /v1/events.
+func decodeLines(data []byte, recs *[]admin.EventRecord, shown string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var rec admin.EventRecord
+		if err := dec.Decode(&rec); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("admin API %s: GET /v1/events: line %d is not an event record: %w", shown, len(*recs)+1, err)
+		}
+		*recs = append(*recs, rec)
+	}
+}

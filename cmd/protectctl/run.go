@@ -35,7 +35,7 @@ const (
 // prints the manual (doc.go) instead.
 const mainUsage = `usage: protectctl [-redis URL] [-server URL [-token TOKEN]] [-namespace NS] COMMAND [flags] [args]
 
-commands: bans, ban, lift, inspect, explain, check, protectors, nft, version.
+commands: bans, ban, lift, events, inspect, explain, check, protectors, nft, version.
 "protectctl -h" prints the manual; "protectctl COMMAND -h" a command's flags.
 
 global flags:
@@ -76,6 +76,7 @@ var commands = map[string]command{
 	"explain":    {"explain -remote ADDR [-H 'Name: value']... [-json]", "protectctl explain -remote 10.0.0.1:5555 -H 'X-Forwarded-For: 6.6.6.6, 1.2.3.4'", explainCmd, true},
 	"check":      {"check [-json] ADDR", "protectctl check 203.0.113.7   # exit 1 when something refuses it", checkCmd, true},
 	"protectors": {"protectors [-json]", "protectctl protectors -json", protectorsCmd, true},
+	"events":     {"events [-follow] [-since DURATION] [-after CURSOR] [-json]", "protectctl events -since 1h -follow", eventsCmd, true},
 	"version":    {"version", "protectctl version", versionCmd, false},
 	"nft":        {"nft sync [-sets 'FAMILY TABLE SET4 SET6'] [-create] [-json]", "protectctl nft sync -sets 'inet protect ban4 ban6'", nftCmd, true},
 }
@@ -322,6 +323,11 @@ func (b redisBackend) Lift(ctx context.Context, o admin.LiftOptions) ([]admin.Ba
 		return nil, usagef("lift -all: this reads two ban lists, %q and %q; set HTTP_PROTECT_BAN_NAMESPACE to the one to empty", b.lists[0], b.lists[1])
 	}
 	return b.Service.Lift(ctx, o)
+}
+
+// Events reads the journal of the service's own list.
+func (b redisBackend) Events(ctx context.Context, since string, limit int) ([]admin.EventRecord, error) {
+	return b.writer.Events(ctx, since, limit)
 }
 
 func (b redisBackend) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]admin.BanRecord, error) {
