@@ -1,0 +1,333 @@
+// Package webhook posts the events of a ban list's journal to a URL, as
+// protectd's HTTP_PROTECT_WEBHOOK_URL does.
+//
+// A Sender follows the journal (admin.Events) from the moment it starts
+// and posts what it reads in batches, each body a JSON object
+//
+//	{"events": [EventRecord, ...]}
+//
+// signed with the shared secret: X-Protect-Signature is "sha256=" and the
+// hex of the HMAC-SHA256 of the body, so that the receiver can tell a
+// post of protect's from a forged one (compare with hmac.Equal, as
+// Verify does). A batch that fails (no answer, 429 or 5xx) is posted
+// again after a backoff that doubles up to Options.MaxBackoff; one the
+// receiver refuses (another 4xx) is dropped and counted, for sending it
+// again would be refused again.
+//
+// Nothing waits for the receiver but the Sender: the journal is read
+// into a bounded queue, and while the receiver is slow or down the
+// oldest events queued beyond Options.Queue are dropped and counted
+// (Stats.Dropped). A request is never held up by a webhook.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/httpprotect/protect/admin"
+)
+
+// SignatureHeader carries the signature of a post's body.
+const SignatureHeader = "X-Protect-Signature"
+
+// MinSecret is the shortest secret New accepts: a short one is a
+// guessable one.
+const MinSecret = 16
+
+// Source is where a Sender reads events: an admin.Admin or admin.Service.
+type Source interface {
+	Events(ctx context.Context, since string, limit int) ([]admin.EventRecord, error)
+}
+
+// Options configure a Sender. URL and Secret are required; the zero
+// value of every other field is its default.
+type Options struct {
+	URL    string // http or https
+	Secret []byte // at least MinSecret bytes
+
+	// Client posts; nil is a client whose requests time out after 10s.
+	Client *http.Client
+	// Queue bounds the events read but not yet delivered [10,000].
+	Queue int
+	// Batch is the most events in one post [100].
+	Batch int
+	// Poll is how often the journal is read while nothing is new [1s].
+	Poll time.Duration
+	// MinBackoff and MaxBackoff bound the wait before a failed post is
+	// tried again, doubling from the first to the second [1s, 1m].
+	MinBackoff, MaxBackoff time.Duration
+	// Logger logs failed posts and dropped events; nil logs nothing.
+	Logger *slog.Logger
+	// Wait waits d or until ctx is done, reporting whether d passed; nil
+	// is a timer. Tests pass one that does not sleep.
+	Wait func(ctx context.Context, d time.Duration) bool
+}
+
+// Stats counts what a Sender did.
+type Stats struct {
+	Delivered uint64 // events in posts the receiver took (2xx)
+	Refused   uint64 // events in posts it refused (4xx but 429), dropped
+	Dropped   uint64 // events dropped from a full queue, never posted
+	Retries   uint64 // posts tried again after a failure
+	Lost      uint64 // journal reads that found their cursor trimmed away
+}
+
+// A Sender posts a journal's events to a webhook. Make one with New.
+type Sender struct {
+	o   Options
+	log *slog.Logger
+
+	mu    sync.Mutex
+	queue []admin.EventRecord
+	ready chan struct{} // signalled when queue gains events
+
+	delivered, refused, dropped, retries, lost atomic.Uint64
+}
+
+// New checks o and returns a Sender of it.
+func New(o Options) (*Sender, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		shown := o.URL
+		if err == nil {
+			shown = u.Redacted() // a password in the URL is a secret too
+		}
+		return nil, fmt.Errorf("webhook: URL %q: want http://host/path or https://host/path", shown)
+	}
+	if len(o.Secret) < MinSecret {
+		return nil, fmt.Errorf("webhook: the secret has %d bytes, want at least %d: a receiver tells protect's posts from forged ones by it", len(o.Secret), MinSecret)
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Queue <= 0 {
+		o.Queue = 10_000
+	}
+	if o.Batch <= 0 {
+		o.Batch = 100
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = time.Second
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(time.Minute, o.MinBackoff)
+	}
+	if o.Wait == nil {
+		o.Wait = wait
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sender{o: o, log: log, ready: make(chan struct{}, 1)}, nil
+}
+
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Stats returns the counts so far.
+func (s *Sender) Stats() Stats {
+	return Stats{Delivered: s.delivered.Load(), Refused: s.refused.Load(), Dropped: s.dropped.Load(),
+		Retries: s.retries.Load(), Lost: s.lost.Load()}
+}
+
+// Start follows src's journal from its end, as it reads it before
+// returning, and posts its events until ctx is done; done is closed then.
+// What is queued when ctx is done is not posted. A source without a
+// journal is admin.ErrNoJournal, and nothing is started.
+func (s *Sender) Start(ctx context.Context, src Source) (done <-chan struct{}, err error) {
+	cursor, rerr := s.end(ctx, src)
+	if errors.Is(rerr, admin.ErrNoJournal) {
+		return nil, rerr
+	}
+	if rerr != nil && ctx.Err() == nil {
+		s.log.Warn("webhook: reading the journal failed", "err", rerr.Error())
+	}
+	c := make(chan struct{})
+	go func() {
+		defer close(c)
+		for err := rerr; err != nil; {
+			if !s.o.Wait(ctx, s.o.Poll) {
+				return
+			}
+			if cursor, err = s.end(ctx, src); err != nil && ctx.Err() == nil {
+				s.log.Warn("webhook: reading the journal failed", "err", err.Error())
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { s.post(ctx) })
+		s.read(ctx, src, cursor)
+		wg.Wait()
+	}()
+	return c, nil
+}
+
+// read moves src's events after cursor into the queue until ctx is done.
+func (s *Sender) read(ctx context.Context, src Source, cursor string) {
+	for {
+		recs, err := src.Events(ctx, cursor, s.o.Batch*10)
+		switch {
+		case errors.Is(err, admin.ErrCursorGone):
+			// The journal trimmed events before they were read: go on
+			// from its start, which holds the newest it kept.
+			s.lost.Add(1)
+			s.log.Warn("webhook: the journal trimmed events before they were read", "cursor", cursor)
+			cursor = ""
+			continue
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("webhook: reading the journal failed", "err", err.Error())
+		case len(recs) > 0:
+			cursor = recs[len(recs)-1].Cursor
+			s.enqueue(recs)
+			continue
+		}
+		if !s.o.Wait(ctx, s.o.Poll) {
+			return
+		}
+	}
+}
+
+// end is the cursor of src's newest event ("" for none), so that a
+// Sender posts what happens from now on, not the journal's history.
+func (s *Sender) end(ctx context.Context, src Source) (string, error) {
+	cursor := ""
+	for {
+		recs, err := src.Events(ctx, cursor, admin.MaxEvents)
+		if err != nil || len(recs) == 0 {
+			return cursor, err
+		}
+		cursor = recs[len(recs)-1].Cursor
+	}
+}
+
+// enqueue adds recs to the queue, dropping the oldest beyond its bound.
+func (s *Sender) enqueue(recs []admin.EventRecord) {
+	s.mu.Lock()
+	s.queue = append(s.queue, recs...)
+	if over := len(s.queue) - s.o.Queue; over > 0 {
+		s.queue = append(s.queue[:0], s.queue[over:]...)
+		s.dropped.Add(uint64(over))
+		s.log.Warn("webhook: queue full, oldest events dropped", "dropped", over, "queue", s.o.Queue)
+	}
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take removes up to Batch events from the queue.
+func (s *Sender) take() []admin.EventRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(len(s.queue), s.o.Batch)
+	if n == 0 {
+		return nil
+	}
+	batch := append([]admin.EventRecord(nil), s.queue[:n]...)
+	s.queue = append(s.queue[:0], s.queue[n:]...)
+	return batch
+}
+
+// post delivers queued batches until ctx is done.
+func (s *Sender) post(ctx context.Context) {
+	for {
+		batch := s.take()
+		if batch == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.ready:
+			}
+			continue
+		}
+		body, _ := json.Marshal(struct {
+			Events []admin.EventRecord `json:"events"`
+		}{batch}) // event records always marshal
+		backoff := s.o.MinBackoff
+		for {
+			status, err := s.send(ctx, body)
+			if err == nil && status/100 == 2 {
+				s.delivered.Add(uint64(len(batch)))
+				break
+			}
+			if err == nil && status/100 == 4 && status != http.StatusTooManyRequests {
+				s.refused.Add(uint64(len(batch)))
+				s.log.Warn("webhook: the receiver refused a post; its events are dropped", "status", status, "events", len(batch))
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.log.Warn("webhook: post failed", "err", err.Error(), "retry_in", backoff.String())
+			} else {
+				s.log.Warn("webhook: post failed", "status", status, "retry_in", backoff.String())
+			}
+			if !s.o.Wait(ctx, backoff) {
+				return
+			}
+			s.retries.Add(1)
+			backoff = min(2*backoff, s.o.MaxBackoff)
+		}
+	}
+}
+
+// send posts body once and returns the status.
+func (s *Sender) send(ctx context.Context, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.o.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "protect-webhook")
+	req.Header.Set(SignatureHeader, Sign(s.o.Secret, body))
+	res, err := s.o.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // so the connection is reused
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// Sign is the X-Protect-Signature of body under secret: "sha256=" and
+// the hex of its HMAC-SHA256.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether sig is body's signature under secret, in time
+// that does not depend on where they differ.
+func Verify(secret, body []byte, sig string) bool {
+	return hmac.Equal([]byte(sig), []byte(Sign(secret, body)))
+}
