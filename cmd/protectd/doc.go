@@ -176,6 +176,10 @@
 //	                           each at least 16 characters
 //	HTTP_PROTECT_LAPI_BLOCKLISTS  true: hand the block lists' entries to
 //	                           bouncers too, beside the bans [false]
+//	HTTP_PROTECT_WEBHOOK_URL   where it posts the journal's events, http or
+//	                           https [off]
+//	HTTP_PROTECT_WEBHOOK_SECRET  the key each post is signed with, at least
+//	                           16 bytes; needed with the URL
 //
 // The sets are the operator's, made beforehand with flags interval and
 // timeout; a missing one stops protectd at start with an error that names
@@ -184,7 +188,13 @@
 // a restart writes only what changed. The Local API answers GET
 // /v1/decisions/stream (startup=true, then what changed since that key's
 // last pull) and GET /v1/decisions (ip=, range= and contains=, scope=,
-// value=, type=), checking X-Api-Key (403 when wrong). docs/firewall.md in the repository shows the set-up.
+// value=, type=), checking X-Api-Key (403 when wrong). The webhook posts
+// each ban, lift and expiry of the journal written after protectd started,
+// in batches of up to 100 as {"events": [...]}, each signed in
+// X-Protect-Signature ("sha256=" and the hex of the HMAC-SHA256 of the
+// body); a failed post is retried with a backoff from 1s to 1m, and while
+// the receiver is down at most 10,000 events wait, the oldest dropped
+// beyond. docs/firewall.md in the repository shows the set-up.
 //
 // # Logs, signals and limits
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -16,25 +17,31 @@ import (
 	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/envconfig"
 	"github.com/httpprotect/protect/internal/nftsink"
+	"github.com/httpprotect/protect/internal/webhook"
 )
 
 // protectd's settings for the sinks that hand its bans on: the kernel's
-// firewall (nftables) and CrowdSec bouncers (the Local API).
+// firewall (nftables), CrowdSec bouncers (the Local API) and a webhook.
 const (
-	ownNFT         = "NFT"
-	ownNFTInterval = "NFT_INTERVAL"
-	ownLAPIListen  = "LAPI_LISTEN"
-	ownLAPIKeys    = "LAPI_KEYS"
-	ownLAPILists   = "LAPI_BLOCKLISTS"
-	envNFT         = envconfig.Prefix + ownNFT
-	envNFTInterval = envconfig.Prefix + ownNFTInterval
-	envLAPIListen  = envconfig.Prefix + ownLAPIListen
-	envLAPIKeys    = envconfig.Prefix + ownLAPIKeys
-	envLAPILists   = envconfig.Prefix + ownLAPILists
+	ownNFT           = "NFT"
+	ownNFTInterval   = "NFT_INTERVAL"
+	ownLAPIListen    = "LAPI_LISTEN"
+	ownLAPIKeys      = "LAPI_KEYS"
+	ownLAPILists     = "LAPI_BLOCKLISTS"
+	ownWebhookURL    = "WEBHOOK_URL"
+	ownWebhookSecret = "WEBHOOK_SECRET"
+	envNFT           = envconfig.Prefix + ownNFT
+	envNFTInterval   = envconfig.Prefix + ownNFTInterval
+	envLAPIListen    = envconfig.Prefix + ownLAPIListen
+	envLAPIKeys      = envconfig.Prefix + ownLAPIKeys
+	envLAPILists     = envconfig.Prefix + ownLAPILists
+	envWebhookURL    = envconfig.Prefix + ownWebhookURL
+	envWebhookSecret = envconfig.Prefix + ownWebhookSecret
 )
 
 // sinkNames are the names of sinkSettings, which loadSettings declares.
-var sinkNames = []string{ownNFT, ownNFTInterval, ownLAPIListen, ownLAPIKeys, ownLAPILists}
+var sinkNames = []string{ownNFT, ownNFTInterval, ownLAPIListen, ownLAPIKeys, ownLAPILists,
+	ownWebhookURL, ownWebhookSecret}
 
 // sinkSettings configure the sinks; the zero value runs none.
 type sinkSettings struct {
@@ -47,6 +54,8 @@ type sinkSettings struct {
 	// lapiLists hands the block lists' entries to bouncers too
 	// (HTTP_PROTECT_LAPI_BLOCKLISTS).
 	lapiLists bool
+	// webhook posts the journal's events; a zero URL: none.
+	webhook webhook.Options
 }
 
 // loadSinks reads the sinks' settings from env (a later entry wins).
@@ -55,7 +64,8 @@ func loadSinks(env []string) (sinkSettings, error) {
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			switch k {
-			case envNFT, envNFTInterval, envLAPIListen, envLAPIKeys, envLAPILists:
+			case envNFT, envNFTInterval, envLAPIListen, envLAPIKeys, envLAPILists,
+				envWebhookURL, envWebhookSecret:
 				vars[k] = v
 			}
 		}
@@ -99,7 +109,27 @@ func loadSinks(env []string) (sinkSettings, error) {
 		}
 		s.lapiLists = b
 	}
+	if v := strings.TrimSpace(vars[envWebhookURL]); v != "" {
+		s.webhook = webhook.Options{URL: v, Secret: []byte(vars[envWebhookSecret])}
+		if len(s.webhook.Secret) == 0 {
+			return s, fmt.Errorf("%s is needed with %s: the key its posts are signed with", envWebhookSecret, envWebhookURL)
+		}
+		// New's errors quote the URL, never the secret.
+		if _, err := webhook.New(s.webhook); err != nil {
+			return s, fmt.Errorf("%s, %s: %w", envWebhookURL, envWebhookSecret, err)
+		}
+	} else if vars[envWebhookSecret] != "" {
+		return s, fmt.Errorf("%s is set without %s: set both, or neither", envWebhookSecret, envWebhookURL)
+	}
 	return s, nil
+}
+
+// redacted is raw with any password in it replaced by xxxxx.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 // minLAPIKey is the shortest bouncer key accepted: cscli makes keys of
@@ -195,6 +225,22 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 				log.Error("crowdsec local api", "err", err.Error())
 			}
 		}()
+	}
+	if s.webhook.URL != "" {
+		o := s.webhook
+		o.Logger = log
+		w, err := webhook.New(o)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("%s: %w", envWebhookURL, err)
+		}
+		done, err := w.Start(ctx, admin.New(p))
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("%s: %w: the webhook posts the journal's events", envWebhookURL, err)
+		}
+		log.Info("webhook", "url", redacted(o.URL))
+		wg.Go(func() { <-done })
 	}
 	return stop, nil
 }
