@@ -119,7 +119,12 @@ func (p *Protector) decidePlan(ctx context.Context, d *Decision, k Key, a netip.
 
 // planDecision writes the store's answer res into d.
 func (p *Protector) planDecision(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, res *store.PlanResult) {
-	d.Addr, d.Key, d.DryRun, d.hdr = a, k, p.cfg.DryRun, p.planFields.of(plan)
+	d.Addr, d.Key = a, k
+	if res.Allowed {
+		d.Status = Safe
+		return
+	}
+	d.DryRun, d.hdr = p.cfg.DryRun, p.planFields.of(plan)
 	if stream {
 		d.Count = res.Count
 	}

@@ -16,8 +16,9 @@ type Status uint8
 const (
 	// Allowed: counted, within the limit.
 	Allowed Status = iota
-	// Safe: the client is in SafeNetworks; nothing was counted and the
-	// store was not touched.
+	// Safe: the client is in SafeNetworks, where the store was not
+	// touched, or its key or address is on the store's allowlist
+	// (store.Allowlist); nothing was counted.
 	Safe
 	// Limited: the stream passed MaxRequests; refused with 429 until the
 	// client pauses for TTL.

@@ -365,7 +365,7 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 	if err != nil {
 		return p.takeFailed(ctx, d, n, err)
 	}
-	if res.Ban == nil && res.Count < p.cfg.MaxRequests && !p.cfg.DryRun { // allowed, with room: streamDecision's common case
+	if res.Ban == nil && res.Count < p.cfg.MaxRequests && !p.cfg.DryRun && !res.Allowed { // allowed, with room: streamDecision's common case
 		d.Limit, d.Window, d.hdr = p.cfg.MaxRequests, p.lim.TTL, p.hdr
 		d.Count, d.Remaining = res.Count, p.cfg.MaxRequests-res.Count
 		return nil
@@ -378,6 +378,10 @@ func (p *Protector) decide(ctx context.Context, d *Decision, k Key, a netip.Addr
 // res that the store, or the FailLocal store, gave for counting n: the
 // one place a stream's Decision is made.
 func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, res *store.Result) {
+	if res.Allowed {
+		d.Status = Safe
+		return
+	}
 	d.Limit, d.Window, d.DryRun, d.hdr = p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun, p.hdr
 	d.Count = res.Count
 	d.Remaining = max(p.cfg.MaxRequests-res.Count, 0)

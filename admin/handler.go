@@ -48,6 +48,14 @@ type BanRequest struct {
 //	GET    /v1/check?addr=ADDR              CheckReport
 //	GET    /v1/events?since=CURSOR&limit=N  EventRecords, one JSON line each
 //	GET    /v1/events  (Accept: text/event-stream)   the journal, followed
+//	GET    /v1/allows                       []BanRecord: the allowlist
+//	POST   /v1/allows  (an AllowRequest)    201, AllowResult: the entries added, the bans lifted
+//	DELETE /v1/allows?target=T[&target=T...]   []BanRecord: the entries removed
+//
+// An allowlist entry (store.Allowlist) is an address's counting key or a
+// CIDR that is never counted nor banned while it lasts (Admin.Allow); a
+// store without an allowlist is 501, code no_allowlist, and a ban of
+// what an entry covers is 409, code allowed.
 //
 // Events are the ban list's journal (store.Journal): a store without one
 // is 501, code no_journal; a cursor trimmed away is 410, code
@@ -96,6 +104,9 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("GET /v1/explain", h.explain)
 	mux.HandleFunc("GET /v1/check", h.check)
 	mux.HandleFunc("GET /v1/events", h.events)
+	mux.HandleFunc("GET /v1/allows", h.allows)
+	mux.HandleFunc("POST /v1/allows", h.allow)
+	mux.HandleFunc("DELETE /v1/allows", h.disallow)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux's own 404 and 405 are text, and it redirects a path
 		// that is not clean (a client would repeat a DELETE elsewhere);
@@ -115,7 +126,7 @@ func (h *handler) routes() http.Handler {
 // known reports a path the API serves with some method.
 func known(path string) bool {
 	switch path {
-	case "/v1/protectors", "/v1/bans", "/v1/inspect", "/v1/explain", "/v1/check", "/v1/events":
+	case "/v1/protectors", "/v1/bans", "/v1/inspect", "/v1/explain", "/v1/check", "/v1/events", "/v1/allows":
 		return true
 	}
 	return false

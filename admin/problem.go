@@ -27,6 +27,8 @@ const (
 	CodeStoreUnavailable = "store_unavailable" // 503: the store failed; its text is logged, not sent
 	CodeCursorGone       = "cursor_gone"       // 410: events since a cursor the journal trimmed away
 	CodeNoJournal        = "no_journal"        // 501: events of a store that keeps no journal
+	CodeNoAllowlist      = "no_allowlist"      // 501: allows of a store that keeps no allowlist
+	CodeAllowed          = "allowed"           // 409: a ban of what the allowlist covers
 )
 
 // Problem is the body of an admin API error (RFC 9457).
@@ -105,6 +107,12 @@ func writeErrorDone(w http.ResponseWriter, log *slog.Logger, what string, err er
 		p.Status, p.Code = http.StatusGone, CodeCursorGone
 	case errors.Is(err, ErrNoJournal):
 		p.Status, p.Code = http.StatusNotImplemented, CodeNoJournal
+	case errors.Is(err, ErrNoAllowlist):
+		p.Status, p.Code = http.StatusNotImplemented, CodeNoAllowlist
+	case errors.Is(err, store.ErrAllowed):
+		p.Status, p.Code = http.StatusConflict, CodeAllowed
+	case errors.Is(err, store.ErrNotAllowable):
+		p.Code = CodeBadTarget
 	case errors.As(err, &br), errors.Is(err, protect.ErrReasonTooLong), errors.Is(err, store.ErrBadCursor):
 		p.Code = CodeBadRequest
 	default:

@@ -132,6 +132,10 @@ func (sp *memSpace) TakePlan(_ context.Context, k store.Key, addr netip.Addr, pl
 		return res, err
 	}
 	t := sp.s.now()
+	if al := sp.bns.allows.Load(); al != nil && allowed(al, addr, t) {
+		res.Allowed, res.Decider = true, -1
+		return res, nil
+	}
 	if addr.IsValid() {
 		if rangeBanned(sp.bns.ranges.Load(), addr, t, &res.Result) {
 			res.Decider = -1

@@ -563,14 +563,14 @@ func (s *LimitState) Refused() bool { return s.RetryAfter != 0 }
 // plan's first limit.
 type PlanResult struct {
 	// Result reports the bans, as Take does, and with a stream the
-	// stream's count. When Banned the plan was not looked at.
+	// stream's count. When Banned or Allowed the plan was not looked at.
 	Result
 	// Charged reports that every limit was charged the request's cost.
 	Charged bool
 	// Decider is the index, in the plan, of the limit that decided: of
 	// those that refused, the one with the longest RetryAfter (waiting it
 	// out satisfies every other); when every limit admitted, the one with
-	// the least left. -1 when a ban decided.
+	// the least left. -1 when a ban or the allowlist decided.
 	Decider int
 	// Limits holds each limit's state, in the plan's order.
 	Limits [MaxPlanLimits]LimitState

@@ -232,6 +232,10 @@ type Result struct {
 	Count int64
 	// NewBan reports that this Take crossed BanLimit and wrote Ban.
 	NewBan bool
+	// Allowed reports that the key, or a range holding addr, is on the
+	// space's allowlist (Allowlist): nothing was counted and no ban
+	// looked at, and every other field is zero.
+	Allowed bool
 	// Ban is the ban that refuses the request (see Banned), else nil. It
 	// may be shared: treat it as read-only.
 	Ban *Ban

@@ -155,6 +155,7 @@ var tests = []struct {
 	{"ConcurrentExactness", testConcurrentExactness},
 	{"ListsEveryBan", testListsEveryBan},
 	{"Journal", testJournal},
+	{"Allowlist", testAllowlist},
 	{"PlanBucket", testPlanBucket},
 	{"PlanRefusedCostsNothing", testPlanRefusedCostsNothing},
 	{"PlanKeysApart", testPlanKeysApart},

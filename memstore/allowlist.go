@@ -1,0 +1,84 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/httpprotect/protect/store"
+)
+
+// The memory store's allowlist (store.Allowlist): each ban namespace
+// keeps its entries in an immutable store.RangeSet, swapped whole under
+// the store's lock when an entry is added or removed, so that a request
+// reads it without a lock, and one nil check when nothing is allowed.
+// A key entry is the range of its key's prefix. The entries live in
+// memory only: the state file does not keep them.
+
+// allowed reports whether an entry of al live at ticks t holds addr.
+func allowed(al *store.RangeSet, addr netip.Addr, t int64) bool {
+	_, ok := al.Lookup(addr, t)
+	return ok
+}
+
+// covers reports whether an entry of al live at ticks t holds all of p.
+func covers(al *store.RangeSet, p netip.Prefix, t int64) bool {
+	for _, e := range al.Live(t) {
+		if e.Prefix.Bits() <= p.Bits() && e.Prefix.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// Allow implements store.Allowlist.
+func (sp *memSpace) Allow(_ context.Context, e store.Ban, length time.Duration) (store.Ban, error) {
+	if !e.Key.Prefix.IsValid() {
+		return store.Ban{}, fmt.Errorf("memstore: allow %s: %w", e.Key, store.ErrNotAllowable)
+	}
+	t := sp.s.now()
+	e.Key.Prefix = e.Key.Prefix.Masked()
+	e.Source, e.Offense = "", 0
+	e.Created, e.Expires = sp.s.timeAt(t), time.Time{}
+	held := &heldBan{ban: e}
+	if length > 0 {
+		held.end = satAdd(t, int64(length))
+		held.ban.Expires = sp.s.timeAt(held.end)
+	}
+	sp.s.mu.Lock()
+	sp.bns.allows.Store(sp.bns.allows.Load().With(store.RangeEntry{Prefix: e.Key.Prefix, End: held.end, Ban: held.ban}))
+	sp.bns.events.add(store.EventAllow, held, t)
+	sp.s.mu.Unlock()
+	return held.ban, nil
+}
+
+// Disallow implements store.Allowlist.
+func (sp *memSpace) Disallow(_ context.Context, k store.Key) (store.Ban, bool, error) {
+	if !k.Prefix.IsValid() {
+		return store.Ban{}, false, fmt.Errorf("memstore: disallow %s: %w", k, store.ErrNotAllowable)
+	}
+	p := k.Prefix.Masked()
+	t := sp.s.now()
+	sp.s.mu.Lock()
+	defer sp.s.mu.Unlock()
+	al := sp.bns.allows.Load()
+	e, ok := al.Find(p, t)
+	if !ok {
+		return store.Ban{}, false, nil
+	}
+	b := e.Ban
+	sp.bns.events.add(store.EventDisallow, &heldBan{ban: b, end: e.End}, t)
+	sp.bns.allows.Store(store.NewRangeSet(al.Without(p)))
+	return b, true, nil
+}
+
+// Allows implements store.Allowlist.
+func (sp *memSpace) Allows(context.Context) ([]store.Ban, error) {
+	live := sp.bns.allows.Load().Live(sp.s.now())
+	out := make([]store.Ban, 0, len(live))
+	for _, e := range live {
+		out = append(out, e.Ban)
+	}
+	return out, nil
+}
