@@ -125,6 +125,22 @@
 //		events as they are written, until interrupted. -json writes one
 //		record a line. A store that keeps no journal is an error.
 //
+//	allow [-for DURATION] [-reason TEXT] [-by WHO] [-json] TARGET...
+//		Put each TARGET (an address, which allows its counting key, or a
+//		CIDR) on the service's allowlist, for DURATION (default until
+//		disallowed), and lift the bans it covers (they are named on
+//		stderr). While the entry lasts its clients are safe on every
+//		instance of the store: never counted, never banned, and a ban of
+//		them is refused. -json writes {"allowed": [...], "lifted": [...]}.
+//		A store that keeps no allowlist is an error.
+//
+//	allows [-json]
+//		List the allowlist entries in force, as bans lists bans.
+//
+//	disallow [-json] TARGET...
+//		Remove the allowlist entry on each TARGET; its clients are
+//		counted again from the next request.
+//
 //	protectors [-json]
 //		List the protectors: name, namespace, ban list, and the limits
 //		published for the namespace (the protector's own settings, marked
@@ -188,5 +204,6 @@
 //	HTTP_PROTECT_ADMIN_TOKEN=$(cat /etc/protectd/token) protectctl -server http://10.0.0.7:8090 protectors
 //
 //	protectctl events -since 1h -follow               # what happened to bans, and what happens
+//	protectctl allow -for 1h -reason 'load test' 203.0.113.7   # safe for an hour, its ban lifted
 //	protectctl nft sync                               # the firewall's sets = the bans in force
 package main

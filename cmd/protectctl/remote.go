@@ -32,6 +32,9 @@ type backend interface {
 	Explain(ctx context.Context, peer string, header map[string][]string) (admin.Explanation, error)
 	Check(ctx context.Context, addr netip.Addr) (admin.CheckReport, error)
 	Events(ctx context.Context, since string, limit int) ([]admin.EventRecord, error)
+	Allow(ctx context.Context, targets []string, o admin.AllowOptions) (admin.AllowResult, error)
+	Allows(ctx context.Context) ([]admin.BanRecord, error)
+	Disallow(ctx context.Context, targets []string) ([]admin.BanRecord, error)
 }
 
 // remote is a running service's admin API (admin.Handler), at base.

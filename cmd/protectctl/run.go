@@ -77,6 +77,9 @@ var commands = map[string]command{
 	"check":      {"check [-json] ADDR", "protectctl check 203.0.113.7   # exit 1 when something refuses it", checkCmd, true},
 	"protectors": {"protectors [-json]", "protectctl protectors -json", protectorsCmd, true},
 	"events":     {"events [-follow] [-since DURATION] [-after CURSOR] [-json]", "protectctl events -since 1h -follow", eventsCmd, true},
+	"allow":      {"allow [-for DURATION] [-reason TEXT] [-by WHO] [-json] TARGET...", "protectctl allow -for 1h -reason 'load test' 203.0.113.7", allowCmd, true},
+	"allows":     {"allows [-json]", "protectctl allows -json", allowsCmd, true},
+	"disallow":   {"disallow [-json] TARGET...", "protectctl disallow 203.0.113.7", disallowCmd, true},
 	"version":    {"version", "protectctl version", versionCmd, false},
 	"nft":        {"nft sync [-sets 'FAMILY TABLE SET4 SET6'] [-create] [-json]", "protectctl nft sync -sets 'inet protect ban4 ban6'", nftCmd, true},
 }
