@@ -13,8 +13,8 @@ import (
 // keeps its entries in an immutable store.RangeSet, swapped whole under
 // the store's lock when an entry is added or removed, so that a request
 // reads it without a lock, and one nil check when nothing is allowed.
-// A key entry is the range of its key's prefix. The entries live in
-// memory only: the state file does not keep them.
+// A key entry is the range of its key's prefix. With a state file the
+// entries are kept in it, beside the bans, and written as they are.
 
 // allowed reports whether an entry of al live at ticks t holds addr.
 func allowed(al *store.RangeSet, addr netip.Addr, t int64) bool {
@@ -50,6 +50,7 @@ func (sp *memSpace) Allow(_ context.Context, e store.Ban, length time.Duration) 
 	sp.bns.allows.Store(sp.bns.allows.Load().With(store.RangeEntry{Prefix: e.Key.Prefix, End: held.end, Ban: held.ban}))
 	sp.bns.events.add(store.EventAllow, held, t)
 	sp.s.mu.Unlock()
+	sp.s.journal.noteAllow(sp.bns.id, e.Key.Prefix)
 	return held.ban, nil
 }
 
@@ -61,16 +62,19 @@ func (sp *memSpace) Disallow(_ context.Context, k store.Key) (store.Ban, bool, e
 	p := k.Prefix.Masked()
 	t := sp.s.now()
 	sp.s.mu.Lock()
-	defer sp.s.mu.Unlock()
 	al := sp.bns.allows.Load()
 	e, ok := al.Find(p, t)
-	if !ok {
-		return store.Ban{}, false, nil
+	var b store.Ban
+	if ok {
+		b = e.Ban
+		sp.bns.events.add(store.EventDisallow, &heldBan{ban: b, end: e.End}, t)
+		sp.bns.allows.Store(store.NewRangeSet(al.Without(p)))
 	}
-	b := e.Ban
-	sp.bns.events.add(store.EventDisallow, &heldBan{ban: b, end: e.End}, t)
-	sp.bns.allows.Store(store.NewRangeSet(al.Without(p)))
-	return b, true, nil
+	sp.s.mu.Unlock()
+	if ok {
+		sp.s.journal.noteAllow(sp.bns.id, p)
+	}
+	return b, ok, nil
 }
 
 // Allows implements store.Allowlist.

@@ -250,10 +250,12 @@ func (d *dirtyKeys[K]) take(spare []K) []K {
 	return keys
 }
 
-// rangeRef names a range ban of one namespace.
+// rangeRef names a range ban of one namespace, or its allowlist entry
+// on p.
 type rangeRef struct {
-	ns uint64
-	p  netip.Prefix
+	ns    uint64
+	p     netip.Prefix
+	allow bool
 }
 
 // journal is the writer of a store's state file.
@@ -299,6 +301,13 @@ func newJournal(s *Store, db *bolt.DB, path string, log *slog.Logger) *journal {
 func (j *journal) noteRange(ns uint64, p netip.Prefix) {
 	if j != nil {
 		j.ranges.add(rangeRef{ns: ns, p: p})
+	}
+}
+
+// noteAllow notes a change of the allowlist entry on p in namespace ns.
+func (j *journal) noteAllow(ns uint64, p netip.Prefix) {
+	if j != nil {
+		j.ranges.add(rangeRef{ns: ns, p: p, allow: true})
 	}
 }
 
@@ -404,6 +413,10 @@ func (j *journal) flush(plans bool) error {
 	j.spareN = nms
 	rs := j.ranges.take(j.spareR)
 	for _, r := range rs {
+		if r.allow {
+			ops = j.allowOps(ops, r, nsName(r.ns), now, base)
+			continue
+		}
 		s.mu.Lock()
 		set := s.byID[r.ns-1].ranges.Load()
 		s.mu.Unlock()
@@ -446,6 +459,29 @@ func (j *journal) flush(plans bool) error {
 		j.failing = false
 	}
 	return nil
+}
+
+// allowOps writes the allowlist entry r names as it is now, or deletes
+// it: both of its possible records, for the entry is gone and with it
+// whether it was a key's or a range's.
+func (j *journal) allowOps(ops []diskOp, r rangeRef, ns string, now, base int64) []diskOp {
+	s := j.s
+	s.mu.Lock()
+	set := s.byID[r.ns-1].allows.Load()
+	s.mu.Unlock()
+	k := store.Key{Prefix: r.p}
+	if e, ok := set.Find(r.p, now); ok {
+		kind, other := byte(kindAllowKey), byte(kindAllowRange)
+		if e.Ban.Range {
+			kind, other = other, kind
+		}
+		return append(ops,
+			diskOp{bucket: bucketBans, key: appendDiskKey(nil, ns, kind, k), val: appendBanValue(nil, &e.Ban, endNano(e.End, base))},
+			diskOp{bucket: bucketBans, key: appendDiskKey(nil, ns, other, k)})
+	}
+	return append(ops,
+		diskOp{bucket: bucketBans, key: appendDiskKey(nil, ns, kindAllowKey, k)},
+		diskOp{bucket: bucketBans, key: appendDiskKey(nil, ns, kindAllowRange, k)})
 }
 
 // lastOps returns the last op of ops on each record (bucket and key):

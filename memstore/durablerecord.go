@@ -29,6 +29,11 @@ const (
 	kindAddr  = 'a' // a counting key's address prefix
 	kindRange = 'r' // an operator's range ban
 	kindName  = 'n' // a consumer key
+	// An allowlist entry, on a counting key or on a range: a record of
+	// the bans bucket, as a ban's, so that the file's layout and counts
+	// are a ban's too.
+	kindAllowKey   = 'w'
+	kindAllowRange = 'W'
 )
 
 var errRecord = errors.New("malformed record")
@@ -68,7 +73,7 @@ func decodeDiskKey(b []byte, intern func([]byte) string) (diskKey, error) {
 			return diskKey{}, fmt.Errorf("%w: empty name", errRecord)
 		}
 		dk.key.Name = string(rest)
-	case kindAddr, kindRange:
+	case kindAddr, kindRange, kindAllowKey, kindAllowRange:
 		var p netip.Prefix
 		if err := p.UnmarshalBinary(rest); err != nil || !p.IsValid() || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
 			return diskKey{}, fmt.Errorf("%w: bad prefix", errRecord)

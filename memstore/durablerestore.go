@@ -30,6 +30,7 @@ type restorer struct {
 	st     restoreStats
 	gone   [][2][]byte // bucket and key of the expired records, to delete
 	ranges map[*memNamespace][]store.RangeEntry
+	allows map[*memNamespace][]store.RangeEntry
 	// The last namespace met, and the strings seen: records come sorted
 	// by namespace, and most share a few reasons.
 	lastNS *memNamespace
@@ -63,7 +64,8 @@ func (r *restorer) newHeld() *heldBan {
 // (else -1: bbolt counts them).
 func (s *Store) restore(db *bolt.DB, path string, log *slog.Logger, nbans int) (restoreStats, error) {
 	r := &restorer{s: s, path: path, log: log, now: s.now(), base: s.epoch.UnixNano(),
-		ranges: make(map[*memNamespace][]store.RangeEntry), strs: make(map[string]string)}
+		ranges: make(map[*memNamespace][]store.RangeEntry), allows: make(map[*memNamespace][]store.RangeEntry),
+		strs: make(map[string]string)}
 	r.in = r.intern
 	err := db.View(func(tx *bolt.Tx) error {
 		bans := tx.Bucket(bucketBans)
@@ -85,6 +87,9 @@ func (s *Store) restore(db *bolt.DB, path string, log *slog.Logger, nbans int) (
 	r.insertAddrBans()
 	for ns, entries := range r.ranges {
 		ns.ranges.Store(store.NewRangeSet(entries))
+	}
+	for ns, entries := range r.allows {
+		ns.allows.Store(store.NewRangeSet(entries))
 	}
 	if r.st.skipped > maxLoggedSkips {
 		log.Warn("protect: state file records skipped", slog.String("file", path), slog.Int("skipped", r.st.skipped))
@@ -238,7 +243,7 @@ func (r *restorer) ban(k, v []byte) error {
 		}
 	}
 	loc := r.s.epoch.Location()
-	held.ban = store.Ban{Key: dk.key, Range: dk.kind == kindRange, Reason: d.reason,
+	held.ban = store.Ban{Key: dk.key, Range: dk.kind == kindRange || dk.kind == kindAllowRange, Reason: d.reason,
 		Source: d.source, By: d.by, Created: unixTime(d.created, loc), Offense: d.offense}
 	if d.end != 0 {
 		held.ban.Expires = unixTime(d.end, loc)
@@ -248,6 +253,8 @@ func (r *restorer) ban(k, v []byte) error {
 	switch dk.kind {
 	case kindRange:
 		r.ranges[ns] = append(r.ranges[ns], store.RangeEntry{Prefix: dk.key.Prefix, End: held.end, Ban: held.ban})
+	case kindAllowKey, kindAllowRange:
+		r.allows[ns] = append(r.allows[ns], store.RangeEntry{Prefix: dk.key.Prefix, End: held.end, Ban: held.ban})
 	case kindAddr:
 		bk := r.addrKey(ns, dk.key)
 		i := r.s.addrs.shardIndex(r.s.hashAddr(bk))
@@ -267,7 +274,7 @@ func (r *restorer) addrKey(ns *memNamespace, k store.Key) addrKey {
 
 func (r *restorer) offense(k, v []byte) error {
 	dk, err := decodeDiskKey(k, r.in)
-	if err == nil && dk.kind == kindRange {
+	if err == nil && dk.kind != kindAddr && dk.kind != kindName {
 		err = fmt.Errorf("%w: offenses of a range", errRecord)
 	}
 	if err != nil {
@@ -301,7 +308,7 @@ func (r *restorer) offense(k, v []byte) error {
 
 func (r *restorer) plan(k, v []byte) error {
 	dk, err := decodeDiskKey(k, r.in)
-	if err == nil && dk.kind == kindRange {
+	if err == nil && dk.kind != kindAddr && dk.kind != kindName {
 		err = fmt.Errorf("%w: plan state of a range", errRecord)
 	}
 	if err != nil {

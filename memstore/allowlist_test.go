@@ -1,0 +1,107 @@
+package memstore
+
+import (
+	"bufio"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/httpprotect/protect/store"
+)
+
+// crashEnv names the state file a child of TestStateFileKeepsAllows
+// writes before it is killed.
+const crashEnv = "PROTECT_TEST_ALLOW_CRASH_FILE"
+
+// allowScope is the scope of the allowlist the crash test writes.
+var allowScope = store.Scope{Namespace: "allow:", Limits: store.Limits{TTL: time.Minute, BanLimit: 2, BanDuration: time.Hour, BanFactor: 2, MaxBanDuration: 24 * time.Hour, OffenseWindow: 24 * time.Hour}}
+
+// TestStateFileKeepsAllows: the allowlist entries a store wrote to its
+// state file are there after the process is killed (SIGKILL, no Close),
+// with their reasons and ends, and hold for Take at once.
+func TestStateFileKeepsAllows(t *testing.T) {
+	if path := os.Getenv(crashEnv); path != "" {
+		allowThenWait(t, path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "protect.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStateFileKeepsAllows$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "written" {
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	s, err := Open(Options{Path: path, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("Open(%s) after SIGKILL = %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sp, err := s.Space(allowScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := sp.(store.Allowlist)
+	list, err := al.Allows(t.Context())
+	var got []string
+	for _, e := range list {
+		got = append(got, e.Key.String()+" "+e.Reason)
+		if e.Range != (e.Key.Prefix.Bits() == 24) {
+			t.Errorf("restored entry %s: Range = %v, want %v", e.Key, e.Range, !e.Range)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"192.0.2.1 monitor", "198.51.100.0/24 partner"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Allows() after SIGKILL and Open = %q, %v; want %q (the removed entry gone)", got, err, want)
+	}
+	a := netip.MustParseAddr("198.51.100.20")
+	if r, err := sp.Take(t.Context(), store.Key{Prefix: netip.PrefixFrom(a, 32)}, a, 1); err != nil || !r.Allowed {
+		t.Fatalf("Take(%s) after restore = %+v, %v; want Allowed", a, r, err)
+	}
+}
+
+// allowThenWait is the child: it writes three entries and removes one,
+// syncs the state file, says so and waits to be killed.
+func allowThenWait(t *testing.T, path string) {
+	s, err := Open(Options{Path: path, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := s.Space(allowScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := sp.(store.Allowlist)
+	for _, e := range []store.Ban{
+		{Key: store.Key{Prefix: netip.MustParsePrefix("192.0.2.1/32")}, Reason: "monitor"},
+		{Key: store.Key{Prefix: netip.MustParsePrefix("198.51.100.0/24")}, Range: true, Reason: "partner"},
+		{Key: store.Key{Prefix: netip.MustParsePrefix("203.0.113.9/32")}, Reason: "removed"},
+	} {
+		if _, err := al.Allow(t.Context(), e, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := al.Disallow(t.Context(), store.Key{Prefix: netip.MustParsePrefix("203.0.113.9/32")}); !ok || err != nil {
+		t.Fatalf("Disallow = %v, %v", ok, err)
+	}
+	if err := s.journal.sync(); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("written\n")
+	select {} // killed here
+}
