@@ -152,10 +152,13 @@ func (a *Admin) Bans(ctx context.Context, f Filter) ([]protect.Ban, error) {
 // Ban adds a manual ban on each target (an address, a CIDR, or
 // consumer:NAME). A target that does not parse, or a CIDR too wide for
 // protect.Protector.Ban without opt.Force, or one whose ban would cover
-// loopback (127.0.0.0/8, ::1; forced or not), stops it before anything
-// is written.
+// loopback (127.0.0.0/8, ::1; forced or not), or one an allowlist entry
+// covers (store.ErrAllowed), stops it before anything is written.
 func (a *Admin) Ban(ctx context.Context, targets []string, opt protect.BanOptions) ([]protect.Ban, error) {
 	if err := a.checkBans(targets, opt.Force); err != nil {
+		return nil, err
+	}
+	if err := a.checkAllowed(ctx, targets); err != nil {
 		return nil, err
 	}
 	var out []protect.Ban

@@ -133,6 +133,31 @@ func (a *Admin) Allows(ctx context.Context) ([]protect.Ban, error) {
 	return out, nil
 }
 
+// checkAllowed refuses targets that an entry of the allowlist covers,
+// reading it once: a store may check only the copy it holds (Redis, in
+// a process that does not serve the namespace, holds none).
+func (a *Admin) checkAllowed(ctx context.Context, targets []string) error {
+	if _, err := a.allowlist(); err != nil {
+		return nil // no allowlist: nothing covers anything
+	}
+	entries, err := a.Allows(ctx)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	for _, s := range targets {
+		k, _, err := a.Target(s)
+		if err != nil || !k.Prefix.IsValid() {
+			continue
+		}
+		for _, e := range entries {
+			if p := e.Key.Prefix; p.Bits() <= k.Prefix.Bits() && p.Contains(k.Prefix.Addr()) {
+				return fmt.Errorf("admin: ban %s: %w (%s: %s)", s, store.ErrAllowed, e.Key, e.Reason)
+			}
+		}
+	}
+	return nil
+}
+
 // allowKey is a target of the allowlist: its key, and whether a range.
 type allowKey struct {
 	Key     protect.Key

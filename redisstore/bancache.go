@@ -33,9 +33,10 @@ type banCache struct {
 // Space bound to it.
 type redisNamespace struct {
 	name   string
-	ranges atomic.Pointer[rangeBans] // nil: none
-	loaded atomic.Bool               // ranges holds a copy; the refresher keeps it fresh
-	mu     sync.Mutex                // serialises the first load
+	ranges atomic.Pointer[rangeBans]      // nil: none
+	allows atomic.Pointer[store.RangeSet] // the allowlist (allows.go); nil: none
+	loaded atomic.Bool                    // ranges and allows hold a copy; the refresher keeps them fresh
+	mu     sync.Mutex                     // serialises the first load
 }
 
 // namespace returns the state of ns, creating it on first use.
@@ -153,6 +154,9 @@ func (c *banCache) forget(ns *redisNamespace, k store.Key) {
 // held answers HeldBan at ticks t: the range bans of ns's last refresh,
 // and a cached key ban until the ban's own end.
 func (c *banCache) held(ns *redisNamespace, k store.Key, addr netip.Addr, t int64) (store.Result, bool) {
+	if allowed(ns, addr, t) {
+		return store.Result{}, false
+	}
 	if r, banned := rangeBanned(ns.ranges.Load(), addr, t); banned {
 		return r, true
 	}

@@ -26,6 +26,9 @@ func (s *Store) ready(ctx context.Context, ns *redisNamespace) error {
 	if err := s.loadRanges(ctx, ns); err != nil {
 		return err
 	}
+	if err := s.loadAllows(ctx, ns); err != nil {
+		return err
+	}
 	ns.loaded.Store(true)
 	return nil
 }
@@ -80,6 +83,7 @@ func (s *Store) loadRanges(ctx context.Context, ns *redisNamespace) error {
 func (s *Store) reloadRanges(ctx context.Context, ns *redisNamespace) {
 	if ns.loaded.Load() {
 		s.loadRanges(ctx, ns)
+		s.loadAllows(ctx, ns)
 	}
 }
 
@@ -100,6 +104,9 @@ func (s *Store) Refresh(ctx context.Context) error {
 	var errs []error
 	for _, ns := range inUse {
 		if err := s.loadRanges(ctx, ns); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.loadAllows(ctx, ns); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -50,14 +50,16 @@
 // state is <Namespace>{<key>}:r:<name> and :q:<name>:<window>. Range bans
 // are the hash <BanNamespace>ranges, key bans are listed from the sorted
 // set <BanNamespace>bans (on a Cluster, one per slot,
-// <BanNamespace>{<tag>}:bans), never by scanning the keyspace, and a
-// namespace's published limits are <Namespace>limits. Counters, bans,
+// <BanNamespace>{<tag>}:bans), never by scanning the keyspace, the
+// allowlist is the hash <BanNamespace>allows (read into a local copy, as
+// the range bans are), and a namespace's published limits are
+// <Namespace>limits. Counters, bans,
 // offenses and plan states expire by Redis' own clock (PX).
 //
 // The store is written against package store, the SPI, alone: it
 // implements store.Store and store.Space, and the optional
-// store.CircuitStore, DeadlineSpace, BanHolder, BanPager and
-// RangeBanCounter, and imports nothing else of protect.
+// store.CircuitStore, DeadlineSpace, BanHolder, BanPager,
+// RangeBanCounter and Allowlist, and imports nothing else of protect.
 // docs/redis.md in the repository covers its options, Cluster, outages and
 // cost.
 package redisstore

@@ -28,6 +28,8 @@ var (
 	inspectLua string
 	//go:embed lua/ranges.lua
 	rangesLua string
+	//go:embed lua/allows.lua
+	allowsLua string
 
 	takeScript    = newScript(takeLua)
 	planScript    = newScript(planLua)
@@ -35,6 +37,7 @@ var (
 	unbanScript   = newScript(unbanLua)
 	inspectScript = newScript(inspectLua)
 	rangesScript  = newScript(rangesLua)
+	allowsScript  = newScript(allowsLua)
 )
 
 func newScript(src string) *redis.Script { return redis.NewScript(preludeLua + src) }
