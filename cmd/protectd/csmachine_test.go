@@ -14,7 +14,7 @@ const machinePassword = "hunter2-machine"
 
 // The machine's id comes with its password and the LAPI's URL; an error
 // names the variable and never quotes the password. A URL with a machine
-// and no bouncer key pushes and pulls nothing.
+// and no bouncer key pushes without pulling.
 func TestCrowdsecMachineSettings(t *testing.T) {
 	url := envCrowdsecURL + "=http://127.0.0.1:8080"
 	id := envCrowdsecMachineID + "=protect"
