@@ -20,24 +20,6 @@ import (
 	"github.com/httpprotect/protect/store"
 )
 
-// The other way round: a Machine tells a CrowdSec LAPI of protect's bans,
-// as a CrowdSec machine (a watcher, as crowdsec itself and cscli are) does
-// of its own. It follows a ban list's journal (admin.Events) from the
-// moment it starts; each ban of an address or range is pushed as an alert
-// carrying its decision (POST /v1/alerts, several alerts a post), and
-// each lift or expiry deletes the decisions of that value
-// (DELETE /v1/decisions). Every bouncer of that LAPI then enforces
-// protect's bans, and cscli decisions list shows them.
-//
-// It logs in with POST /v1/watchers/login and its machine's password
-// (registered with "cscli machines add NAME --password PW"), and again
-// before the token expires or when the LAPI answers 401. A push or a
-// deletion that fails (no answer, 429, 5xx) is tried again after a
-// backoff that doubles up to MachineOptions.MaxBackoff; one the LAPI
-// refuses (another 4xx) is dropped and counted. The journal is read into
-// a bounded queue, whose oldest events are dropped while the LAPI is
-// down: no request of the protector ever waits for the LAPI.
-
 // MachineUserAgent is sent with every request of a Machine.
 const MachineUserAgent = "protect-crowdsec-machine/1"
 
@@ -102,8 +84,24 @@ type MachineStats struct {
 	Logins  uint64 // logins the LAPI accepted
 }
 
-// A Machine pushes a journal's bans to a CrowdSec LAPI. Make one with
-// NewMachine.
+// A Machine tells a CrowdSec LAPI of a protector's bans, as a CrowdSec
+// machine (a watcher, as crowdsec itself and cscli are) does of its own.
+// Make one with NewMachine. It follows a ban list's journal
+// (admin.Events) from the moment it starts; each ban of an address or
+// range is pushed as an alert carrying its decision (POST /v1/alerts,
+// several alerts a post), and each lift or expiry deletes the value's
+// decisions of origin Origin (DELETE /v1/decisions). Every bouncer of
+// that LAPI then enforces protect's bans, and cscli decisions list shows
+// them. Bans that came from CrowdSec (FromCrowdSec) are never pushed.
+//
+// It logs in with POST /v1/watchers/login and its machine's password
+// (registered with "cscli machines add NAME --password PW"), and again
+// a minute before the token expires or when the LAPI answers 401. A push
+// or a deletion that fails (no answer, 429, 5xx) is tried again after a
+// backoff that doubles up to MachineOptions.MaxBackoff; one the LAPI
+// refuses (another 4xx) is dropped and counted. The journal is read into
+// a bounded queue, whose oldest events are dropped while the LAPI is
+// down: no request of the protector ever waits for the LAPI.
 type Machine struct {
 	o    MachineOptions
 	base string // URL without a trailing slash

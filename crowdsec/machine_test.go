@@ -19,6 +19,7 @@ import (
 	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/internal/crowdsectest"
+	"github.com/httpprotect/protect/internal/logtest"
 )
 
 // startMachine starts m on src until the test ends.
@@ -297,5 +298,196 @@ func TestNewMachineErrors(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("NewMachine(%q) = error %q, want %q", tc.o.URL, got, tc.want)
 		}
+	}
+}
+
+// fakeLAPI answers logins with a token and hands every other request to
+// h; it records each request as "METHOD path?query".
+func fakeLAPI(t *testing.T, h func(w http.ResponseWriter, r *http.Request, body []byte)) (url string, requests func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var reqs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		reqs = append(reqs, r.Method+" "+r.URL.RequestURI())
+		mu.Unlock()
+		if r.URL.Path == "/v1/watchers/login" {
+			fmt.Fprintf(w, `{"code":200,"expire":%q,"token":"tok"}`, time.Now().Add(time.Hour).Format(time.RFC3339))
+			return
+		}
+		h(w, r, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reqs)
+	}
+}
+
+// noSleep is a MachineOptions.Wait that waits a millisecond.
+func noSleep(ctx context.Context, _ time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Millisecond):
+		return true
+	}
+}
+
+// until polls cond for up to 10s, and fails with what otherwise.
+func until(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+	}
+}
+
+// A push the LAPI refuses with a 400 is dropped and counted, not tried
+// again; the next events go on.
+func TestMachineRefused(t *testing.T) {
+	url, requests := fakeLAPI(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if strings.Contains(string(body), "192.0.2.1") {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"message":"validation failure"}`)
+			return
+		}
+		w.WriteHeader(201)
+		io.WriteString(w, `["1"]`)
+	})
+	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: url, MachineID: "m", Password: "pw", Batch: 1,
+		Poll: time.Millisecond, Wait: noSleep, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &events{}
+	startMachine(t, m, src)
+	later := time.Now().Add(time.Hour)
+	src.add(admin.EventRecord{Kind: "ban", Key: "192.0.2.1", Expires: &later}, admin.EventRecord{Kind: "ban", Key: "192.0.2.2", Expires: &later})
+	until(t, func() bool { return m.Stats().Pushed == 1 }, func() string { return fmt.Sprintf("Stats() = %+v, want 1 pushed", m.Stats()) })
+	want := []string{"POST /v1/watchers/login", "POST /v1/alerts", "POST /v1/alerts"}
+	if got := requests(); !slices.Equal(got, want) {
+		t.Errorf("requests = %q, want %q", got, want)
+	}
+	if st := m.Stats(); st.Refused != 1 || st.Retries != 0 {
+		t.Errorf("Stats() = %+v, want 1 refused and no retry", st)
+	}
+}
+
+// A LAPI whose deletions take no origin filter (a 400 that names it) is
+// asked again without it, and from then on.
+func TestMachineDeleteWithoutOrigin(t *testing.T) {
+	url, requests := fakeLAPI(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if r.URL.Query().Has("origin") {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"message":"'origin' doesn't exist: invalid filter"}`)
+			return
+		}
+		io.WriteString(w, `{"nbDeleted":"1"}`)
+	})
+	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: url, MachineID: "m", Password: "pw",
+		Poll: time.Millisecond, Wait: noSleep, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &events{}
+	startMachine(t, m, src)
+	src.add(admin.EventRecord{Kind: "lift", Key: "192.0.2.1"}, admin.EventRecord{Kind: "expire", Key: "198.51.100.0/24", Range: true})
+	until(t, func() bool { return m.Stats().Deleted == 2 }, func() string { return fmt.Sprintf("Stats() = %+v, want 2 deleted", m.Stats()) })
+	want := []string{
+		"POST /v1/watchers/login",
+		"DELETE /v1/decisions?origin=protect&type=ban&value=192.0.2.1",
+		"DELETE /v1/decisions?type=ban&value=192.0.2.1",
+		"DELETE /v1/decisions?type=ban&value=198.51.100.0%2F24",
+	}
+	if got := requests(); !slices.Equal(got, want) {
+		t.Errorf("requests = %q, want %q", got, want)
+	}
+}
+
+// A login the LAPI refuses is tried again after a backoff, and its log
+// lines never quote the password.
+func TestMachineLoginRefused(t *testing.T) {
+	var mu sync.Mutex
+	logins := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		logins++
+		mu.Unlock()
+		w.WriteHeader(401)
+		io.WriteString(w, `{"code":401,"message":"incorrect Username or Password"}`)
+	}))
+	t.Cleanup(srv.Close)
+	rec := &logtest.Recorder{}
+	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: srv.URL, MachineID: "m", Password: "hunter2-secret",
+		Poll: time.Millisecond, Wait: noSleep, Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &events{}
+	startMachine(t, m, src)
+	later := time.Now().Add(time.Hour)
+	src.add(admin.EventRecord{Kind: "ban", Key: "192.0.2.1", Expires: &later})
+	until(t, func() bool { return m.Stats().Retries >= 2 }, func() string { return fmt.Sprintf("Stats() = %+v, want retries", m.Stats()) })
+	for _, r := range rec.Records() {
+		for k, v := range r {
+			if strings.Contains(v, "hunter2") {
+				t.Errorf("log %s = %q, want no password", k, v)
+			}
+		}
+	}
+	if n := rec.Count("crowdsec machine: push failed"); n < 2 {
+		t.Errorf("%d lines \"crowdsec machine: push failed\", want at least 2", n)
+	}
+	if st := m.Stats(); st.Pushed != 0 || st.Logins != 0 {
+		t.Errorf("Stats() = %+v, want nothing pushed and no login", st)
+	}
+}
+
+// While the LAPI is down, the queue keeps the newest events up to its
+// bound and counts the ones it drops.
+func TestMachineQueueBound(t *testing.T) {
+	var down sync.Mutex
+	down.Lock()
+	var mu sync.Mutex
+	var values []string
+	url, _ := fakeLAPI(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if !down.TryLock() {
+			w.WriteHeader(503)
+			return
+		}
+		down.Unlock()
+		var as []struct{ Source struct{ Value string } }
+		json.Unmarshal(body, &as)
+		mu.Lock()
+		for _, a := range as {
+			values = append(values, a.Source.Value)
+		}
+		mu.Unlock()
+		w.WriteHeader(201)
+	})
+	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: url, MachineID: "m", Password: "pw", Queue: 2, Batch: 1,
+		Poll: time.Millisecond, Wait: noSleep, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &events{}
+	startMachine(t, m, src)
+	later := time.Now().Add(time.Hour)
+	src.add(admin.EventRecord{Kind: "ban", Key: "192.0.2.1", Expires: &later})
+	until(t, func() bool { return m.Stats().Retries >= 1 }, func() string { return "no retry of the first push" })
+	for i := 2; i <= 6; i++ {
+		src.add(admin.EventRecord{Kind: "ban", Key: fmt.Sprintf("192.0.2.%d", i), Expires: &later})
+	}
+	until(t, func() bool { return m.Stats().Dropped == 3 }, func() string { return fmt.Sprintf("Stats() = %+v, want 3 dropped", m.Stats()) })
+	down.Unlock()
+	until(t, func() bool { return m.Stats().Pushed == 3 }, func() string { return fmt.Sprintf("Stats() = %+v, want 3 pushed", m.Stats()) })
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"192.0.2.1", "192.0.2.5", "192.0.2.6"}; !slices.Equal(values, want) {
+		t.Errorf("pushed %q, want %q: the one in flight, then the newest two", values, want)
 	}
 }
