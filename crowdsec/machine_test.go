@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -489,5 +490,61 @@ func TestMachineQueueBound(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"192.0.2.1", "192.0.2.5", "192.0.2.6"}; !slices.Equal(values, want) {
 		t.Errorf("pushed %q, want %q: the one in flight, then the newest two", values, want)
+	}
+}
+
+// The Machine logs in again a minute before its token expires, by its
+// clock, and tells each decision the ban's time left by that clock.
+func TestMachineTokenExpiry(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	var mu sync.Mutex
+	var log []string
+	logins := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/v1/watchers/login" {
+			logins++
+			log = append(log, "login")
+			fmt.Fprintf(w, `{"code":200,"expire":%q,"token":"tok%d"}`, clock().Add(2*time.Minute).Format(time.RFC3339), logins)
+			return
+		}
+		var as []struct {
+			Decisions []struct{ Value, Duration string }
+		}
+		json.Unmarshal(body, &as)
+		for _, a := range as {
+			for _, d := range a.Decisions {
+				log = append(log, r.Header.Get("Authorization")+" "+d.Value+" "+d.Duration)
+			}
+		}
+		w.WriteHeader(201)
+	}))
+	t.Cleanup(srv.Close)
+	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: srv.URL, MachineID: "m", Password: "pw", Clock: clock,
+		Poll: time.Millisecond, Wait: noSleep, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &events{}
+	startMachine(t, m, src)
+	end := t0.Add(time.Hour)
+	src.add(admin.EventRecord{Kind: "ban", Key: "192.0.2.1", Expires: &end})
+	until(t, func() bool { return m.Stats().Pushed == 1 }, func() string { return fmt.Sprintf("Stats() = %+v, want 1 pushed", m.Stats()) })
+	now.Store(t0.Add(30 * time.Second).UnixNano()) // the token is good for 90s more
+	src.add(admin.EventRecord{Kind: "ban", Key: "192.0.2.2", Expires: &end})
+	until(t, func() bool { return m.Stats().Pushed == 2 }, func() string { return fmt.Sprintf("Stats() = %+v, want 2 pushed", m.Stats()) })
+	now.Store(t0.Add(61 * time.Second).UnixNano()) // 59s left: log in again
+	src.add(admin.EventRecord{Kind: "ban", Key: "192.0.2.3", Expires: &end})
+	until(t, func() bool { return m.Stats().Pushed == 3 }, func() string { return fmt.Sprintf("Stats() = %+v, want 3 pushed", m.Stats()) })
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"login", "Bearer tok1 192.0.2.1 1h0m0s", "Bearer tok1 192.0.2.2 59m30s", "login", "Bearer tok2 192.0.2.3 58m59s"}
+	if !slices.Equal(log, want) {
+		t.Errorf("requests = %q, want %q", log, want)
 	}
 }
