@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/internal/crowdsectest"
 )
 
@@ -126,4 +130,22 @@ func TestCrowdsecMachineEndToEnd(t *testing.T) {
 	eventually(t, d, "192.0.2.88", 403, "cscli decisions add --ip")
 	ban("203.0.113.8")
 	waitLAPI(t, l, 10*time.Second, []string{"Ip 192.0.2.88 cscli", "Ip 203.0.113.8 protect"}, "after a pulled decision and a ban")
+}
+
+// noJournal is an event source of a store that keeps no journal.
+type noJournal struct{}
+
+func (noJournal) Events(context.Context, string, int) ([]admin.EventRecord, error) {
+	return nil, admin.ErrNoJournal
+}
+
+// A store without a journal stops protectd at start with the machine
+// set, naming the variable.
+func TestCrowdsecMachineNoJournal(t *testing.T) {
+	o := crowdsec.MachineOptions{URL: "http://127.0.0.1:1", MachineID: "protect", Password: machinePassword}
+	_, err := startMachine(t.Context(), o, noJournal{}, slog.New(slog.DiscardHandler))
+	want := envCrowdsecMachineID + ": admin: the store keeps no journal of events: the machine pushes the journal's bans"
+	if got := errText(err); got != want {
+		t.Errorf("startMachine(no journal) = error %q, want %q", got, want)
+	}
 }
