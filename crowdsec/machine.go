@@ -97,9 +97,10 @@ type MachineStats struct {
 // It logs in with POST /v1/watchers/login and its machine's password
 // (registered with "cscli machines add NAME --password PW"), and again
 // a minute before the token expires or when the LAPI answers 401. A push
-// or a deletion that fails (no answer, 429, 5xx) is tried again after a
-// backoff that doubles up to MachineOptions.MaxBackoff; one the LAPI
-// refuses (another 4xx) is dropped and counted. The journal is read into
+// or a deletion that fails (no answer, a login refused, 401 again after
+// a new login, 403, 429, 5xx) is tried again after a backoff that doubles
+// up to MachineOptions.MaxBackoff; one the LAPI refuses (another 4xx) is
+// dropped and counted. The journal is read into
 // a bounded queue, whose oldest events are dropped while the LAPI is
 // down: no request of the protector ever waits for the LAPI.
 type Machine struct {
