@@ -18,6 +18,13 @@
 // restart must not open the door), the change of state is logged once
 // each way, and BlockSourceStatus reports it for metrics.
 //
+// The other way round, a Machine tells the LAPI of a protector's bans as
+// a CrowdSec machine does of its own (see NewMachine): every bouncer of
+// that LAPI then enforces them.
+//
+//	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: "http://127.0.0.1:8080", MachineID: id, Password: pw})
+//	done, err := m.Start(ctx, admin.New(p))
+//
 // It is a small client of its own, not CrowdSec's Go module, which would
 // bring the whole of CrowdSec into every program that imports protect.
 package crowdsec

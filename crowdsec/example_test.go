@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/crowdsec"
 )
 
@@ -23,5 +24,29 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer p.Close()
+	http.ListenAndServe(":8000", p.Middleware(http.NotFoundHandler()))
+}
+
+// A service that tells a CrowdSec LAPI of its bans as a machine, so that
+// CrowdSec's bouncers enforce them: the machine follows the protector's
+// journal until ctx ends.
+func ExampleNewMachine() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := protect.New(protect.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	m, err := crowdsec.NewMachine(crowdsec.MachineOptions{URL: "http://127.0.0.1:8080",
+		MachineID: "protect", Password: "the password of cscli machines add protect --password"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done, err := m.Start(ctx, admin.New(p))
+	if err != nil {
+		log.Fatal(err) // the store keeps no journal
+	}
+	defer func() { cancel(); <-done }()
 	http.ListenAndServe(":8000", p.Middleware(http.NotFoundHandler()))
 }

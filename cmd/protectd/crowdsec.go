@@ -14,9 +14,11 @@ import (
 // crowdsecOptions reads HTTP_PROTECT_CROWDSEC_URL, _KEY and _INTERVAL;
 // nil when none is set. A URL without a key (or a key without a URL) is
 // an error that names both: the LAPI would refuse every poll, and
-// protectd would run without the decisions it was told to enforce.
+// protectd would run without the decisions it was told to enforce. A URL
+// with HTTP_PROTECT_CROWDSEC_MACHINE_ID but no key pushes protect's bans
+// and pulls nothing (csmachine.go).
 func crowdsecOptions(env []string) (*crowdsec.Options, error) {
-	var url, key, interval string
+	var url, key, interval, machine string
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
@@ -26,7 +28,12 @@ func crowdsecOptions(env []string) (*crowdsec.Options, error) {
 			key = strings.TrimSpace(v)
 		case envCrowdsecInterval:
 			interval = strings.TrimSpace(v)
+		case envCrowdsecMachineID:
+			machine = strings.TrimSpace(v)
 		}
+	}
+	if url != "" && key == "" && interval == "" && machine != "" {
+		return nil, nil
 	}
 	if url == "" && key == "" {
 		if interval != "" {

@@ -180,6 +180,11 @@
 //	                           https [off]
 //	HTTP_PROTECT_WEBHOOK_SECRET  the key each post is signed with, at least
 //	                           16 bytes; needed with the URL
+//	HTTP_PROTECT_CROWDSEC_MACHINE_ID  a machine of the LAPI of
+//	                           HTTP_PROTECT_CROWDSEC_URL, from cscli machines
+//	                           add NAME --password PW: protectd pushes its
+//	                           bans to that LAPI [off]
+//	HTTP_PROTECT_CROWDSEC_PASSWORD  the machine's password; needed with the id
 //
 // The sets are the operator's, made beforehand with flags interval and
 // timeout; a missing one stops protectd at start with an error that names
@@ -194,7 +199,14 @@
 // X-Protect-Signature ("sha256=" and the hex of the HMAC-SHA256 of the
 // body); a failed post is retried with a backoff from 1s to 1m, and while
 // the receiver is down at most 10,000 events wait, the oldest dropped
-// beyond. docs/firewall.md in the repository shows the set-up.
+// beyond. The CrowdSec machine logs in (POST /v1/watchers/login), pushes
+// each ban of an address or range written after protectd started as an
+// alert with a decision of origin protect, scenario "protect/" and the
+// reason, and the ban's time left (POST /v1/alerts, up to 100 a post),
+// and deletes the protect decisions of a value lifted or expired (DELETE
+// /v1/decisions), with the same backoff and bound; a URL and a machine
+// without HTTP_PROTECT_CROWDSEC_KEY push without pulling. docs/firewall.md
+// in the repository shows the set-up.
 //
 // # Logs, signals and limits
 //

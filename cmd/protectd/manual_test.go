@@ -30,7 +30,7 @@ func TestHelpPrintsManual(t *testing.T) {
 
 // The manual names each of protectd's own settings.
 func TestManualListsSettings(t *testing.T) {
-	for _, name := range []string{envListen, envPlans, "-check"} {
+	for _, name := range []string{envListen, envPlans, "-check", envCrowdsecMachineID, envCrowdsecPassword} {
 		if !strings.Contains(manual, name) {
 			t.Errorf("strings.Contains(manual, %q) = false, want true: doc.go must mention it", name)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/envconfig"
 	"github.com/httpprotect/protect/internal/nftsink"
 	"github.com/httpprotect/protect/internal/webhook"
@@ -41,7 +42,7 @@ const (
 
 // sinkNames are the names of sinkSettings, which loadSettings declares.
 var sinkNames = []string{ownNFT, ownNFTInterval, ownLAPIListen, ownLAPIKeys, ownLAPILists,
-	ownWebhookURL, ownWebhookSecret}
+	ownWebhookURL, ownWebhookSecret, ownCrowdsecMachineID, ownCrowdsecPassword}
 
 // sinkSettings configure the sinks; the zero value runs none.
 type sinkSettings struct {
@@ -56,6 +57,8 @@ type sinkSettings struct {
 	lapiLists bool
 	// webhook posts the journal's events; a zero URL: none.
 	webhook webhook.Options
+	// machine pushes the bans to a CrowdSec LAPI (csmachine.go); nil: none.
+	machine *crowdsec.MachineOptions
 }
 
 // loadSinks reads the sinks' settings from env (a later entry wins).
@@ -121,7 +124,9 @@ func loadSinks(env []string) (sinkSettings, error) {
 	} else if vars[envWebhookSecret] != "" {
 		return s, fmt.Errorf("%s is set without %s: set both, or neither", envWebhookSecret, envWebhookURL)
 	}
-	return s, nil
+	m, err := machineOptions(env)
+	s.machine = m
+	return s, err
 }
 
 // redacted is raw with any password in it replaced by xxxxx.
@@ -240,6 +245,14 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 			return nil, fmt.Errorf("%s: %w: the webhook posts the journal's events", envWebhookURL, err)
 		}
 		log.Info("webhook", "url", redacted(o.URL))
+		wg.Go(func() { <-done })
+	}
+	if s.machine != nil {
+		done, err := startMachine(ctx, *s.machine, admin.New(p), log)
+		if err != nil {
+			stop()
+			return nil, err
+		}
 		wg.Go(func() { <-done })
 	}
 	return stop, nil

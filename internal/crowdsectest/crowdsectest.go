@@ -8,6 +8,7 @@ package crowdsectest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -236,4 +237,43 @@ func (l *LAPI) Bouncer(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("protect-test-%d-%d", os.Getpid(), bouncers.Add(1))
 	return strings.TrimSpace(l.Cscli(t, "bouncers", "add", name, "-o", "raw"))
+}
+
+// Machine registers a new machine, validated, and returns its id and
+// password, for a client that logs in as one (POST /v1/watchers/login).
+func (l *LAPI) Machine(t testing.TB) (id, password string) {
+	t.Helper()
+	n := bouncers.Add(1)
+	id = fmt.Sprintf("protect-machine-%d-%d", os.Getpid(), n)
+	password = fmt.Sprintf("pw-%d-%d-%d", os.Getpid(), n, time.Now().UnixNano())
+	l.Cscli(t, "machines", "add", id, "--password", password, "-f", "/dev/null")
+	return id, password
+}
+
+// A Decision is one decision of cscli decisions list -o json.
+type Decision struct {
+	Origin   string `json:"origin"`
+	Type     string `json:"type"`
+	Scope    string `json:"scope"`
+	Value    string `json:"value"`
+	Duration string `json:"duration"`
+	Scenario string `json:"scenario"`
+}
+
+// Decisions returns the decisions in force, as cscli decisions list
+// shows them, in its order.
+func (l *LAPI) Decisions(t testing.TB) []Decision {
+	t.Helper()
+	out := l.Cscli(t, "decisions", "list", "-a", "-o", "json")
+	var alerts []struct {
+		Decisions []Decision `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(out), &alerts); err != nil {
+		t.Fatalf("cscli decisions list -o json = %q: %v", out, err)
+	}
+	var ds []Decision
+	for _, a := range alerts {
+		ds = append(ds, a.Decisions...)
+	}
+	return ds
 }
