@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -150,5 +152,34 @@ func TestAllowsAPIErrors(t *testing.T) {
 	none := eventServer(t, eventProtector(t, plainStore{memstore.New(memstore.Options{})}))
 	if code, name, _ := call(t, none, "GET", "/v1/allows", ""); code != 501 || name != CodeNoAllowlist {
 		t.Errorf("GET /v1/allows of a store without allowlist = %d %q, want 501 %q", code, name, CodeNoAllowlist)
+	}
+}
+
+// An allowed address on a block list is Safe, as a safe network's is:
+// the allowlist is step 2, before the lists.
+func TestAllowPassesBlockList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "drop.txt")
+	if err := os.WriteFile(path, []byte("198.51.100.0/24\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler),
+		BlockLists: []protect.BlockList{{Name: "drop", Path: path, Format: protect.FormatPlain}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	ctx := t.Context()
+	a := netip.MustParseAddr("198.51.100.7")
+	if d, _ := p.VerifyAddr(ctx, a); d.Status != protect.Blocked {
+		t.Fatalf("VerifyAddr(%s) on the list = %v, want Blocked", a, d.Status)
+	}
+	if _, _, err := New(p).Allow(ctx, []string{"198.51.100.7"}, AllowOptions{Reason: "partner"}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.VerifyAddr(ctx, a); d.Status != protect.Safe {
+		t.Fatalf("VerifyAddr(%s) allowed, on the list = %v, want Safe", a, d.Status)
+	}
+	if d, _ := p.VerifyAddr(ctx, netip.MustParseAddr("198.51.100.8")); d.Status != protect.Blocked {
+		t.Fatalf("VerifyAddr(198.51.100.8) on the list, not allowed = %v, want Blocked", d.Status)
 	}
 }

@@ -77,6 +77,12 @@ func (sp *memSpace) Disallow(_ context.Context, k store.Key) (store.Ban, bool, e
 	return b, ok, nil
 }
 
+// Holds implements store.Allowlist.
+func (sp *memSpace) Holds(addr netip.Addr) bool {
+	al := sp.bns.allows.Load()
+	return al != nil && allowed(al, addr, sp.s.now())
+}
+
 // Allows implements store.Allowlist.
 func (sp *memSpace) Allows(context.Context) ([]store.Ban, error) {
 	live := sp.bns.allows.Load().Live(sp.s.now())

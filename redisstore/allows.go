@@ -146,6 +146,10 @@ func (sp *redisSpace) Disallow(ctx context.Context, k store.Key) (store.Ban, boo
 	return got[0], true, nil
 }
 
+// Holds implements store.Allowlist: the copy of the last refresh, none
+// before this store's first Take in the namespace.
+func (sp *redisSpace) Holds(addr netip.Addr) bool { return allowed(sp.bns, addr, sp.s.now()) }
+
 // Allows implements store.Allowlist.
 func (sp *redisSpace) Allows(ctx context.Context) ([]store.Ban, error) {
 	_, got, err := sp.s.allowCall(ctx, sp.bns.name, "list")

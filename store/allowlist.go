@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"time"
 )
 
@@ -30,6 +31,12 @@ type Allowlist interface {
 	Disallow(ctx context.Context, k Key) (Ban, bool, error)
 	// Allows lists the entries in force, in no set order.
 	Allows(ctx context.Context) ([]Ban, error)
+	// Holds reports whether an entry holds addr as this process knows the
+	// allowlist, without a round trip: the memory store's own, the Redis
+	// store's copy. The pipeline asks it before the block lists, so that
+	// an allowed address is Safe there too (step 2); Take's answer stays
+	// the one that counts for the store's own steps.
+	Holds(addr netip.Addr) bool
 }
 
 // ErrNotAllowable is returned by Allowlist.Allow for a key that names no

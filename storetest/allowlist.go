@@ -44,6 +44,11 @@ func testAllowlist(t *testing.T, env *Env) {
 	if err != nil || er.Key != rng || !er.Range || er.Expires.IsZero() {
 		t.Fatalf("Allow(%s, 3 units) = %+v, %v; want the range entry with an end", rng, er, err)
 	}
+	take(t, sp, hk, ha, 0) // a store that keeps a copy loads it on its first Take
+	if !al.Holds(ha) || !al.Holds(inside) || al.Holds(netip.MustParseAddr("198.51.100.99")) {
+		t.Fatalf("Holds(%s, %s, 198.51.100.99) = %v, %v, %v; want true, true, false", ha, inside,
+			al.Holds(ha), al.Holds(inside), al.Holds(netip.MustParseAddr("198.51.100.99")))
+	}
 	for i := range 8 { // past BanLimit
 		if r := take(t, sp, hk, ha, 1); !r.Allowed || r.Count != 0 || r.Banned() || r.NewBan {
 			t.Fatalf("Take %d of allowed %s = %+v, want Allowed and nothing else", i+1, hk, r)
@@ -84,8 +89,8 @@ func testAllowlist(t *testing.T, env *Env) {
 	if _, ok, err := al.Disallow(ctx, hk); ok || err != nil {
 		t.Fatalf("Disallow(%s) again = %v, %v; want nothing removed", hk, ok, err)
 	}
-	if r := take(t, sp, hk, ha, 1); r.Allowed || r.Count != 1 {
-		t.Fatalf("Take of %s after Disallow = %+v, want counted once", hk, r)
+	if r := take(t, sp, hk, ha, 1); r.Allowed || r.Count != 1 || al.Holds(ha) {
+		t.Fatalf("Take of %s after Disallow = %+v, Holds %v; want counted once, not held", hk, r, al.Holds(ha))
 	}
 	env.Wait(4 * env.Unit)
 	if r := take(t, sp, ik, inside, 1); r.Allowed || !r.Banned() {
