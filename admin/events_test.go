@@ -123,7 +123,7 @@ func TestEventsAPI(t *testing.T) {
 		name string
 	}{
 		{url.Values{"since": {"not-a-cursor"}}, http.StatusBadRequest, CodeBadRequest},
-		{url.Values{"since": {"1000000"}}, http.StatusBadRequest, CodeBadRequest}, // past the newest
+		{url.Values{"since": {"18446744073709551615"}}, http.StatusBadRequest, CodeBadRequest}, // past the newest
 		{url.Values{"limit": {"0"}}, http.StatusBadRequest, CodeBadRequest},
 		{url.Values{"limit": {"10001"}}, http.StatusBadRequest, CodeBadRequest},
 		{url.Values{"namespace": {"nowhere"}}, http.StatusNotFound, CodeUnknownNamespace},

@@ -13,11 +13,12 @@
 // every ban written (by an operator, or by the pipeline past BanLimit),
 // lifted and over: an event each, appended under the lock of the change
 // itself, with a cursor that is its sequence number in the namespace, in
-// decimal, from 1. A ban over is journaled when the store notices it
+// decimal, counted from the store's start in Unix nanoseconds. A ban over is journaled when the store notices it
 // (its sweep, or a request or lift that finds it over), once, never
 // before its end. The journal is a ring bounded by Options.JournalLength
 // and Options.JournalAge, in memory only (a state file does not keep it:
-// a restart starts every journal again from 1); a request that writes no
+// a restart starts every journal again, past every cursor of the run
+// before, which then reads as trimmed away: store.ErrCursorGone); a request that writes no
 // ban does no journal work.
 //
 // The package imports nothing of protect but package store: it is a peer

@@ -39,7 +39,7 @@ type eventLog struct {
 	ring []logEntry // circular once it holds max entries
 	head int        // index of the oldest entry
 	n    int        // entries held
-	next uint64     // the sequence number of the next event; the first is 1
+	next uint64     // the sequence number of the next event (the first: journalStart)
 	max  int        // entries kept at most
 	age  int64      // ticks an entry is kept at most
 }
@@ -51,8 +51,9 @@ type logEntry struct {
 	kind store.EventKind
 }
 
-func newEventLog(length int, age time.Duration) *eventLog {
-	return &eventLog{next: 1, max: length, age: int64(age)}
+// newEventLog returns a journal whose first event is numbered first.
+func newEventLog(length int, age time.Duration, first uint64) *eventLog {
+	return &eventLog{next: max(first, 1), max: length, age: int64(age)}
 }
 
 // add appends an event at ticks t, trimming what is over by age or
@@ -144,9 +145,17 @@ func (l *eventLog) read(since string, limit int, t int64, mk func(seq uint64, e 
 	return out, nil
 }
 
+// journalStart is the number of a new journal's first event: the store's
+// epoch in Unix nanoseconds. A run numbers its events from the moment it
+// started, so a cursor of an earlier run (whose events were fewer than
+// its nanoseconds) is older than this run's first event, and reads as
+// ErrCursorGone, never as a place in this run's journal.
+func (s *Store) journalStart() uint64 { return uint64(max(s.epoch.UnixNano(), 1)) }
+
 // Events implements store.Journal: the events of the space's ban
 // namespace, which every Space bound to it shares. A cursor is the
-// event's sequence number in the namespace, in decimal, from 1.
+// event's sequence number in the namespace, in decimal, counted from
+// the store's start (journalStart).
 func (sp *memSpace) Events(ctx context.Context, since string, limit int) ([]store.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

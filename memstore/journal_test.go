@@ -76,8 +76,8 @@ func TestJournalEvents(t *testing.T) {
 		t.Fatalf("journal = %s\nwant      %s", got, want)
 	}
 	for i, e := range evs {
-		if e.Cursor != strconv.Itoa(i+1) {
-			t.Fatalf("event %d has cursor %q, want %d", i, e.Cursor, i+1)
+		if want := strconv.FormatUint(s.journalStart()+uint64(i), 10); e.Cursor != want {
+			t.Fatalf("event %d has cursor %q, want %s: the store's start plus %d", i, e.Cursor, want, i)
 		}
 		if e.Kind == store.EventExpire && e.Time.Before(e.Ban.Expires) {
 			t.Fatalf("%s journaled at %v, before its end %v", e.Kind, e.Time, e.Ban.Expires)
@@ -89,10 +89,10 @@ func TestJournalEvents(t *testing.T) {
 	if b := evs[0].Ban; b.By != "ops" || b.Reason != "r" || b.Source != SourceManual {
 		t.Fatalf("manual ban journaled as %+v", b)
 	}
-	if got := events(t, sp, "8"); len(got) != 0 {
+	if got := events(t, sp, evs[7].Cursor); len(got) != 0 {
 		t.Fatalf("Events(last) = %s, want none", kinds(got))
 	}
-	if got := kinds(events(t, sp, "6")); got != "expire@10.0.0.1 expire@10.0.0.2" && got != "expire@10.0.0.2 expire@10.0.0.1" {
+	if got := kinds(events(t, sp, evs[5].Cursor)); got != "expire@10.0.0.1 expire@10.0.0.2" && got != "expire@10.0.0.2 expire@10.0.0.1" {
 		t.Fatalf("Events(6) = %s, want the two expiries", got)
 	}
 	// A space of another namespace sharing the ban namespace shares the
@@ -116,24 +116,25 @@ func TestJournalCursors(t *testing.T) {
 	sp := memSpaceFor(t, s, "ns:", testLimits())
 	j := sp.(store.Journal)
 	ctx := t.Context()
+	c := func(n int) string { return strconv.FormatUint(s.journalStart()+uint64(n-1), 10) } // the cursor of event n
 	for i := range 5 {
 		if _, err := sp.AddBan(ctx, Ban{Key: addrKeyFor(i), Source: SourceManual}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := events(t, sp, ""); len(got) != 3 || got[0].Cursor != "3" || got[2].Cursor != "5" {
+	if got := events(t, sp, ""); len(got) != 3 || got[0].Cursor != c(3) || got[2].Cursor != c(5) {
 		t.Fatalf("a journal of 3 after 5 events holds %s, want events 3 to 5", kinds(got))
 	}
-	if got := events(t, sp, "2"); len(got) != 3 {
+	if got := events(t, sp, c(2)); len(got) != 3 {
 		t.Fatalf("Events(2) = %d events, want 3: none is missing after 2", len(got))
 	}
-	if got, err := j.Events(ctx, "3", 1); err != nil || len(got) != 1 || got[0].Cursor != "4" {
+	if got, err := j.Events(ctx, c(3), 1); err != nil || len(got) != 1 || got[0].Cursor != c(4) {
 		t.Fatalf("Events(3, limit 1) = %+v, %v; want event 4", got, err)
 	}
-	if _, err := j.Events(ctx, "1", 10); !errors.Is(err, store.ErrCursorGone) {
+	if _, err := j.Events(ctx, c(1), 10); !errors.Is(err, store.ErrCursorGone) {
 		t.Fatalf("Events(1) after it was trimmed = %v, want ErrCursorGone", err)
 	}
-	for _, bad := range []string{"x", "-1", "+3", "03", "3.0", " 3", "18446744073709551616", "6", "99"} {
+	for _, bad := range []string{"x", "-1", "+3", "03", "3.0", " 3", "18446744073709551616", c(6), c(99)} {
 		_, err := j.Events(ctx, bad, 10)
 		if err == nil || errors.Is(err, store.ErrCursorGone) || !strings.Contains(err.Error(), strconv.Quote(bad)) {
 			t.Fatalf("Events(%q) = %v, want an error quoting it", bad, err)
@@ -146,16 +147,16 @@ func TestJournalCursors(t *testing.T) {
 	if got := events(t, sp, ""); len(got) != 0 {
 		t.Fatalf("after JournalAge the journal holds %s, want nothing", kinds(got))
 	}
-	if got := events(t, sp, "5"); len(got) != 0 {
+	if got := events(t, sp, c(5)); len(got) != 0 {
 		t.Fatalf("Events(5), the newest, after JournalAge = %s, want nothing and no error", kinds(got))
 	}
-	if _, err := j.Events(ctx, "4", 10); !errors.Is(err, store.ErrCursorGone) {
+	if _, err := j.Events(ctx, c(4), 10); !errors.Is(err, store.ErrCursorGone) {
 		t.Fatalf("Events(4) after JournalAge = %v, want ErrCursorGone", err)
 	}
 	if _, err := sp.AddBan(ctx, Ban{Key: addrKeyFor(9), Source: SourceManual}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := events(t, sp, "5"); len(got) != 1 || got[0].Cursor != "6" {
+	if got := events(t, sp, c(5)); len(got) != 1 || got[0].Cursor != c(6) {
 		t.Fatalf("Events(5) = %s, want event 6", kinds(got))
 	}
 }
