@@ -225,6 +225,10 @@ func (p *Protector) storeFailed(ctx context.Context, d *Decision, err error) (lo
 //
 //go:noinline
 func (p *Protector) takeFailed(ctx context.Context, d *Decision, n int64, err error) error {
+	if p.allowedHere(d.Addr) {
+		d.Status = Safe
+		return nil
+	}
 	d.Limit, d.Window, d.DryRun = p.cfg.MaxRequests, p.lim.TTL, p.cfg.DryRun
 	if local, err := p.storeFailed(ctx, d, err); !local {
 		return err
@@ -235,6 +239,14 @@ func (p *Protector) takeFailed(ctx context.Context, d *Decision, n int64, err er
 	}
 	p.streamDecision(ctx, d, n, &res)
 	return nil
+}
+
+// allowedHere reports whether the store's allowlist, as this process
+// holds it, passes a: while the store fails, an allowed client is Safe
+// rather than decided by the failure policy.
+func (p *Protector) allowedHere(a netip.Addr) bool {
+	al, ok := p.raw.(store.Allowlist)
+	return ok && a.IsValid() && al.Holds(a)
 }
 
 // guarded runs one store call with StoreTimeout and through the circuit
@@ -304,6 +316,10 @@ func guarded[R any](g *guard, ctx context.Context, k Key, call func(context.Cont
 //go:noinline
 func (p *Protector) takePlanFailed(ctx context.Context, d *Decision, k Key, a netip.Addr, plan *Plan, cost int64, stream bool, err error) error {
 	d.Addr, d.Key, d.DryRun = a, k, p.cfg.DryRun
+	if p.allowedHere(a) {
+		d.Status = Safe
+		return nil
+	}
 	if local, err := p.storeFailed(ctx, d, err); !local {
 		return err
 	}
@@ -413,6 +429,9 @@ func (g *guard) writePending() {
 			}
 			if err == nil {
 				_, err = p.space.AddBan(ctx, Ban{Key: b.Key, Range: b.Range, Reason: b.Reason, Source: b.Source, By: b.By}, left)
+			}
+			if errors.Is(err, store.ErrAllowed) {
+				continue // allowed meanwhile: the ban is not wanted any more
 			}
 			if err != nil {
 				failed = append(failed, b)

@@ -243,7 +243,7 @@ func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
 	if p.lists.Find(a, &hit) {
 		// An operator's allowlist entry passes a listed address, as a
 		// safe network does: the store's answer would, after the list.
-		if al, ok := p.raw.(store.Allowlist); ok && al.Holds(a) {
+		if p.allowedHere(a) {
 			d.Status, d.Addr = Safe, a
 			return true
 		}

@@ -141,8 +141,8 @@ func (a *Admin) checkAllowed(ctx context.Context, targets []string) error {
 		return nil // no allowlist: nothing covers anything
 	}
 	entries, err := a.Allows(ctx)
-	if err != nil || len(entries) == 0 {
-		return err
+	if err != nil {
+		return fmt.Errorf("admin: ban: reading the allowlist: %w", err)
 	}
 	for _, s := range targets {
 		k, _, err := a.Target(s)

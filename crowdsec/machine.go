@@ -17,6 +17,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/internal/redact"
 	"github.com/httpprotect/protect/store"
 )
 
@@ -125,11 +126,7 @@ type Machine struct {
 func NewMachine(o MachineOptions) (*Machine, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown := o.URL
-		if err == nil {
-			shown = u.Redacted()
-		}
-		return nil, fmt.Errorf("crowdsec: URL %q: want http://host:port or https://host:port", shown)
+		return nil, fmt.Errorf("crowdsec: URL %q: want http://host:port or https://host:port", redact.URL(o.URL))
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("crowdsec: URL %q: the machine's password goes in Password, not in the URL", u.Redacted())
@@ -566,6 +563,9 @@ func (m *Machine) login(ctx context.Context) error {
 		Expire string `json:"expire"`
 	}
 	if err := json.Unmarshal(answer, &r); err != nil || r.Token == "" {
+		if r.Token != "" { // it holds a token: never quoted
+			return fmt.Errorf("crowdsec: login: an answer of %d bytes that does not parse", len(answer))
+		}
 		return fmt.Errorf("crowdsec: login: an answer without a token: %q", snippet(answer))
 	}
 	exp, err := time.Parse(time.RFC3339, r.Expire)

@@ -32,6 +32,20 @@ func covers(al *store.RangeSet, p netip.Prefix, t int64) bool {
 	return false
 }
 
+// unlessAllowed undoes the ban a Take of k just wrote into r when an
+// entry now holds addr: one added while the Take counted, whose lift
+// (admin.Admin.Allow lifts right after adding) may have come before the
+// ban. The entry is stored before that lift, so one of the two sees the
+// other and the ban never outlives them.
+func (sp *memSpace) unlessAllowed(k store.Key, addr netip.Addr, r *store.Result) {
+	al := sp.bns.allows.Load()
+	if al == nil || !allowed(al, addr, sp.s.now()) {
+		return
+	}
+	sp.Lift(context.Background(), k)
+	*r = store.Result{Allowed: true}
+}
+
 // Allow implements store.Allowlist.
 func (sp *memSpace) Allow(_ context.Context, e store.Ban, length time.Duration) (store.Ban, error) {
 	if !e.Key.Prefix.IsValid() {

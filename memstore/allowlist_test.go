@@ -105,3 +105,33 @@ func allowThenWait(t *testing.T, path string) {
 	os.Stdout.WriteString("written\n")
 	select {} // killed here
 }
+
+// A Take that checked the allowlist before an entry was added, and then
+// wrote its ban, undoes the ban once it finds the entry: admin's lift
+// may have come before the ban was written.
+func TestTakeBanRacingAllow(t *testing.T) {
+	s, _ := newTestMemoryStore(t, MemoryOptions{})
+	lim := testLimits()
+	lim.BanLimit = 2
+	sp := memSpaceFor(t, s, "race:", lim).(*memSpace)
+	ctx := t.Context()
+	a := netip.MustParseAddr("192.0.2.90")
+	k := store.Key{Prefix: netip.PrefixFrom(a, 32)}
+	var r store.Result
+	for i := 0; !r.NewBan; i++ { // the ban the racing Take writes
+		if i == 100 {
+			t.Fatalf("100 Takes of %s wrote no ban", k)
+		}
+		r = mustTake(t, sp, k, a)
+	}
+	if _, err := sp.Allow(ctx, store.Ban{Key: k, Reason: "race"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	sp.unlessAllowed(k, a, &r)
+	if !r.Allowed || r.Banned() {
+		t.Fatalf("unlessAllowed(%s) = %+v, want Allowed", k, r)
+	}
+	if st, _ := sp.Inspect(ctx, k); st.Ban != nil {
+		t.Fatalf("Inspect(%s) after unlessAllowed = ban %+v, want none", k, st.Ban)
+	}
+}

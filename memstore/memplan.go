@@ -179,6 +179,9 @@ func (sp *memSpace) TakePlan(_ context.Context, k store.Key, addr netip.Addr, pl
 	if res.Banned() {
 		sh.mu.Unlock()
 		res.Decider = -1
+		if res.NewBan && k.Prefix.IsValid() {
+			sp.unlessAllowed(k, addr, &res.Result)
+		}
 		return res, nil
 	}
 	now := sp.s.micros(t)

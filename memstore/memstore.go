@@ -239,7 +239,7 @@ func (sp *memSpace) Publish(context.Context) error {
 func (s *Store) namespace(name string) *memNamespace {
 	ns, ok := s.spaces[name]
 	if !ok {
-		ns = &memNamespace{id: uint64(len(s.spaces) + 1), name: name, events: newEventLog(s.journalLength, s.journalAge)}
+		ns = &memNamespace{id: uint64(len(s.spaces) + 1), name: name, events: newEventLog(s.journalLength, s.journalAge, s.journalStart())}
 		s.spaces[name] = ns
 		s.byID = append(s.byID, ns)
 	}
@@ -393,7 +393,11 @@ func (sp *memSpace) Take(_ context.Context, k store.Key, addr netip.Addr, n int6
 	switch {
 	case k.Prefix.IsValid():
 		mk, bk, h := sp.addrKey(k.Prefix)
-		return sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events), nil
+		r := sp.s.addrs.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events)
+		if r.NewBan {
+			sp.unlessAllowed(k, addr, &r)
+		}
+		return r, nil
 	case k.Name != "":
 		mk, bk, h := sp.nameKey(k.Name)
 		r := sp.s.names.take(mk, bk, h, t, n, &sp.lim, &sp.s.epoch, sp.bns.events)

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 	"strings"
 	"time"
@@ -16,8 +17,11 @@ import (
 // namespace's first Take and again every RangeRefresh, and checked there
 // before anything else: an allowed client never costs a round trip, and
 // an entry made through another instance holds here within
-// RangeRefresh (at once through this one). A Take is therefore still
-// one script, which the allowlist does not lengthen.
+// RangeRefresh (at once through this one); until then that instance may
+// still count and ban the client. A Take is therefore still one script,
+// which the allowlist does not lengthen. An allowlist that cannot be
+// read (a key of another type, a reply that does not parse) is logged
+// and leaves the copy as it was: it never stops the namespace.
 
 func allowsKey(bns string) string { return bns + "allows" }
 
@@ -65,6 +69,7 @@ func (s *Store) allowCall(ctx context.Context, ns string, args ...any) (now int6
 func (s *Store) loadAllows(ctx context.Context, ns *redisNamespace) error {
 	now, entries, err := s.allowCall(ctx, ns.name, "list")
 	if err != nil {
+		s.damage.logOnce(allowsKey(ns.name), "", "protect: cannot read the allowlist; keeping the last copy", "key", allowsKey(ns.name), "error", err.Error())
 		return err
 	}
 	ns.allows.Store(store.NewRangeSet(s.rangeEntries(now, entries)))
@@ -79,19 +84,35 @@ func (s *Store) rangeEntries(now int64, entries []store.Ban) []store.RangeEntry 
 	for _, b := range entries {
 		e := store.RangeEntry{Prefix: b.Key.Prefix, Ban: b}
 		if !b.Permanent() {
-			e.End = t + int64(time.Duration(b.Expires.UnixMilli()-now)*time.Millisecond)
+			e.End = endTicks(t, b.Expires.UnixMilli()-now)
 		}
 		out = append(out, e)
 	}
 	return out
 }
 
+// endTicks is ticks t plus left ms, saturated: an end past what ticks
+// hold is as good as never, and must neither wrap nor read as 0, which
+// is permanent.
+func endTicks(t, left int64) int64 {
+	if left <= 0 {
+		return t // over: Live is false from now
+	}
+	if left > (math.MaxInt64-t)/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return t + left*int64(time.Millisecond)
+}
+
 // allowed reports whether an entry of ns's copy holds addr at ticks t.
+// Take and TakePlan write it out, so that nothing allowed, the common
+// case, costs one load and one compare there.
 func allowed(ns *redisNamespace, addr netip.Addr, t int64) bool {
 	al := ns.allows.Load()
-	if al == nil { // nothing allowed: the common case, in one compare
-		return false
-	}
+	return al != nil && lookupAllow(al, addr, t)
+}
+
+func lookupAllow(al *store.RangeSet, addr netip.Addr, t int64) bool {
 	_, ok := al.Lookup(addr, t)
 	return ok
 }

@@ -26,9 +26,7 @@ func (s *Store) ready(ctx context.Context, ns *redisNamespace) error {
 	if err := s.loadRanges(ctx, ns); err != nil {
 		return err
 	}
-	if err := s.loadAllows(ctx, ns); err != nil {
-		return err
-	}
+	s.loadAllows(ctx, ns) // logged there; no allowlist is the strict side
 	ns.loaded.Store(true)
 	return nil
 }
@@ -106,9 +104,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 		if err := s.loadRanges(ctx, ns); err != nil {
 			errs = append(errs, err)
 		}
-		if err := s.loadAllows(ctx, ns); err != nil {
-			errs = append(errs, err)
-		}
+		s.loadAllows(ctx, ns)
 	}
 	if err := s.pub.republish(ctx, s.now); err != nil {
 		errs = append(errs, err)

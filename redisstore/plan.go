@@ -133,7 +133,7 @@ func (sp *redisSpace) TakePlan(ctx context.Context, k store.Key, addr netip.Addr
 	if err := s.ready(ctx, sp.bns); err != nil {
 		return store.PlanResult{}, err
 	}
-	if allowed(sp.bns, addr, t) {
+	if al := sp.bns.allows.Load(); al != nil && lookupAllow(al, addr, t) {
 		return store.PlanResult{Result: store.Result{Allowed: true}, Decider: -1}, nil
 	}
 	if r, banned := rangeBanned(sp.bns.ranges.Load(), addr, t); banned {

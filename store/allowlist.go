@@ -11,10 +11,10 @@ import (
 // and ranges of addresses that are never counted and never banned while
 // their entry lasts. Take and TakePlan answer a key on it, or an address
 // inside a range on it, with Result.Allowed before anything else, in the
-// same step (on Redis, the same script): so an entry holds on every
-// instance that shares the store. An entry is a Ban value (Key, Range,
-// Reason, By, Created, Expires; Source is empty and Offense zero), and
-// expires by itself. A store that also keeps a Journal journals
+// same step: so an entry holds on every instance that shares the store,
+// as soon as the store's copy holds it (on Redis, within RangeRefresh).
+// An entry is a Ban value (Key, Range, Reason, By, Created, Expires;
+// Source is empty and Offense zero), and expires by itself. A store that also keeps a Journal journals
 // EventAllow and EventDisallow.
 //
 // An entry lifts nothing itself: the caller lifts the bans it covers

@@ -31,6 +31,11 @@ func allowCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		defer cancel()
 		res, err := c.svc.Allow(ctx, args, admin.AllowOptions{For: length, Reason: *reason, By: *by})
 		if err != nil {
+			if len(res.Allowed) > 0 { // what was allowed before the failure
+				if werr := c.writeBans(res.Allowed, *asJSON); werr != nil {
+					return werr
+				}
+			}
 			return err
 		}
 		if *asJSON {

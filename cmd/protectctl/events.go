@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -47,6 +48,13 @@ func eventsCmd(fs *flag.FlagSet) func(*cli, []string) error {
 		cursor := *after
 		for {
 			recs, err := c.svc.Events(ctx, cursor, eventsPage)
+			if errors.Is(err, admin.ErrCursorGone) && *follow && cursor != "" {
+				// Trimmed while followed: what was kept is newer than the
+				// cursor, so reading from its start repeats nothing.
+				fmt.Fprintln(c.stderr, "protectctl: the journal trimmed events before they were read; going on from the oldest it keeps")
+				cursor = ""
+				continue
+			}
 			if err != nil {
 				if ctx.Err() != nil && *follow {
 					return out.flush()

@@ -140,6 +140,8 @@ func remoteError(shown string, p *admin.Problem) error {
 		return fmt.Errorf("%w%s", protect.ErrWideTarget, trimPrefix(p.Detail, protect.ErrWideTarget))
 	case admin.CodeBadRequest, admin.CodeNoTarget, admin.CodeUnknownNamespace:
 		return usageError{p}
+	case admin.CodeCursorGone:
+		return fmt.Errorf("admin API %s: %s: %w", shown, p.Detail, admin.ErrCursorGone)
 	case admin.CodeUnauthorized:
 		return fmt.Errorf("admin API %s: %s\n  check -token or HTTP_PROTECT_ADMIN_TOKEN", shown, p.Detail)
 	}

@@ -35,7 +35,8 @@ const (
 // prints the manual (doc.go) instead.
 const mainUsage = `usage: protectctl [-redis URL] [-server URL [-token TOKEN]] [-namespace NS] COMMAND [flags] [args]
 
-commands: bans, ban, lift, events, inspect, explain, check, protectors, nft, version.
+commands: bans, ban, lift, allow, allows, disallow, events, inspect, explain, check,
+protectors, nft, version.
 "protectctl -h" prints the manual; "protectctl COMMAND -h" a command's flags.
 
 global flags:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/envconfig"
+	"github.com/httpprotect/protect/internal/redact"
 )
 
 // protectd as a CrowdSec machine: with HTTP_PROTECT_CROWDSEC_MACHINE_ID
@@ -52,7 +53,7 @@ func machineOptions(env []string) (*crowdsec.MachineOptions, error) {
 	// With a bouncer key, crowdsecOptions checks the same URL and says
 	// what is wrong with it.
 	if _, err := crowdsec.NewMachine(*o); err != nil && key == "" {
-		return nil, fmt.Errorf("%s=%q: %w", envCrowdsecURL, redacted(url), err)
+		return nil, fmt.Errorf("%s=%q: %w", envCrowdsecURL, redact.URL(url), err)
 	}
 	return o, nil
 }
@@ -68,6 +69,6 @@ func startMachine(ctx context.Context, o crowdsec.MachineOptions, src crowdsec.E
 	if done, err = m.Start(ctx, src); err != nil {
 		return nil, fmt.Errorf("%s: %w: the machine pushes the journal's bans", envCrowdsecMachineID, err)
 	}
-	log.Info("crowdsec machine", "url", redacted(o.URL), "machine_id", o.MachineID)
+	log.Info("crowdsec machine", "url", redact.URL(o.URL), "machine_id", o.MachineID)
 	return done, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/httpprotect/protect/crowdsec"
 	"github.com/httpprotect/protect/envconfig"
 	"github.com/httpprotect/protect/internal/nftsink"
+	"github.com/httpprotect/protect/internal/redact"
 	"github.com/httpprotect/protect/internal/webhook"
 )
 
@@ -129,14 +129,6 @@ func loadSinks(env []string) (sinkSettings, error) {
 	return s, err
 }
 
-// redacted is raw with any password in it replaced by xxxxx.
-func redacted(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return raw
-}
-
 // minLAPIKey is the shortest bouncer key accepted: cscli makes keys of
 // 32 characters, and a short key is a guessable one.
 const minLAPIKey = 16
@@ -244,7 +236,7 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 			stop()
 			return nil, fmt.Errorf("%s: %w: the webhook posts the journal's events", envWebhookURL, err)
 		}
-		log.Info("webhook", "url", redacted(o.URL))
+		log.Info("webhook", "url", redact.URL(o.URL))
 		wg.Go(func() { <-done })
 	}
 	if s.machine != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/webhook"
@@ -67,8 +68,13 @@ func TestWebhookPosts(t *testing.T) {
 	}
 	var got []string
 	for len(got) < 2 {
-		for _, e := range <-posts {
-			got = append(got, e.Kind+" "+e.Key+" "+e.BanNamespace)
+		select {
+		case evs := <-posts:
+			for _, e := range evs {
+				got = append(got, e.Kind+" "+e.Key+" "+e.BanNamespace)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("webhook events after 30s = %q, want a ban and a lift", got)
 		}
 	}
 	want := []string{"ban 203.0.113.7 protect:", "lift 203.0.113.7 protect:"}

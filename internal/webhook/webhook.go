@@ -11,8 +11,8 @@
 // post of protect's from a forged one (compare with hmac.Equal, as
 // Verify does). A batch that fails (no answer, 429 or 5xx) is posted
 // again after a backoff that doubles up to Options.MaxBackoff; one the
-// receiver refuses (another 4xx) is dropped and counted, for sending it
-// again would be refused again.
+// receiver refuses (another 4xx, or a redirect, which is never followed)
+// is dropped and counted, for sending it again would be refused again.
 //
 // Nothing waits for the receiver but the Sender: the journal is read
 // into a bounded queue, and while the receiver is slow or down the
@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/internal/redact"
 )
 
 // SignatureHeader carries the signature of a post's body.
@@ -79,7 +80,7 @@ type Options struct {
 // Stats counts what a Sender did.
 type Stats struct {
 	Delivered uint64 // events in posts the receiver took (2xx)
-	Refused   uint64 // events in posts it refused (4xx but 429), dropped
+	Refused   uint64 // events in posts it refused (3xx, 4xx but 429), dropped
 	Dropped   uint64 // events dropped from a full queue, never posted
 	Retries   uint64 // posts tried again after a failure
 	Lost      uint64 // journal reads that found their cursor trimmed away
@@ -101,11 +102,8 @@ type Sender struct {
 func New(o Options) (*Sender, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown := o.URL
-		if err == nil {
-			shown = u.Redacted() // a password in the URL is a secret too
-		}
-		return nil, fmt.Errorf("webhook: URL %q: want http://host/path or https://host/path", shown)
+		// A password in the URL is a secret too.
+		return nil, fmt.Errorf("webhook: URL %q: want http://host/path or https://host/path", redact.URL(o.URL))
 	}
 	if len(o.Secret) < MinSecret {
 		return nil, fmt.Errorf("webhook: the secret has %d bytes, want at least %d: a receiver tells protect's posts from forged ones by it", len(o.Secret), MinSecret)
@@ -113,6 +111,12 @@ func New(o Options) (*Sender, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// A redirect would turn the POST into a bodiless GET (301, 302, 303)
+	// that reads as delivered, or send the signed body wherever the
+	// receiver points (307, 308): a 3xx is answered as it is, refused.
+	c := *o.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	o.Client = &c
 	if o.Queue <= 0 {
 		o.Queue = 10_000
 	}
@@ -278,7 +282,7 @@ func (s *Sender) post(ctx context.Context) {
 				s.delivered.Add(uint64(len(batch)))
 				break
 			}
-			if err == nil && status/100 == 4 && status != http.StatusTooManyRequests {
+			if err == nil && (status/100 == 4 && status != http.StatusTooManyRequests || status/100 == 3) {
 				s.refused.Add(uint64(len(batch)))
 				s.log.Warn("webhook: the receiver refused a post; its events are dropped", "status", status, "events", len(batch))
 				break

@@ -172,6 +172,7 @@ func TestSender(t *testing.T) {
 		{"ok", nil, Stats{Delivered: 1}, 1, nil, true},
 		{"retried", []int{503, 429, 502}, Stats{Delivered: 1, Retries: 3}, 4, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}, true},
 		{"refused", []int{400}, Stats{Refused: 1}, 1, nil, false},
+		{"redirected", []int{http.StatusFound}, Stats{Refused: 1}, 1, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,11 +277,13 @@ func TestNewRefuses(t *testing.T) {
 		{URL: "ftp://host/x", Secret: secret},
 		{URL: "http://", Secret: secret},
 		{URL: "http://host/x", Secret: []byte("short")},
+		{URL: "ftp://user:hunter2@host/x", Secret: secret},
+		{URL: "http://user:hunter 2@host/x", Secret: secret},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%q, %d-byte secret) = nil error, want one", o.URL, len(o.Secret))
-		} else if strings.Contains(err.Error(), string(o.Secret)) {
-			t.Errorf("New error %q quotes the secret", err)
+		} else if strings.Contains(err.Error(), string(o.Secret)) || strings.Contains(err.Error(), "hunter") {
+			t.Errorf("New error %q quotes the secret or the URL's password", err)
 		}
 	}
 }

@@ -5,8 +5,8 @@
 -- ARGV[1] 'list'; 'put' with ARGV[2] the field, ARGV[3] the length ms (0:
 -- until removed), ARGV[4] by and ARGV[5] the reason; or 'remove' with
 -- ARGV[2] the prefix (both of its fields).
--- A hash field cannot expire by itself, so every call drops the entries
--- over; one that does not parse is kept. Returns {now ms, field, record,
+-- A hash field cannot expire by itself, so every call but 'put' drops the
+-- entries over; one that does not parse is kept. Returns {now ms, field, record,
 -- ...}: every entry for 'list', the one written for 'put', those removed
 -- for 'remove'.
 local now = now_ms()
