@@ -40,7 +40,7 @@ type ChallengeConfig struct {
 	// at least 16 bytes.
 	Secret []byte
 	// Difficulty is the leading zero bits of SHA-256(nonce || answer)
-	// the page must find [challenge.DefaultDifficulty, 16]: 2^16 hashes on
+	// the page must find [challenge.DefaultDifficulty, 15]: 2^15 hashes on
 	// average, well under a second in a browser (docs/challenge.md).
 	Difficulty int
 	// PassTTL is how long a pass lasts [1h].

@@ -30,10 +30,10 @@ import (
 // Defaults.
 const (
 	// DefaultDifficulty is the leading zero bits an answer's hash must
-	// have: 2^16 hashes to try on average, which headless Chromium on a
+	// have: 2^15 hashes to try on average, which headless Chromium on a
 	// 2-vCPU server does in a median of well under a second (see the
 	// repository's docs/challenge.md for the figure and its command).
-	DefaultDifficulty = 16
+	DefaultDifficulty = 15
 	// MaxDifficulty bounds Difficulty: 2^32 hashes is minutes in a
 	// browser.
 	MaxDifficulty = 32
