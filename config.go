@@ -214,6 +214,11 @@ type Config struct {
 	// OnRefused writes the status (d.StatusCode() is the default's) and
 	// the body. d is refused; d.Err is for logs, never for the client.
 	OnRefused func(w http.ResponseWriter, r *http.Request, d Decision)
+	// Challenge, when set, asks a client whose stream passes
+	// Challenge.After to prove it is a browser (Challenged, a
+	// proof-of-work page served by Middleware) before BanLimit bans it
+	// [nil: off]. See ChallengeConfig.
+	Challenge *ChallengeConfig
 	// Logger receives ban, lift and store state events [slog.Default()].
 	Logger *slog.Logger
 	// Clock tells the time for the circuit breaker and the default memory
@@ -337,6 +342,7 @@ func (c Config) withDefaults() (Config, error) {
 		(*Config).namespaceDefaults,
 		(*Config).failureDefaults,
 		(*Config).statusDefaults,
+		(*Config).challengeDefaults, // challenge.go
 		(*Config).runtimeDefaults,
 	} {
 		errs = append(errs, step(&c)...)

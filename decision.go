@@ -43,12 +43,21 @@ const (
 	// store is touched; it is not a ban, and nothing lifts it but the
 	// list itself.
 	Blocked
+	// Challenged: the stream passed Config.Challenge.After and the client
+	// holds no valid pass: it is asked to prove it is a browser. Refused
+	// with 403; Middleware answers with the proof-of-work page (HTML,
+	// Cache-Control: no-store, a strict Content-Security-Policy) instead
+	// of a problem+json body, and a solved page buys a pass cookie that
+	// lets the client through until the pass expires or BanLimit bans it.
+	// Appended last, so that no other Status changes value.
+	Challenged
 )
 
-var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable", "exhausted", "blocked"}
+var statusNames = [...]string{"allowed", "safe", "limited", "banned", "unknown", "unavailable", "exhausted", "blocked", "challenged"}
 
 // String returns the status in lower case: "allowed", "safe", "limited",
-// "banned", "unknown", "unavailable", "exhausted", "blocked".
+// "banned", "unknown", "unavailable", "exhausted", "blocked",
+// "challenged".
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
 		return statusNames[s]
@@ -58,8 +67,8 @@ func (s Status) String() string {
 
 // Code returns the machine-readable problem code sent in a refusal body:
 // "rate_limited", "quota_exceeded", "banned", "blocked",
-// "unknown_client" or "unavailable"; "" for a status that is never
-// refused.
+// "unknown_client", "unavailable" or "challenged"; "" for a status that
+// is never refused.
 func (s Status) Code() string {
 	switch s {
 	case Limited:
@@ -74,6 +83,8 @@ func (s Status) Code() string {
 		return "unknown_client"
 	case Unavailable:
 		return "unavailable"
+	case Challenged:
+		return "challenged"
 	}
 	return ""
 }
@@ -195,7 +206,7 @@ func (d Decision) Refused() bool {
 		return false
 	}
 	switch d.Status {
-	case Limited, Banned, Unknown, Unavailable, Exhausted, Blocked:
+	case Limited, Banned, Unknown, Unavailable, Exhausted, Blocked, Challenged:
 		return true
 	}
 	return false
@@ -203,7 +214,7 @@ func (d Decision) Refused() bool {
 
 // StatusCode returns the HTTP status to answer with: 200 when not refused,
 // otherwise 429 (Limited, Exhausted), Config.BanStatus (Banned, 403 by default),
-// 403 (Blocked),
+// 403 (Blocked, Challenged),
 // Config.UnknownStatus (Unknown, 429 by default) or 503 (Unavailable).
 func (d Decision) StatusCode() int {
 	if !d.Refused() {
@@ -213,7 +224,7 @@ func (d Decision) StatusCode() int {
 		return int(d.code)
 	}
 	switch d.Status {
-	case Banned, Blocked:
+	case Banned, Blocked, Challenged:
 		return http.StatusForbidden
 	case Unavailable:
 		return http.StatusServiceUnavailable
@@ -328,6 +339,8 @@ func (d Decision) problem(code int) []byte {
 		}
 	case Blocked:
 		detail = "This client's address is on a block list."
+	case Challenged:
+		detail = "This client has sent many requests: load the page in a browser, which proves it is one."
 	case Unknown:
 		detail = "The client address could not be determined."
 	case Unavailable:

@@ -21,7 +21,24 @@ import (
 // again. The repository's docs/failures.md tells every case. Next sees a
 // writer that keeps http.Flusher, http.Hijacker and io.ReaderFrom when the
 // server's writer has them, and Unwrap for http.ResponseController.
+//
+// With Config.Challenge, a Challenged request gets the proof-of-work page
+// (403, text/html, Cache-Control: no-store and the page's own
+// Content-Security-Policy; OnRefused is not called for it), and a POST to
+// Challenge.Path is the page's answer, handled before anything else (Skip
+// included): a right one sets the pass cookie and redirects (303) to the
+// page's original URL; a wrong, replayed or expired one counts one
+// failure. See the repository's docs/challenge.md.
 func (p *Protector) Middleware(next http.Handler) http.Handler {
+	h := p.middleware(next)
+	if p.chal != nil {
+		h = p.challengeMiddleware(h)
+	}
+	return h
+}
+
+// middleware is Middleware without the challenge's answer path.
+func (p *Protector) middleware(next http.Handler) http.Handler {
 	if counts := p.cfg.CountStatus; counts != nil {
 		return p.failureMiddleware(next, counts)
 	}
@@ -43,6 +60,10 @@ func (p *Protector) Middleware(next http.Handler) http.Handler {
 
 // refuse writes a refusal: Config.OnRefused's, or the problem+json one.
 func (p *Protector) refuse(w http.ResponseWriter, r *http.Request, d *Decision) {
+	if d.Status == Challenged && p.chal != nil {
+		p.servePage(w, d, r.URL.RequestURI())
+		return
+	}
 	if p.cfg.OnRefused == nil {
 		d.WriteResponse(w)
 		return
@@ -60,12 +81,15 @@ func (p *Protector) failureMiddleware(next http.Handler, counts func(int) bool) 
 			return
 		}
 		d, _ := p.request(r.Context(), r, 0) // Check, counted below as the request's one decision
+		if d.Status == Challenged {
+			p.passed(r.Context(), r, &d)
+		}
 		counted := false
-		// A client with no failure left (Check: Limited or Exhausted) is
-		// refused, and the attempt counted, so that the count goes on to
-		// BanLimit. The context outlives a client that hangs up: every
-		// attempt counts.
-		if d.Status == Limited || d.Status == Exhausted {
+		// A client with no failure left (Check: Limited, Exhausted or
+		// Challenged without a pass) is refused, and the attempt
+		// counted, so that the count goes on to BanLimit. The context
+		// outlives a client that hangs up: every attempt counts.
+		if d.Status == Limited || d.Status == Exhausted || d.Status == Challenged {
 			d, _ = p.penalize(context.WithoutCancel(r.Context()), r, 1)
 			counted = true
 		}

@@ -42,6 +42,8 @@ type Protector struct {
 
 	lists *blocklist.Lists // Config.BlockLists; nil when none
 
+	chal *challenger // Config.Challenge (challenge.go); nil when off
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -107,6 +109,10 @@ func New(cfg Config) (*Protector, error) {
 		p.Close()
 		return nil, configErr("BlockLists%w", err)
 	}
+	if p.chal, err = newChallenger(&p.cfg); err != nil {
+		p.Close()
+		return nil, configErr("Challenge: %w", err)
+	}
 	p.screens = !p.safe.Empty() || p.lists != nil
 	if p.guard == nil && !p.cfg.DryRun {
 		p.publish() // in process: at once, it costs nothing
@@ -165,6 +171,11 @@ func (c Config) cloneLists() Config {
 	c.IPv4Escalation = slices.Clone(c.IPv4Escalation)
 	c.IPv6Escalation = slices.Clone(c.IPv6Escalation)
 	c.BlockLists = slices.Clone(c.BlockLists)
+	if c.Challenge != nil {
+		cc := *c.Challenge
+		cc.Secret = slices.Clone(cc.Secret)
+		c.Challenge = &cc
+	}
 	return c
 }
 
@@ -192,9 +203,16 @@ func (p *Protector) FromTrustedProxy(r *http.Request) bool { return p.res.Trusts
 // OnStoreError and the error is in Decision.Err. The error result is
 // non-nil only when ctx ended before the store answered; the decision is
 // then Unavailable.
+//
+// With Config.Challenge, a Challenged client that sends a valid pass
+// cookie is Allowed; a genuine pass of another client counts one failure.
 func (p *Protector) Verify(ctx context.Context, r *http.Request) (d Decision, err error) {
 	defer p.decided(&d)
-	return p.request(ctx, r, 1)
+	d, err = p.request(ctx, r, 1)
+	if d.Status == Challenged {
+		p.passed(ctx, r, &d)
+	}
+	return d, err
 }
 
 // Check decides r as Verify does, through the same pipeline and the same
@@ -204,9 +222,16 @@ func (p *Protector) Verify(ctx context.Context, r *http.Request) (d Decision, er
 // refused; under a plan, one more request would not fit), and otherwise
 // Allowed, with Count the stream's count so far. It never predicts a ban:
 // a client one request short of BanLimit is Limited, or Allowed.
+//
+// Past Config.Challenge.After it is Challenged, or Allowed with a valid
+// pass cookie, as Verify is.
 func (p *Protector) Check(ctx context.Context, r *http.Request) (d Decision, err error) {
 	defer p.decided(&d)
-	return p.request(ctx, r, 0)
+	d, err = p.request(ctx, r, 0)
+	if d.Status == Challenged {
+		p.passed(ctx, r, &d)
+	}
+	return d, err
 }
 
 // request runs the pipeline for r, counting n.
@@ -397,6 +422,10 @@ func (p *Protector) streamDecision(ctx context.Context, d *Decision, n int64, re
 		p.banned(ctx, d, res)
 	case p.cfg.DryRun && p.lim.BanLimit >= 0 && res.Count > p.lim.BanLimit:
 		p.wouldBan(ctx, d, n)
+	case p.chal != nil && res.Count > p.chal.after:
+		// Past the limit and short of the ban: prove it is a browser.
+		// Verify lets a pass through (passed).
+		d.Status, d.Remaining = Challenged, 0
 	case res.Count > p.cfg.MaxRequests, n == 0 && res.Count >= p.cfg.MaxRequests:
 		// Counted, the stream is past the limit; checked, it has nothing
 		// left (Remaining 0), so its next request would be.

@@ -14,7 +14,7 @@ import (
 
 // numStatuses is the number of Status values; Stats.Decisions has one
 // counter each.
-const numStatuses = int(Blocked) + 1
+const numStatuses = int(Challenged) + 1
 
 // numLatencyBuckets is the number of bounded buckets of the store latency
 // histogram (Stats.StoreLatency).

@@ -397,12 +397,16 @@ const (
 	// StepExhausted: a quota of the client's plan is used up (Config.Plan,
 	// Config.ConsumerFunc).
 	StepExhausted = "exhausted"
+	// StepChallenged: past Config.Challenge.After, the client would be
+	// asked to prove it is a browser.
+	StepChallenged = "challenged"
 )
 
 var steps = map[protect.Status]string{
 	protect.Unknown: StepUnknown, protect.Safe: StepSafe, protect.Banned: StepBanned,
 	protect.Limited: StepLimited, protect.Allowed: StepAllowed,
 	protect.Exhausted: StepExhausted, protect.Blocked: StepBlocked,
+	protect.Challenged: StepChallenged,
 }
 
 // Explanation says who the client of a request is and which step of the

@@ -64,7 +64,7 @@ func newDescs() descs {
 	}
 	return descs{
 		decisions: desc("protect_decisions_total",
-			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted, blocked, unknown_plan.", "status"),
+			"Requests decided, by status: allowed, safe, limited, banned, unknown, unavailable, exhausted, blocked, challenged, unknown_plan.", "status"),
 		dryRun: desc("protect_dry_run_refusals_total",
 			"Decisions that would have refused and that DryRun let through."),
 		penalties: desc("protect_penalties_total",

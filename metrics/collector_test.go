@@ -277,7 +277,7 @@ func TestStoreTimeout(t *testing.T) {
 // for the counts n, in the order the text format sorts them.
 func decisions(ns string, n map[protect.Status]int) []string {
 	var out []string
-	for _, st := range []protect.Status{protect.Allowed, protect.Banned, protect.Blocked, protect.Exhausted, protect.Limited, protect.Safe, protect.Unavailable, protect.Unknown} {
+	for _, st := range []protect.Status{protect.Allowed, protect.Banned, protect.Blocked, protect.Challenged, protect.Exhausted, protect.Limited, protect.Safe, protect.Unavailable, protect.Unknown} {
 		out = append(out, fmt.Sprintf(`protect_decisions_total{namespace=%q,status=%q} %d`, ns, st, n[st]))
 	}
 	return append(out, fmt.Sprintf(`protect_decisions_total{namespace=%q,status="unknown_plan"} %d`, ns, n[unknownPlan]))

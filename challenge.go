@@ -1,0 +1,256 @@
+package protect
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/httpprotect/protect/challenge"
+)
+
+// ChallengeConfig turns on the proof-of-work challenge between the limit
+// and the ban (Config.Challenge; nil: off). A stream whose count passes
+// After, and has not passed BanLimit, is Challenged instead of Limited:
+// a client that talks too much is asked to prove it is a browser before
+// it is banned. A client with a valid pass (the cookie a solved page
+// sets) is served instead, still counted: past BanLimit it is banned as
+// any other. So, for one stream:
+//
+//	count ≤ MaxRequests            Allowed
+//	MaxRequests < count ≤ After    Limited (429), pass or not
+//	After < count ≤ BanLimit       Challenged (403, the page); with a pass, Allowed
+//	BanLimit < count               Banned
+//
+// Wrong answers, replayed or expired nonces, nonces of another key and
+// passes carried to another key each count one failure toward BanLimit,
+// as Penalize counts it: a bot that never solves is banned as before.
+// See the repository's docs/challenge.md.
+type ChallengeConfig struct {
+	// After is the stream count past which a client without a pass is
+	// Challenged instead of Limited [MaxRequests: no 429 phase]. It must
+	// be at least MaxRequests and, when bans are on, below BanLimit.
+	After int64
+	// Secret is the HMAC key of nonces and passes [32 random bytes made
+	// by New, which logs a warning: passes then die with the process and
+	// other instances refuse them]. Give every instance the same one, of
+	// at least 16 bytes.
+	Secret []byte
+	// Difficulty is the leading zero bits of SHA-256(nonce || answer)
+	// the page must find [challenge.DefaultDifficulty, 15]: 2^15 hashes on
+	// average, well under a second in a browser (docs/challenge.md).
+	Difficulty int
+	// PassTTL is how long a pass lasts [1h].
+	PassTTL time.Duration
+	// NonceTTL is how long a page's nonce may be answered [5m].
+	NonceTTL time.Duration
+	// Path is where the page posts its answer, handled by Middleware
+	// before anything else ["/.protect/challenge"].
+	Path string
+}
+
+// challengeDefaults checks and completes Config.Challenge, of the
+// complete limits. It copies the ChallengeConfig, so that the caller's
+// is never written.
+func (c *Config) challengeDefaults() []error {
+	if c.Challenge == nil {
+		return nil
+	}
+	cc := *c.Challenge
+	cc.Secret = append([]byte(nil), cc.Secret...)
+	if len(c.Challenge.Secret) == 0 {
+		cc.Secret = nil
+	}
+	c.Challenge = &cc
+	var errs []error
+	if cc.After == 0 {
+		cc.After = c.MaxRequests
+	}
+	switch {
+	case cc.After < c.MaxRequests:
+		errs = append(errs, fieldErr("Challenge.After", cc.After, "below MaxRequests %d: want MaxRequests to BanLimit-1", c.MaxRequests))
+	case c.BanLimit >= 0 && cc.After >= c.BanLimit:
+		errs = append(errs, fieldErr("Challenge.After", cc.After, "at or past BanLimit %d: nobody would be challenged", c.BanLimit))
+	}
+	if cc.Secret != nil && len(cc.Secret) < 16 {
+		errs = append(errs, fieldErr("Challenge.Secret", nil, "%d bytes: want at least 16", len(cc.Secret)))
+	}
+	if cc.Difficulty == 0 {
+		cc.Difficulty = challenge.DefaultDifficulty
+	}
+	if cc.Difficulty < 1 || cc.Difficulty > challenge.MaxDifficulty {
+		errs = append(errs, fieldErr("Challenge.Difficulty", cc.Difficulty, "want 1 to %d", challenge.MaxDifficulty))
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"Challenge.PassTTL", &cc.PassTTL, challenge.DefaultPassTTL},
+		{"Challenge.NonceTTL", &cc.NonceTTL, challenge.DefaultNonceTTL},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < time.Second || *d.v > MaxDuration {
+			errs = append(errs, fieldErr(d.name, *d.v, "want 1s to %v", MaxDuration))
+		}
+	}
+	if cc.Path == "" {
+		cc.Path = challenge.DefaultPath
+	}
+	if !strings.HasPrefix(cc.Path, "/") || strings.ContainsAny(cc.Path, "?# \t\r\n") {
+		errs = append(errs, fieldErr("Challenge.Path", strconv.Quote(cc.Path), "want an absolute path, such as %q", challenge.DefaultPath))
+	}
+	if c.Plan != nil {
+		errs = append(errs, fieldErr("Challenge", nil, "Plan replaces the stream limit, and the challenge is a step of it: set one of Plan and Challenge"))
+	}
+	return errs
+}
+
+// challenger is a protector's challenge: nil when Config.Challenge is.
+type challenger struct {
+	c     *challenge.Challenger
+	after int64
+	path  string
+	clock func() time.Time
+}
+
+// newChallenger makes the challenger of the complete c.
+func newChallenger(c *Config) (*challenger, error) {
+	cc := c.Challenge
+	if cc == nil {
+		return nil, nil
+	}
+	ch, generated, err := challenge.New(challenge.Config{
+		Secret: cc.Secret, Difficulty: cc.Difficulty, NonceTTL: cc.NonceTTL, PassTTL: cc.PassTTL, Clock: c.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if generated {
+		c.Logger.LogAttrs(context.Background(), slog.LevelWarn,
+			"protect: challenge: no Secret given, made a random one: passes end with this process and other instances refuse them",
+			slog.String("namespace", c.Namespace))
+	}
+	return &challenger{c: ch, after: cc.After, path: cc.Path, clock: c.Clock}, nil
+}
+
+// passed decides d, Challenged, again from r's pass cookie: a valid pass
+// for d's key makes it Allowed; a genuine pass of another key counts one
+// failure, and d is what the stream then is.
+//
+//go:noinline
+func (p *Protector) passed(ctx context.Context, r *http.Request, d *Decision) {
+	ck, err := r.Cookie(challenge.CookieName)
+	if err != nil {
+		return
+	}
+	switch err := p.chal.c.CheckPass(d.Key.String(), ck.Value); {
+	case err == nil:
+		d.Status, d.RetryAfter = Allowed, 0
+	case errors.Is(err, challenge.ErrKey): // a pass carried from another client
+		k, a := d.Key, d.Addr
+		*d = Decision{}
+		p.decide(context.WithoutCancel(ctx), d, k, a, 1)
+		p.stats.stripe(d.hint()).penalties.Add(1)
+	}
+}
+
+// challengeMiddleware answers the challenge's answers (a POST to Path)
+// before next, which is the Middleware.
+func (p *Protector) challengeMiddleware(next http.Handler) http.Handler {
+	path := p.chal.path
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path {
+			p.answer(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxAnswerBody bounds the form of an answer: a nonce, an answer and a
+// return path.
+const maxAnswerBody = 8 << 10
+
+// answer handles a POST of the page: a right answer gets a pass cookie
+// and 303 back to the form's return path; any other counts one failure
+// for the client, which is then answered as its decision says (a fresh
+// page when still Challenged, a 303 back when not refused).
+func (p *Protector) answer(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxAnswerBody)
+	formErr := r.ParseForm()
+	ret := challenge.SafeReturn(r.PostForm.Get(challenge.FieldReturn))
+	var d Decision
+	a, err := p.res.Resolve(r)
+	if p.screened(&d, a, err) { // unknown, safe or on a block list: never challenged
+		p.decided(&d)
+		if d.Refused() {
+			p.refuse(w, r, &d)
+		} else {
+			http.Redirect(w, r, ret, http.StatusSeeOther)
+		}
+		return
+	}
+	k := p.agg.Key(a)
+	if f := p.cfg.KeyFunc; f != nil {
+		if id, ok := f(r); ok && id != "" {
+			k = p.consumerKeys.Key(id)
+		}
+	}
+	key := k.String()
+	err = formErr
+	if err == nil {
+		err = p.chal.c.Verify(key, r.PostForm.Get(challenge.FieldNonce), r.PostForm.Get(challenge.FieldAnswer))
+	}
+	switch {
+	case err == nil:
+		value, exp := p.chal.c.Pass(key)
+		http.SetCookie(w, challenge.Cookie(value, exp, p.chal.clock(), r.TLS != nil))
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, ret, http.StatusSeeOther)
+		return
+	case errors.Is(err, challenge.ErrFull): // not the client's doing: no failure, try again
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, ret, http.StatusSeeOther)
+		return
+	}
+	d, _ = p.penalize(context.WithoutCancel(r.Context()), r, 1)
+	if d.Refused() {
+		p.refusePage(w, r, &d, ret)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, ret, http.StatusSeeOther)
+}
+
+// servePage writes the challenge page for d, Challenged, whose solution
+// returns to ret.
+func (p *Protector) servePage(w http.ResponseWriter, d *Decision, ret string) {
+	d.WriteHeaders(w.Header())
+	challenge.Page{
+		Nonce:      p.chal.c.Nonce(d.Key.String()),
+		Difficulty: p.chal.c.Difficulty(),
+		Action:     p.chal.path,
+		Return:     ret,
+	}.Write(w, d.StatusCode())
+}
+
+// refusePage is refuse, with the page for a Challenged d that returns
+// to ret.
+func (p *Protector) refusePage(w http.ResponseWriter, r *http.Request, d *Decision, ret string) {
+	if d.Status == Challenged && p.chal != nil {
+		p.servePage(w, d, ret)
+		return
+	}
+	p.refuse(w, r, d)
+}
