@@ -12,44 +12,18 @@ import (
 	"github.com/httpprotect/protect/challenge"
 )
 
-// ChallengeConfig turns on the proof-of-work challenge between the limit
-// and the ban (Config.Challenge; nil: off). A stream whose count passes
-// After, and has not passed BanLimit, is Challenged instead of Limited:
-// a client that talks too much is asked to prove it is a browser before
-// it is banned. A client with a valid pass (the cookie a solved page
-// sets) is served instead, still counted: past BanLimit it is banned as
-// any other. So, for one stream:
-//
-//	count ≤ MaxRequests            Allowed
-//	MaxRequests < count ≤ After    Limited (429), pass or not
-//	After < count ≤ BanLimit       Challenged (403, the page); with a pass, Allowed
-//	BanLimit < count               Banned
-//
-// Wrong answers, replayed or expired nonces, nonces of another key and
-// passes carried to another key each count one failure toward BanLimit,
-// as Penalize counts it: a bot that never solves is banned as before.
-// See the repository's docs/challenge.md.
+// ChallengeConfig turns on the proof-of-work challenge (Config.Challenge;
+// nil: off): a stream past After and within BanLimit is Challenged, not
+// Limited, unless it holds a valid pass, and is still counted. Failed
+// answers count toward BanLimit. The repository's docs/challenge.md has
+// the whole model.
 type ChallengeConfig struct {
-	// After is the stream count past which a client without a pass is
-	// Challenged instead of Limited [MaxRequests: no 429 phase]. It must
-	// be at least MaxRequests and, when bans are on, below BanLimit.
-	After int64
-	// Secret is the HMAC key of nonces and passes [32 random bytes made
-	// by New, which logs a warning: passes then die with the process and
-	// other instances refuse them]. Give every instance the same one, of
-	// at least 16 bytes.
-	Secret []byte
-	// Difficulty is the leading zero bits of SHA-256(nonce || answer)
-	// the page must find [challenge.DefaultDifficulty, 15]: 2^15 hashes on
-	// average, well under a second in a browser (docs/challenge.md).
-	Difficulty int
-	// PassTTL is how long a pass lasts [1h].
-	PassTTL time.Duration
-	// NonceTTL is how long a page's nonce may be answered [5m].
-	NonceTTL time.Duration
-	// Path is where the page posts its answer, handled by Middleware
-	// before anything else ["/.protect/challenge"].
-	Path string
+	After      int64         // at least MaxRequests, below BanLimit [MaxRequests]
+	Secret     []byte        // the HMAC key, 16 bytes or more; give every instance the same [random, logged]
+	Difficulty int           // leading zero bits of SHA-256(nonce || answer) [challenge.DefaultDifficulty]
+	PassTTL    time.Duration // how long a pass lasts [1h]
+	NonceTTL   time.Duration // how long a nonce may be answered [5m]
+	Path       string        // where the page posts its answer ["/.protect/challenge"]
 }
 
 // challengeDefaults checks and completes Config.Challenge, of the

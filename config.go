@@ -52,11 +52,9 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 // Config configures a Protector. The zero value is a working configuration:
 // every zero field takes the default shown in brackets.
 type Config struct {
-	// Store keeps counters and bans [a new MemoryStore, closed by
-	// Protector.Close]. Give every protector of a service the same Store,
-	// and every instance a store they share (package redisstore) to get
-	// one limit for all of them. A Store passed here is not closed by
-	// Close: whoever made it closes it, after the protectors on it.
+	// Store keeps counters and bans [a new memory store, closed by Close].
+	// Give every protector and instance of a service one store (package
+	// redisstore) for one limit; whoever made it closes it, after them.
 	Store Store
 
 	// TTL is the pause that resets a stream: the counter is forgotten
@@ -148,11 +146,8 @@ type Config struct {
 	// RFC 9651 key: "protect" by default, "login" for "login:"]. Nested
 	// protectors each add an item under their own name, so give each its
 	// own: an inner protector replaces an outer one's item of the same
-	// name, and nothing can tell two independent protectors apart that
-	// derive one name ("api:v2:" and "api-v2:" both give "api-v2";
-	// "LOGIN:" and "login:" both give "login"). It must be an RFC 9651
-	// key: a-z, 0-9, _ - . *, starting with a letter or *, at most 64
-	// bytes.
+	// name ("api:v2:" and "api-v2:" both give "api-v2"). It must be an
+	// RFC 9651 key: a-z, 0-9, _ - . *, from a letter or *, ≤ 64 bytes.
 	Name string
 	// OnStoreError is what happens when the store fails [FailLocal].
 	OnStoreError FailurePolicy
@@ -160,12 +155,9 @@ type Config struct {
 	StoreTimeout time.Duration
 
 	// DryRun decides, logs and writes headers, but never refuses. It
-	// counts as a live protector does, and reads the ban list, but never
-	// writes a ban: a live protector on the same ban list would enforce
-	// it. A stream past BanLimit is decided Banned ("would ban", logged
-	// once) with no ban written. Give a dry-run protector a Namespace of
-	// its own: one that shares a live protector's counters would count
-	// each request twice.
+	// counts and reads the ban list, but never writes a ban (a stream past
+	// BanLimit is Banned, "would ban" logged once). Give it a Namespace of
+	// its own, or a live protector's requests are counted twice.
 	DryRun bool
 	// BanStatus is the status code of a ban refusal [403].
 	BanStatus int
@@ -202,10 +194,8 @@ type Config struct {
 	CountStatus func(status int) bool
 	// Skip, when set, makes Middleware pass the requests it reports true
 	// for straight to the handler [nil: none]: not resolved, not counted,
-	// no RateLimit fields, and no decision for FromContext. A health check
-	// or a metrics scrape mounted inside the protected mux is the use.
-	// Anyone can send a request that Skip matches, so match what is cheap
-	// to serve, never on a header a client controls.
+	// no fields, no decision for FromContext (a health check, say). Anyone
+	// can send such a request: never match a header a client controls.
 	Skip func(r *http.Request) bool
 	// OnRefused, when set, writes Middleware's refusals in place of the
 	// problem+json body [nil: Decision.WriteResponse]. Middleware has
@@ -214,10 +204,8 @@ type Config struct {
 	// OnRefused writes the status (d.StatusCode() is the default's) and
 	// the body. d is refused; d.Err is for logs, never for the client.
 	OnRefused func(w http.ResponseWriter, r *http.Request, d Decision)
-	// Challenge, when set, asks a client whose stream passes
-	// Challenge.After to prove it is a browser (Challenged, a
-	// proof-of-work page served by Middleware) before BanLimit bans it
-	// [nil: off]. See ChallengeConfig.
+	// Challenge, when set, asks a client past Challenge.After to prove
+	// it is a browser before BanLimit bans it [nil: off].
 	Challenge *ChallengeConfig
 	// Logger receives ban, lift and store state events [slog.Default()].
 	Logger *slog.Logger

@@ -43,13 +43,8 @@ const (
 	// store is touched; it is not a ban, and nothing lifts it but the
 	// list itself.
 	Blocked
-	// Challenged: the stream passed Config.Challenge.After and the client
-	// holds no valid pass: it is asked to prove it is a browser. Refused
-	// with 403; Middleware answers with the proof-of-work page (HTML,
-	// Cache-Control: no-store, a strict Content-Security-Policy) instead
-	// of a problem+json body, and a solved page buys a pass cookie that
-	// lets the client through until the pass expires or BanLimit bans it.
-	// Appended last, so that no other Status changes value.
+	// Challenged: past Config.Challenge.After without a valid pass;
+	// refused with 403, and Middleware serves the proof-of-work page.
 	Challenged
 )
 
@@ -105,10 +100,8 @@ type Decision struct {
 	// Addr is the resolved client address, unmapped and zone-free; zero
 	// for VerifyKey and when the address is unknown.
 	Addr netip.Addr
-	// Key is what was counted (or, for Check, looked at): the address
-	// prefix 203.0.113.7/32 or 2001:db8:1:2::/64, or a consumer key. The
-	// zero Key when nothing was. Key.String formats it on demand, so the
-	// hot path never does.
+	// Key is what was counted (for Check, looked at): 203.0.113.7/32,
+	// 2001:db8:1:2::/64 or a consumer key; zero when nothing was.
 	Key Key
 	// Count is the stream's count including this request; zero under a
 	// consumer's plan, which has no stream.
@@ -120,11 +113,9 @@ type Decision struct {
 	// is limited (never negative); under a plan, what the deciding limit
 	// has left.
 	Remaining int64
-	// RetryAfter is how long a refused client should wait: TTL for a
-	// Limited stream, the time left for a ban (zero when permanent);
-	// under a plan, until the request fits every limit (a rate's next
-	// token, a quota's next window), zero when it never will (its cost is
-	// above what a limit holds; Err says so).
+	// RetryAfter is how long a refused client should wait: TTL when
+	// Limited, a ban's time left (zero when permanent); under a plan,
+	// until the request fits every limit, zero when it never will (Err).
 	RetryAfter time.Duration
 	// BanExpires is when the ban ends; zero for a permanent ban, and
 	// when not Banned.
@@ -139,11 +130,9 @@ type Decision struct {
 	// Window is the TTL: the pause that makes the stream start again;
 	// under a plan, the deciding limit's Period (a quota's nominal one).
 	Window time.Duration
-	// Policy names the limit of a plan that decided: the one that
-	// refused (of several, the one with the longest wait), or when the
-	// request was served the one with the least left. Empty for the
-	// stream limit and for decisions no limit made (bans, unknown
-	// clients).
+	// Policy names the limit of a plan that decided: of those that
+	// refused, the longest wait; when served, the one with the least
+	// left. Empty for the stream limit and when no limit decided.
 	Policy string
 	// Err explains an Unknown decision (it wraps ErrUnknownClient), or
 	// holds a store error that the failure policy absorbed. It is for

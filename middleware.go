@@ -23,12 +23,8 @@ import (
 // server's writer has them, and Unwrap for http.ResponseController.
 //
 // With Config.Challenge, a Challenged request gets the proof-of-work page
-// (403, text/html, Cache-Control: no-store and the page's own
-// Content-Security-Policy; OnRefused is not called for it), and a POST to
-// Challenge.Path is the page's answer, handled before anything else (Skip
-// included): a right one sets the pass cookie and redirects (303) to the
-// page's original URL; a wrong, replayed or expired one counts one
-// failure. See the repository's docs/challenge.md.
+// (403; OnRefused is not called), and a POST to Challenge.Path, its
+// answer, is handled first: see the repository's docs/challenge.md.
 func (p *Protector) Middleware(next http.Handler) http.Handler {
 	h := p.middleware(next)
 	if p.chal != nil {

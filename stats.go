@@ -51,13 +51,9 @@ type Stats struct {
 	// Decisions counts the requests decided, by Status; a dry run counts
 	// the status it decided, refusal or not.
 	Decisions [numStatuses]uint64
-	// UnknownPlans counts the Unknown decisions of a consumer named with
-	// no plan (ErrNoPlan), a mistake of configuration; Decisions[Unknown]
-	// holds them too.
-	UnknownPlans uint64
-	// DryRunRefusals counts the decisions that Config.DryRun let through:
-	// those that would have refused.
-	DryRunRefusals uint64
+	// UnknownPlans counts the Unknown decisions of a consumer with no
+	// plan (ErrNoPlan); DryRunRefusals the refusals DryRun let through.
+	UnknownPlans, DryRunRefusals uint64
 	// Penalties counts the failures reported by Penalize (its n) and by
 	// Middleware under Config.CountStatus, whatever their outcome.
 	Penalties uint64
@@ -66,24 +62,18 @@ type Stats struct {
 	// passed BanLimit (under FailLocal too), and by prefix escalation.
 	AutoBans uint64
 	// ManualBans counts the bans added through Protector.Ban, in this
-	// process.
-	ManualBans uint64
-	// BansLifted counts the bans removed through Lift (package admin's
-	// lifts, LiftAll among them, go through it). A ban
-	// that simply expires is not lifted.
-	BansLifted uint64
+	// process; BansLifted those removed through Lift (admin's lifts too),
+	// not those that expired.
+	ManualBans, BansLifted uint64
 
 	// StoreCalls counts the calls made to a store outside this process
 	// (Redis), answered or not; a memory store's are not counted.
 	StoreCalls uint64
-	// StoreErrors counts the StoreCalls that failed, timeouts included,
-	// but not those whose caller gave up first (StoreCanceled).
-	StoreErrors uint64
-	// StoreTimeouts counts the StoreErrors that ran out of StoreTimeout.
-	StoreTimeouts uint64
-	// StoreCanceled counts the StoreCalls whose caller's context ended
-	// first: they say nothing about the store.
-	StoreCanceled uint64
+	// StoreErrors counts the StoreCalls that failed, StoreTimeouts those
+	// of them that ran out of StoreTimeout, and StoreCanceled the calls
+	// whose caller's context ended first (not StoreErrors: they say
+	// nothing about the store).
+	StoreErrors, StoreTimeouts, StoreCanceled uint64
 	// StoreLatency is the time the StoreCalls took.
 	StoreLatency LatencyHistogram
 
@@ -102,9 +92,8 @@ type Stats struct {
 	// are not StoreErrors and never open the circuit.
 	Malformed uint64
 
-	// PendingBans is the number of bans the FailLocal store wrote while
-	// the store was down that are not yet written to the store, at the
-	// call (see OnStoreError).
+	// PendingBans is the number of bans FailLocal wrote while the store
+	// was down and not yet written to it (see OnStoreError).
 	PendingBans int
 
 	// RangeBans is the number of range bans in force in the protector's
