@@ -130,35 +130,42 @@ type indexCursor struct {
 func (sp *redisSpace) listKeyBans(ctx context.Context, f store.BanFilter, perPage time.Duration, keep func(store.Ban)) error {
 	s := sp.s
 	bns := sp.bns.name
-	pctx, cancel := pageContext(ctx, perPage)
-	now, err := s.client.Time(pctx).Result()
-	cancel()
-	if err != nil {
-		return fmt.Errorf("protect: redis ban index: %w", err)
-	}
-	// Entries are pruned a minute after their ban's end, by Redis' clock:
-	// the nodes of a cluster may disagree by a little, and an entry
-	// pruned early would hide a live ban. The GETs decide what is live.
-	before := strconv.FormatInt(now.Add(-time.Minute).UnixMilli(), 10)
 	return s.indexNodes(ctx, bns, func(ctx context.Context, c redis.Cmdable, indexes []string) error {
-		// Prune and count every index, a page of indexes at a time.
+		// Sweep and count every index, a page of indexes at a time: the
+		// bans that ended are journaled over and leave (sweep.lua, by
+		// each index's own master's clock, so none leaves early).
 		var cursors []*indexCursor
 		for start := 0; start < len(indexes); start += banPage {
 			chunk := indexes[start:min(start+banPage, len(indexes))]
 			pctx, cancel := pageContext(ctx, perPage)
-			cmds, err := c.Pipelined(pctx, func(p redis.Pipeliner) error {
-				for _, idx := range chunk {
-					p.ZRemRangeByScore(pctx, idx, "-inf", before)
-					p.ZCard(pctx, idx)
+			keys, args := make([][]string, len(chunk)), make([][]any, len(chunk))
+			for i, idx := range chunk {
+				keys[i], args[i] = []string{idx}, []any{s.journal}
+			}
+			swept, err := evalEach(pctx, c, sweepScript, keys, args)
+			if err == nil {
+				for _, cmd := range swept {
+					if err = cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+						break
+					}
+					err = nil
 				}
-				return nil
-			})
+			}
+			var cmds []redis.Cmder
+			if err == nil {
+				cmds, err = c.Pipelined(pctx, func(p redis.Pipeliner) error {
+					for _, idx := range chunk {
+						p.ZCard(pctx, idx)
+					}
+					return nil
+				})
+			}
 			cancel()
 			if err != nil {
 				return fmt.Errorf("protect: redis ban index: %w", err)
 			}
 			for i, idx := range chunk {
-				if n := cmds[2*i+1].(*redis.IntCmd).Val(); n > 0 {
+				if n := cmds[i].(*redis.IntCmd).Val(); n > 0 {
 					cursors = append(cursors, &indexCursor{index: idx, min: -1, left: n})
 				}
 			}
@@ -300,9 +307,9 @@ func (sp *redisSpace) unbanPage(ctx context.Context, page []store.Key, sha bool)
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 			keys := []string{bk, s.indexKey(sp.bns.name, k)}
 			if sha {
-				unbanScript.EvalSha(ctx, p, keys, k.String())
+				unbanScript.EvalSha(ctx, p, keys, k.String(), s.journal)
 			} else {
-				unbanScript.Eval(ctx, p, keys, k.String())
+				unbanScript.Eval(ctx, p, keys, k.String(), s.journal)
 			}
 		}
 		return nil

@@ -28,6 +28,12 @@ var (
 	inspectLua string
 	//go:embed lua/ranges.lua
 	rangesLua string
+	//go:embed lua/sweep.lua
+	sweepLua string
+	//go:embed lua/events.lua
+	eventsLua string
+	//go:embed lua/eventsall.lua
+	eventsAllLua string
 
 	takeScript    = newScript(takeLua)
 	planScript    = newScript(planLua)
@@ -35,6 +41,14 @@ var (
 	unbanScript   = newScript(unbanLua)
 	inspectScript = newScript(inspectLua)
 	rangesScript  = newScript(rangesLua)
+	sweepScript   = newScript(sweepLua)
+	eventsScript  = newScript(eventsLua)
+	// A shebang must open the script, before the prelude.
+	eventsAllScript = redis.NewScript(crossSlot + preludeLua + eventsAllLua)
 )
+
+// crossSlot opens a script that reads keys of several slots of one
+// Cluster node.
+const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 
 func newScript(src string) *redis.Script { return redis.NewScript(preludeLua + src) }
