@@ -26,9 +26,11 @@ import (
 //
 // Redis drops a key ban by its TTL without a word, so each index has a
 // hash beside it, <bns>banrecs (<bns>{<tag>}:banrecs), of its bans'
-// records; whoever next sweeps the index (a ban written, a lift, a
-// listing, a read of the journal) journals each ban whose end has passed
-// as over, once, and drops its entry (sweep in lua/prelude.lua).
+// records; whoever next sweeps the index (a ban written to it, a lift, a
+// listing, the first Take of the key after its ban) journals each ban
+// whose end has passed as over, once, and drops its entry (sweep and
+// noticed in lua/prelude.lua). A TakePlan notices none: the next of the
+// others does.
 //
 // An entry holds kind (ban, lift, expire), key (the key or range, as
 // store.Key writes it), range ("1" for a range ban), rec (the ban record,
@@ -74,7 +76,9 @@ func (s *Store) rangeStreamKey(bns string) string {
 // Redis does).
 type streamID struct{ ms, seq uint64 }
 
-func (id streamID) String() string { return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10) }
+func (id streamID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
 
 func (id streamID) compare(o streamID) int {
 	return cmp.Or(cmp.Compare(id.ms, o.ms), cmp.Compare(id.seq, o.seq))
@@ -153,10 +157,10 @@ type streamRead struct {
 
 // Events implements store.Journal: the events of the space's ban
 // namespace, which every Space bound to it shares, oldest first. On a
-// Cluster it reads every slot's stream (one pipelined EVALSHA a slot),
-// and a page holds up to limit events of each before they are merged.
-// Reading sweeps the ban indexes first, so that every ban over by
-// Redis' clock is journaled before the read.
+// Cluster it reads every slot's stream, with one script a master
+// (eventsall.lua; one EVALSHA a slot before Redis 7), and a page holds up
+// to limit events of each before they are merged. A ban over is
+// journaled when the store notices it (journal.go), not by a read.
 func (sp *redisSpace) Events(ctx context.Context, since string, limit int) ([]store.Event, error) {
 	s := sp.s
 	if _, ok := s.client.(*redis.Ring); ok {

@@ -200,8 +200,12 @@ func TestRedisBansReachEveryInstance(t *testing.T) {
 			if d, _ := b.p.VerifyAddr(ctx, inside); d.Status != protect.Banned || d.RetryAfter <= 59*time.Minute {
 				t.Fatalf("b after refresh: %v %v", d.Status, d.RetryAfter)
 			}
-			a.p.Lift(ctx, "198.51.100.0/24", "test")
-			b.store.Refresh(ctx)
+			if lifted, err := a.p.Lift(ctx, "198.51.100.0/24", "test"); err != nil || len(lifted) != 1 {
+				t.Fatalf("Lift(198.51.100.0/24) = %v, %v; want the range ban", lifted, err)
+			}
+			if err := b.store.Refresh(ctx); err != nil {
+				t.Fatalf("Refresh() = %v", err)
+			}
 			if d, _ := b.p.VerifyAddr(ctx, inside); d.Status != protect.Allowed {
 				t.Fatalf("b after the range lift: %v", d.Status)
 			}

@@ -18,7 +18,9 @@ local out = {}
 for i = 7, #ARGV do
   local from = ARGV[4]
   if i - 6 <= split then from = ARGV[3] end
-  local r = read_stream(bns .. '{' .. ARGV[i] .. '}:bans', jl, from, ARGV[2], us)
+  local base = bns .. '{' .. ARGV[i] .. '}:'
+  -- Most slots hold neither an index nor a stream: one call says so.
+  local r = redis.call('EXISTS', base .. 'bans', base .. 'events') > 0 and read_stream(base .. 'bans', jl, from, ARGV[2], us)
   if r then
     out[#out + 1] = i - 6
     out[#out + 1] = r

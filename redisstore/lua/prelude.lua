@@ -172,8 +172,9 @@ end
 -- (strictly: Redis drops a key only after its last millisecond), which
 -- Redis dropped without a word, and drops their entries: each is
 -- journaled once, never before its end. At most 100 a call, to keep a
--- script short; every ban written, every lift and every read of the
--- journal sweeps, so that an index stays the size of the bans in force.
+-- script short; every ban written, every lift, every listing and the
+-- first Take of a key after its ban sweep, so that an index stays the
+-- size of the bans in force.
 local function sweep(index, now, jl)
   local ended = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. now, 'LIMIT', 0, 100)
   if #ended == 0 then return end
@@ -208,6 +209,12 @@ local function put_ban(key, index, member, rec, now, len, jl)
   journal(stream, jl, now, 'ban', member, '0', rec)
 end
 
+-- index_of is the index of key bans of the ban base bans: index when the
+-- caller declared it (a Cluster's slot index), else <bns>bans.
+local function index_of(bans, index)
+  return index or (string.match(bans, '^([^{]*){') .. 'bans')
+end
+
 -- escalate writes the automatic ban of a key past its ban limit: its
 -- stream counter is forgotten, so that a lifted client starts from
 -- nothing; the offense is recorded in <bans>:o; the ban, at <bans>:b, lasts
@@ -233,15 +240,15 @@ local function escalate(counter, bans, index, now, lim)
   len = math.floor(len)
   if len < 1 then len = 1 end
   local rec = ban_record(now, now + len, offense, 'auto', '', lim.reason)
-  index = index or (string.match(bans, '^([^{]*){') .. 'bans')
+  index = index_of(bans, index)
   put_ban(bans .. ':b', index, string.match(bans, '{([^}]*)}$'), rec, now, len, lim.journal)
   return len, rec
 end
 
 
 -- read_stream reads the journal's stream beside index (journal.go), after
--- sweeping the index and trimming the stream by age, so that a reader
--- sees every ban over by now and none older than the age kept: up to
+-- trimming it by age, so that a reader sees none older than the age
+-- kept: up to
 -- count entries from ID from ('-': the oldest). Returns {the newest ID
 -- ever written ('' for none), the newest ID trimmed away ('' for none,
 -- or not known), {the entries, as XRANGE returns them}}, or nil when
@@ -249,8 +256,7 @@ end
 local function read_stream(index, jl, from, count, us)
   local stream = journal_keys(index)
   -- Most slots of a Cluster hold neither: one call says so.
-  if redis.call('EXISTS', index, stream) == 0 then return nil end
-  sweep(index, math.floor(us / 1000), jl)
+  if redis.call('EXISTS', stream) == 0 then return nil end
   if redis.call('TYPE', stream).ok ~= 'stream' then return nil end
   if us > jl.age * 1000 then redis.call('XTRIM', stream, 'MINID', '~', string.format('%d', us - jl.age * 1000)) end
   local last = last_id(stream)
@@ -264,4 +270,20 @@ local function read_stream(index, jl, from, count, us)
     end
   end
   return {last, gone, redis.call('XRANGE', stream, from, '+', 'COUNT', count)}
+end
+
+-- noticed sweeps the index of a key whose ban record is gone when the
+-- key's entry there says its ban ended: the first Take of a client after
+-- its ban journals it over (a Take reaches here only with a fresh
+-- counter, which a ban deletes: one ZSCORE a counter's window, none for
+-- the other requests).
+-- lim is the limits text; one that holds no journal bounds (see limits)
+-- sweeps nothing rather than fail a request within its limit.
+local function noticed(bans, index, lim)
+  local len, age = string.match(lim, '^%d+|%-?%d+|%d+|[^|]+|%d+|%d+|(%d+)|(%d+)|')
+  if not len then return end
+  index = index_of(bans, index)
+  local score = tonumber(redis.call('ZSCORE', index, string.match(bans, '{([^}]*)}$')))
+  local now = now_ms()
+  if score and score < now then sweep(index, now, journal_opts(len .. '|' .. age)) end
 end
