@@ -142,30 +142,16 @@ func (sp *redisSpace) listKeyBans(ctx context.Context, f store.BanFilter, perPag
 			for i, idx := range chunk {
 				keys[i], args[i] = []string{idx}, []any{s.journal}
 			}
-			swept, err := evalEach(pctx, c, sweepScript, keys, args)
-			if err == nil {
-				for _, cmd := range swept {
-					if err = cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
-						break
-					}
-					err = nil
-				}
-			}
-			var cmds []redis.Cmder
-			if err == nil {
-				cmds, err = c.Pipelined(pctx, func(p redis.Pipeliner) error {
-					for _, idx := range chunk {
-						p.ZCard(pctx, idx)
-					}
-					return nil
-				})
+			cmds, err := evalEach(pctx, c, sweepScript, keys, args)
+			for i := 0; err == nil && i < len(cmds); i++ {
+				err = cmds[i].Err()
 			}
 			cancel()
 			if err != nil {
 				return fmt.Errorf("protect: redis ban index: %w", err)
 			}
 			for i, idx := range chunk {
-				if n := cmds[i].(*redis.IntCmd).Val(); n > 0 {
+				if n, _ := cmds[i].(*redis.Cmd).Int64(); n > 0 {
 					cursors = append(cursors, &indexCursor{index: idx, min: -1, left: n})
 				}
 			}

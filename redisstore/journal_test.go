@@ -211,6 +211,15 @@ func TestRedisJournalDamagedEntries(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A top entry deleted by hand leaves the stream's last ID
+			// after every entry it holds: the next event still goes in.
+			top := "9999999999999999-0"
+			if err := s.client.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: top, Values: map[string]any{"x": "y"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.client.XDel(ctx, stream, top).Err(); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := sp.AddBan(ctx, store.Ban{Key: k, Reason: "after", Source: store.SourceManual}, time.Hour); err != nil {
 				t.Fatal(err)
 			}
@@ -283,4 +292,33 @@ func TestRedisJournalCursorPastNewest(t *testing.T) {
 	if got, err := sp.Events(ctx, "99999999999999999-0", 10); !errors.Is(err, store.ErrBadCursor) {
 		t.Fatalf("Events(past the newest) = %v, %v; want ErrBadCursor", got, err)
 	}
+}
+
+// A journal entry or a cursor is data another process may have written:
+// reading one never panics; an entry is an event with a cursor and a
+// time, or none; a cursor that parses writes back as itself.
+func FuzzJournalEntry(f *testing.F) {
+	f.Add("1796416635489418-0", "ban", "192.0.2.1", "0", "1|2|0|manual||r", "1796416635489", "1-0.5")
+	f.Add("x", "lift", "198.51.100.0/24", "1", "garbage", "-1", "")
+	f.Add("18446744073709551615-18446744073709551615", "expire", "", "", "", "99999999999999999999", "1-2.16384")
+	s := New(nil, Options{RangeRefresh: -1, Logger: discardLogger()})
+	sp := &redisSpace{s: s, bns: s.bans.namespace("fuzz:")}
+	f.Fuzz(func(t *testing.T, id, kind, key, isRange, rec, ms, cursor string) {
+		for _, cluster := range []bool{false, true} {
+			if p, err := parseCursor(cursor, cluster); err == nil && p.cursor(cluster) != cursor {
+				t.Fatalf("parseCursor(%q).cursor() = %q", cursor, p.cursor(cluster))
+			}
+		}
+		reply := []any{id, id, []any{[]any{id, []any{"kind", kind, "key", key, "range", isRange, "rec", rec, "time", ms}}, "junk", []any{id}}}
+		r, err := decodeStreamRead(reply, 2)
+		if err != nil {
+			t.Fatalf("decodeStreamRead = %v", err)
+		}
+		evs, _, _ := sp.merge([]streamRead{r}, journalPos{}, 10, false)
+		for _, e := range evs {
+			if e.Cursor == "" || e.Time.IsZero() || e.Kind == 0 {
+				t.Fatalf("event %+v from entry %q: want a cursor, a time and a kind", e, id)
+			}
+		}
+	})
 }

@@ -163,8 +163,13 @@ local function journal(stream, jl, now, kind, key, is_range, rec)
   local id = string.format('%d-0', us)
   local pus, pseq = string.match(prev, '^(%d+)-(%d+)$')
   if pus and tonumber(pus) >= us then id = pus .. '-' .. string.format('%d', tonumber(pseq) + 1) end
-  redis.call('XADD', stream, 'MAXLEN', '~', jl.len, id, 'kind', kind, 'key', key, 'range', is_range,
-    'rec', rec, 'time', string.format('%d', now), 'prev', prev)
+  local fields = {'kind', kind, 'key', key, 'range', is_range, 'rec', rec, 'time', string.format('%d', now), 'prev', prev}
+  local added = redis.pcall('XADD', stream, 'MAXLEN', '~', jl.len, id, unpack(fields))
+  if type(added) == 'table' and added.err then
+    -- The stream's top was deleted by hand after a later ID: Redis picks
+    -- one after it, rather than the ban failing for want of an event.
+    redis.call('XADD', stream, 'MAXLEN', '~', jl.len, '*', unpack(fields))
+  end
   if us > jl.age * 1000 then redis.call('XTRIM', stream, 'MINID', '~', string.format('%d', us - jl.age * 1000)) end
 end
 
@@ -283,7 +288,9 @@ local function noticed(bans, index, lim)
   local len, age = string.match(lim, '^%d+|%-?%d+|%d+|[^|]+|%d+|%d+|(%d+)|(%d+)|')
   if not len then return end
   index = index_of(bans, index)
-  local score = tonumber(redis.call('ZSCORE', index, string.match(bans, '{([^}]*)}$')))
+  -- pcall: an index of another type is for a ban's script to repair, not
+  -- a request within its limit to fail on.
+  local score = tonumber(redis.pcall('ZSCORE', index, string.match(bans, '{([^}]*)}$')))
   local now = now_ms()
   if score and score < now then sweep(index, now, journal_opts(len .. '|' .. age)) end
 end
