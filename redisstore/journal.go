@@ -156,7 +156,8 @@ type streamRead struct {
 }
 
 // Events implements store.Journal: the events of the space's ban
-// namespace, which every Space bound to it shares, oldest first. On a
+// namespace, which every Space bound to it shares, oldest first, at most
+// 10,000 a call whatever limit asks. On a
 // Cluster it reads every slot's stream, with one script a master
 // (eventsall.lua; one EVALSHA a slot before Redis 7), and a page holds up
 // to limit events of each before they are merged. A ban over is
@@ -351,13 +352,13 @@ func decodeStreamRead(v []any, limit int) (streamRead, error) {
 // (ErrBadCursor), and one older than an event trimmed away from any
 // (ErrCursorGone).
 func checkCursor(reads []streamRead, after journalPos, since string) error {
-	newest, any := journalPos{}, false
+	newest, found := journalPos{}, false
 	for _, r := range reads {
-		if r.hasLast && (!any || newest.compare(journalPos{r.last, r.slot}) < 0) {
-			newest, any = journalPos{r.last, r.slot}, true
+		if r.hasLast && (!found || newest.compare(journalPos{r.last, r.slot}) < 0) {
+			newest, found = journalPos{r.last, r.slot}, true
 		}
 	}
-	if !any || after.compare(newest) > 0 {
+	if !found || after.compare(newest) > 0 {
 		return fmt.Errorf("%w: cursor %q is past the newest event", store.ErrBadCursor, since)
 	}
 	for _, r := range reads {

@@ -34,6 +34,8 @@ var (
 	eventsLua string
 	//go:embed lua/eventsall.lua
 	eventsAllLua string
+	//go:embed lua/sweepall.lua
+	sweepAllLua string
 
 	takeScript    = newScript(takeLua)
 	planScript    = newScript(planLua)
@@ -45,6 +47,7 @@ var (
 	eventsScript  = newScript(eventsLua)
 	// A shebang must open the script, before the prelude.
 	eventsAllScript = redis.NewScript(crossSlot + preludeLua + eventsAllLua)
+	sweepAllScript  = redis.NewScript(crossSlot + preludeLua + sweepAllLua)
 )
 
 // crossSlot opens a script that reads keys of several slots of one

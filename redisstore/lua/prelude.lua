@@ -193,6 +193,14 @@ local function sweep(index, now, jl)
   end
 end
 
+-- sweep_count sweeps index and returns the entries left in it; an empty
+-- index (most of a Cluster's) costs one call.
+local function sweep_count(index, now, jl)
+  if redis.call('EXISTS', index) == 0 then return 0 end
+  sweep(index, now, jl)
+  return redis.call('ZCOUNT', index, '-inf', '+inf')
+end
+
 -- put_ban writes a key ban for len ms (0: permanent), its entry in the
 -- index of key bans, so that listing bans reads the index, never a SCAN
 -- of the keyspace (index.go), and its event in the journal. Entries of
