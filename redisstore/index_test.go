@@ -25,7 +25,9 @@ func TestRedisListsManyBans(t *testing.T) {
 			// a loaded machine from failing the test.
 			cfg := protect.Config{MaxRequests: 1, BanLimit: 1, StoreTimeout: time.Second}
 			if target.Name == "miniredis" {
-				cfg.StoreTimeout = 5 * time.Second // it runs Lua in Go: a page of lifts takes a second
+				// It runs Lua in Go, parsing each script anew: a page of
+				// lifts, each journaled, takes seconds, more under -race.
+				cfg.StoreTimeout = 20 * time.Second
 			}
 			in := newInstance(t, addr, ns, cfg, Options{RangeRefresh: -1, BanCacheTTL: -1})
 			ctx := t.Context()
