@@ -3,6 +3,7 @@ package redisstore
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,10 +53,13 @@ func TestRedisBanNamespaceKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			slices.Sort(got)
-			want := []string{root + "ranges", root + "{192.0.2.1}:b", root + "{192.0.2.1}:o", s.indexKey(root, k)}
+			idx := s.indexKey(root, k)
+			want := []string{root + "ranges", root + "{192.0.2.1}:b", root + "{192.0.2.1}:o", idx,
+				streamKey(idx), strings.TrimSuffix(idx, "bans") + "banrecs", s.rangeStreamKey(root)}
 			slices.Sort(want)
+			want = slices.Compact(want) // off a Cluster, the range ban's stream is the key ban's
 			if !slices.Equal(got, want) {
-				t.Fatalf("keys = %q, want %q (the counter deleted by the ban, the ban, offenses and ban index under the ban namespace)", got, want)
+				t.Fatalf("keys = %q, want %q (the counter deleted by the ban, the ban, offenses, ban index, its records and the journal under the ban namespace)", got, want)
 			}
 			if cc, ok := c.(*redis.ClusterClient); ok {
 				slots := map[int64]bool{}

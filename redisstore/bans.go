@@ -37,7 +37,7 @@ func rangesKey(ns string) string { return ns + "ranges" }
 // reach topology.failed (topology.go): the refresher calls it even while
 // the circuit is open.
 func (s *Store) rangeCall(ctx context.Context, ns string, args ...any) (now int64, bans []store.Ban, err error) {
-	v, err := rangesScript.Run(ctx, s.once(), []string{rangesKey(ns)}, args...).Slice()
+	v, err := rangesScript.Run(ctx, s.once(), []string{rangesKey(ns), s.rangeStreamKey(ns)}, append([]any{s.journal}, args...)...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis range bans: %w", err)
 	}

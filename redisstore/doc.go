@@ -56,10 +56,20 @@
 // <Namespace>limits. Counters, bans,
 // offenses and plan states expire by Redis' own clock (PX).
 //
+// The journal (store.Journal) is a Redis Stream beside each index of key
+// bans, <BanNamespace>events (on a Cluster <BanNamespace>{<tag>}:events,
+// one per slot, which Events merges), with the hash of the indexed bans'
+// records, <BanNamespace>banrecs (<BanNamespace>{<tag>}:banrecs), that
+// lets a ban Redis dropped by its TTL be journaled as over. The script
+// that writes, lifts or ends a ban appends its event: one XADD more, no
+// round trip more. It keeps about Options.JournalLength events
+// [1,000,000] and Options.JournalAge [7 days].
+//
 // The store is written against package store, the SPI, alone: it
 // implements store.Store and store.Space, and the optional
 // store.CircuitStore, DeadlineSpace, BanHolder, BanPager,
-// RangeBanCounter and Allowlist, and imports nothing else of protect.
+// RangeBanCounter, Allowlist and Journal, and imports nothing else of
+// protect.
 // docs/redis.md in the repository covers its options, Cluster, outages and
 // cost.
 package redisstore

@@ -112,8 +112,8 @@ func TestRedisPenalizeExact(t *testing.T) {
 				}
 				keys, err := allKeys(t.Context(), inst[0].store.client, globEscape(ns)+"*")
 				keys = withoutPublished(keys, ns)
-				if err != nil || len(keys) != 3 {
-					t.Fatalf("keys %v, %v; want the ban, the offense history and the ban index", keys, err)
+				if err != nil || len(keys) != 5 {
+					t.Fatalf("keys %v, %v; want the ban, the offense history, the ban index, its records and the journal", keys, err)
 				}
 				for _, in := range inst {
 					bans, err := admin.New(in.p).Bans(t.Context(), admin.Filter{})

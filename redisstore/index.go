@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,35 +129,37 @@ type indexCursor struct {
 func (sp *redisSpace) listKeyBans(ctx context.Context, f store.BanFilter, perPage time.Duration, keep func(store.Ban)) error {
 	s := sp.s
 	bns := sp.bns.name
-	pctx, cancel := pageContext(ctx, perPage)
-	now, err := s.client.Time(pctx).Result()
-	cancel()
-	if err != nil {
-		return fmt.Errorf("protect: redis ban index: %w", err)
-	}
-	// Entries are pruned a minute after their ban's end, by Redis' clock:
-	// the nodes of a cluster may disagree by a little, and an entry
-	// pruned early would hide a live ban. The GETs decide what is live.
-	before := strconv.FormatInt(now.Add(-time.Minute).UnixMilli(), 10)
 	return s.indexNodes(ctx, bns, func(ctx context.Context, c redis.Cmdable, indexes []string) error {
-		// Prune and count every index, a page of indexes at a time.
+		// Sweep and count every index, a page of indexes at a time: the
+		// bans that ended are journaled over and leave (sweep.lua, by
+		// each index's own master's clock, so none leaves early).
 		var cursors []*indexCursor
+		if cc, ok := c.(*redis.ClusterClient); ok {
+			var err error
+			cursors, err = sp.sweepMasters(ctx, cc, perPage)
+			if err == nil {
+				indexes = nil // swept and counted
+			} else if !isReply(err) || !strings.Contains(err.Error(), "flag") { // before Redis 7: one script a slot
+				return fmt.Errorf("protect: redis ban index: %w", err)
+			}
+		}
 		for start := 0; start < len(indexes); start += banPage {
 			chunk := indexes[start:min(start+banPage, len(indexes))]
 			pctx, cancel := pageContext(ctx, perPage)
-			cmds, err := c.Pipelined(pctx, func(p redis.Pipeliner) error {
-				for _, idx := range chunk {
-					p.ZRemRangeByScore(pctx, idx, "-inf", before)
-					p.ZCard(pctx, idx)
-				}
-				return nil
-			})
+			keys, args := make([][]string, len(chunk)), make([][]any, len(chunk))
+			for i, idx := range chunk {
+				keys[i], args[i] = []string{idx}, []any{s.journal}
+			}
+			cmds, err := evalEach(pctx, c, sweepScript, keys, args)
+			for i := 0; err == nil && i < len(cmds); i++ {
+				err = cmds[i].Err()
+			}
 			cancel()
 			if err != nil {
 				return fmt.Errorf("protect: redis ban index: %w", err)
 			}
 			for i, idx := range chunk {
-				if n := cmds[2*i+1].(*redis.IntCmd).Val(); n > 0 {
+				if n, _ := cmds[i].(*redis.Cmd).Int64(); n > 0 {
 					cursors = append(cursors, &indexCursor{index: idx, min: -1, left: n})
 				}
 			}
@@ -180,6 +181,51 @@ func (sp *redisSpace) listKeyBans(ctx context.Context, f store.BanFilter, perPag
 		}
 		return nil
 	})
+}
+
+// sweepMasters sweeps and counts every slot's index of a Cluster with
+// one sweepall.lua a range of slots of a master, under one deadline of
+// perPage, and returns a cursor for each index that holds entries.
+func (sp *redisSpace) sweepMasters(ctx context.Context, c *redis.ClusterClient, perPage time.Duration) ([]*indexCursor, error) {
+	s := sp.s
+	ctx, cancel := pageContext(ctx, perPage)
+	defer cancel()
+	ranges, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	keys, args := make([][]string, 0, len(ranges)), make([][]any, 0, len(ranges))
+	for _, r := range ranges {
+		if r.Start < 0 || r.End >= clusterSlots || r.Start > r.End {
+			return nil, fmt.Errorf("CLUSTER SLOTS: a range %d-%d", r.Start, r.End)
+		}
+		a := make([]any, 0, 2+r.End-r.Start+1)
+		a = append(a, s.journal, sp.bns.name)
+		for _, tag := range slotTags()[r.Start : r.End+1] {
+			a = append(a, tag)
+		}
+		keys, args = append(keys, []string{slotIndexKey(sp.bns.name, r.Start)}), append(args, a)
+	}
+	cmds, err := evalEach(ctx, c, sweepAllScript, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	var cursors []*indexCursor
+	for i, cmd := range cmds {
+		v, err := cmd.(*redis.Cmd).Slice()
+		if err != nil {
+			return nil, err
+		}
+		for j := 0; j+1 < len(v); j += 2 {
+			at, err1 := toInt(v[j])
+			n, err2 := toInt(v[j+1])
+			if err1 != nil || err2 != nil || at < 1 || at > int64(ranges[i].End-ranges[i].Start+1) {
+				return nil, errors.New("sweepall: unexpected reply")
+			}
+			cursors = append(cursors, &indexCursor{index: slotIndexKey(sp.bns.name, ranges[i].Start+int(at)-1), min: -1, left: n})
+		}
+	}
+	return cursors, nil
 }
 
 // readPage reads the next entries of each cursor of batch and the bans
@@ -268,8 +314,26 @@ func (sp *redisSpace) LiftBans(ctx context.Context, keys []store.Key, perPage ti
 		}
 		pctx, cancel := pageContext(ctx, perPage)
 		cmds, err := sp.unbanPage(pctx, page, true)
-		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return isNoScript(c.Err()) }) {
-			cmds, err = sp.unbanPage(pctx, page, false)
+		// Only the keys whose master lacked the script go again: the
+		// others were lifted, and a second unban would find them gone.
+		var again []int
+		for i, c := range cmds {
+			if isNoScript(c.Err()) {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			retry := make([]store.Key, len(again))
+			for j, i := range again {
+				retry[j] = page[i]
+			}
+			var more []redis.Cmder
+			more, err = sp.unbanPage(pctx, retry, false)
+			for j, i := range again {
+				if j < len(more) {
+					cmds[i] = more[j]
+				}
+			}
 		}
 		cancel()
 		var reply redis.Error // a server's answer, not a lost connection or a deadline
@@ -300,9 +364,9 @@ func (sp *redisSpace) unbanPage(ctx context.Context, page []store.Key, sha bool)
 			_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
 			keys := []string{bk, s.indexKey(sp.bns.name, k)}
 			if sha {
-				unbanScript.EvalSha(ctx, p, keys, k.String())
+				unbanScript.EvalSha(ctx, p, keys, k.String(), s.journal)
 			} else {
-				unbanScript.Eval(ctx, p, keys, k.String())
+				unbanScript.Eval(ctx, p, keys, k.String(), s.journal)
 			}
 		}
 		return nil

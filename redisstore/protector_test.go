@@ -200,8 +200,12 @@ func TestRedisBansReachEveryInstance(t *testing.T) {
 			if d, _ := b.p.VerifyAddr(ctx, inside); d.Status != protect.Banned || d.RetryAfter <= 59*time.Minute {
 				t.Fatalf("b after refresh: %v %v", d.Status, d.RetryAfter)
 			}
-			a.p.Lift(ctx, "198.51.100.0/24", "test")
-			b.store.Refresh(ctx)
+			if lifted, err := a.p.Lift(ctx, "198.51.100.0/24", "test"); err != nil || len(lifted) != 1 {
+				t.Fatalf("Lift(198.51.100.0/24) = %v, %v; want the range ban", lifted, err)
+			}
+			if err := b.store.Refresh(ctx); err != nil {
+				t.Fatalf("Refresh() = %v", err)
+			}
 			if d, _ := b.p.VerifyAddr(ctx, inside); d.Status != protect.Allowed {
 				t.Fatalf("b after the range lift: %v", d.Status)
 			}
@@ -243,12 +247,12 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 			}
 			keys, err := allKeys(t.Context(), in.store.client, globEscape(ns)+"*")
 			keys = withoutPublished(keys, ns)
-			if err != nil || len(keys) != 3 {
-				t.Fatalf("keys %v %v; want a ban, an offense history and the ban index", keys, err)
+			if err != nil || len(keys) != 5 {
+				t.Fatalf("keys %v %v; want a ban, an offense history, the ban index, its records and the journal", keys, err)
 			}
 			for _, k := range keys {
-				if strings.HasSuffix(k, "bans") {
-					continue // the ban index, whose members are checked below
+				if strings.HasSuffix(k, "bans") || strings.HasSuffix(k, "banrecs") || strings.HasSuffix(k, "events") {
+					continue // the ban index, its records and the journal, whose values are checked below
 				}
 				if strings.Contains(k, secret) || strings.Contains(k, "4eC39") || !strings.Contains(k, "{~") {
 					t.Fatalf("key name %q carries the secret", k)
@@ -267,8 +271,12 @@ func TestRedisSecretNeverInKeyNames(t *testing.T) {
 					v, err = c.Get(t.Context(), k).Result()
 				case typ == "zset" && (strings.HasSuffix(k, "}:o") || strings.HasSuffix(k, "bans")):
 					v, err = c.ZRange(t.Context(), k, 0, -1).Result()
+				case typ == "hash" && strings.HasSuffix(k, "banrecs"):
+					v, err = c.HGetAll(t.Context(), k).Result()
+				case typ == "stream" && strings.HasSuffix(k, "events"):
+					v, err = c.XRange(t.Context(), k, "-", "+").Result()
 				default:
-					t.Fatalf("key %q is a %s; want the ban string ...:b, the offense set ...:o or the ban index", k, typ)
+					t.Fatalf("key %q is a %s; want the ban string ...:b, the offense set ...:o, the ban index, its records or the journal", k, typ)
 				}
 				if err != nil || fmt.Sprint(v) == "" || fmt.Sprint(v) == "[]" {
 					t.Fatalf("record %q = %v, %v; want one", k, v, err)

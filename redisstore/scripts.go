@@ -30,6 +30,14 @@ var (
 	rangesLua string
 	//go:embed lua/allows.lua
 	allowsLua string
+	//go:embed lua/sweep.lua
+	sweepLua string
+	//go:embed lua/events.lua
+	eventsLua string
+	//go:embed lua/eventsall.lua
+	eventsAllLua string
+	//go:embed lua/sweepall.lua
+	sweepAllLua string
 
 	takeScript    = newScript(takeLua)
 	planScript    = newScript(planLua)
@@ -38,6 +46,15 @@ var (
 	inspectScript = newScript(inspectLua)
 	rangesScript  = newScript(rangesLua)
 	allowsScript  = newScript(allowsLua)
+	sweepScript   = newScript(sweepLua)
+	eventsScript  = newScript(eventsLua)
+	// A shebang must open the script, before the prelude.
+	eventsAllScript = redis.NewScript(crossSlot + preludeLua + eventsAllLua)
+	sweepAllScript  = redis.NewScript(crossSlot + preludeLua + sweepAllLua)
 )
+
+// crossSlot opens a script that reads keys of several slots of one
+// Cluster node.
+const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 
 func newScript(src string) *redis.Script { return redis.NewScript(preludeLua + src) }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // luaComment matches a Lua comment to the end of its line: the scripts
@@ -23,7 +25,8 @@ func TestLuaPreludeIdeasOnce(t *testing.T) {
 		{"the ban record's format", "%d|%d|%d|"},
 		{"the automatic ban record", "auto"},
 		{"the index entry", "'ZADD', index"},
-		{"the index prune", "- 60000"},
+		{"the index sweep", "'ZRANGEBYSCORE', index"},
+		{"the journal's entry", "'kind', kind"},
 	}
 	files, err := filepath.Glob("lua/*.lua")
 	if err != nil || len(files) == 0 {
@@ -61,10 +64,15 @@ func TestLuaScriptsCarryPrelude(t *testing.T) {
 		{"unban", unbanLua, unbanScript.Hash()},
 		{"inspect", inspectLua, inspectScript.Hash()},
 		{"ranges", rangesLua, rangesScript.Hash()},
+		{"sweep", sweepLua, sweepScript.Hash()},
+		{"events", eventsLua, eventsScript.Hash()},
 	} {
 		if got, want := s.hash, newScript(s.src).Hash(); got != want || preludeLua == "" {
 			t.Errorf("%sScript.Hash() = %s, want %s (prelude.lua + %s.lua)", s.name, got, want, s.name)
 		}
+	}
+	if got, want := eventsAllScript.Hash(), redis.NewScript(crossSlot+preludeLua+eventsAllLua).Hash(); got != want {
+		t.Errorf("eventsAllScript.Hash() = %s, want %s (the shebang, prelude.lua + eventsall.lua)", got, want)
 	}
 }
 
@@ -85,13 +93,13 @@ func TestTakeScriptMalformedLimits(t *testing.T) {
 				t.Helper()
 				return takeScript.Run(ctx, c, []string{base}, 1, limits).Result()
 			}
-			if got, err := take("x|2|1000|2|86400000|86400000|r"); err == nil {
+			if got, err := take("x|2|1000|2|86400000|86400000|1000|1000|r"); err == nil {
 				t.Fatalf("take(bad head) = %v, nil; want an error", got)
 			}
 			if n, err := c.Exists(ctx, counter).Result(); err != nil || n != 0 {
 				t.Fatalf("EXISTS %s after take(bad head) = %d, %v; want 0, nil", counter, n, err)
 			}
-			const badTail = "60000|2|1000|two|86400000|86400000|r"
+			const badTail = "60000|2|1000|two|86400000|86400000|1000|1000|r"
 			for want := int64(1); want <= 2; want++ {
 				if got, err := take(badTail); err != nil || got != want {
 					t.Fatalf("take(bad tail) #%d = %v, %v; want %d, nil (within the limit the tail is not read)", want, got, err, want)

@@ -56,6 +56,18 @@ type Options struct {
 	// answers before StoreTimeout ends the call. Zero or negative is the
 	// default.
 	WaitTimeout time.Duration
+	// JournalLength is about how many events the journal of each ban
+	// namespace keeps (store.Journal; journal.go) [1,000,000]: on a
+	// single node one stream holds them, on a Cluster each slot's stream
+	// keeps about this many. Redis trims whole stream nodes (XADD MAXLEN
+	// ~), so a stream may hold up to a node's worth more (100 events by
+	// default). Zero or negative is the default.
+	JournalLength int
+	// JournalAge is about how long the journal keeps an event [7 days],
+	// by Redis' clock, trimmed as JournalLength is (XTRIM MINID ~) on
+	// every event written and every read. Zero or negative is the
+	// default.
+	JournalAge time.Duration
 }
 
 // Store is the Store shared by every instance of a service: one
@@ -101,6 +113,8 @@ type Store struct {
 	boundMu sync.Mutex              // guards bound
 	bound   map[string]store.Limits // each Namespace's store.Limits, as first bound
 
+	journal string // the journal's bounds, "length|age ms", as the scripts read them (journal.go)
+
 	plans     sync.Map     // *store.Plan → *planArgs (plan.go)
 	planCount atomic.Int64 // entries in plans, about
 
@@ -136,6 +150,12 @@ func New(client redis.UniversalClient, opt Options) *Store {
 	if opt.WaitTimeout <= 0 {
 		opt.WaitTimeout = defaultWaitTimeout
 	}
+	if opt.JournalLength <= 0 {
+		opt.JournalLength = defaultJournalLength
+	}
+	if opt.JournalAge <= 0 {
+		opt.JournalAge = defaultJournalAge
+	}
 	s := &Store{
 		client: client,
 		topo:   topology{client: client, log: opt.Logger},
@@ -149,6 +169,7 @@ func New(client redis.UniversalClient, opt Options) *Store {
 		log:     opt.Logger,
 		bound:   make(map[string]store.Limits),
 		stop:    make(chan struct{}),
+		journal: fmt.Sprintf("%d|%d", opt.JournalLength, max(opt.JournalAge.Milliseconds(), 1)),
 	}
 	s.waitReplicas, s.waitFor = int64(max(opt.WaitReplicas, 0)), opt.WaitTimeout
 	if s.waitReplicas > 0 && !canWait(client) {
@@ -227,9 +248,9 @@ func (s *Store) Space(scope store.Scope) (store.Space, error) {
 	sp := &redisSpace{lim: lim, s: s, ns: scope.Namespace, bns: s.bans.namespace(banNamespace(scope))}
 	// The take script's arguments, boxed once here rather than on every
 	// request: n, and the limits in one string.
-	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
+	limits := fmt.Sprintf("%d|%d|%d|%s|%d|%d|%s|%s", max(lim.TTL.Milliseconds(), 1), lim.BanLimit, lim.BanDuration.Milliseconds(),
 		strconv.FormatFloat(lim.BanFactor, 'g', -1, 64), lim.MaxBanDuration.Milliseconds(), lim.OffenseWindow.Milliseconds(),
-		lim.Reason())
+		s.journal, lim.Reason())
 	for n := range sp.args {
 		sp.args[n] = []any{int64(n), limits}
 	}
@@ -405,12 +426,12 @@ func (sp *redisSpace) AddBan(ctx context.Context, b store.Ban, length time.Durat
 		kind = "key"
 	)
 	if b.Range {
-		keys, kind = []string{rangesKey(sp.bns.name)}, "range"
+		keys, kind = []string{rangesKey(sp.bns.name), s.rangeStreamKey(sp.bns.name)}, "range"
 	} else {
 		c, bk, _ := redisKeys(sp.ns, sp.bns.name, b.Key)
 		keys = []string{c, bk, s.indexKey(sp.bns.name, b.Key)}
 	}
-	rec, err := banScript.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String()).Text()
+	rec, err := banScript.Run(ctx, s.client, keys, ms, string(b.Source), b.By, b.Reason, kind, b.Key.String(), s.journal).Text()
 	if err != nil {
 		return store.Ban{}, fmt.Errorf("protect: redis ban %s: %w", b.Key, err)
 	}
@@ -455,7 +476,7 @@ func (sp *redisSpace) Lift(ctx context.Context, k store.Key) (store.Ban, bool, e
 		}
 	}
 	_, bk, _ := redisKeys(sp.ns, sp.bns.name, k)
-	v, err := unbanScript.Run(ctx, s.client, []string{bk, s.indexKey(sp.bns.name, k)}, k.String()).Slice()
+	v, err := unbanScript.Run(ctx, s.client, []string{bk, s.indexKey(sp.bns.name, k)}, k.String(), s.journal).Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return lifted, found, nil

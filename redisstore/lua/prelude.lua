@@ -29,17 +29,26 @@ local function counting_limits(s)
   return ttl, tonumber(limit), rest
 end
 
+-- journal_opts parses the journal's bounds, "length|age ms" (journal.go):
+-- a stream is trimmed to about length entries and about age ms.
+local function journal_opts(s)
+  local len, age = string.match(s or '', '^(%d+)|(%d+)$')
+  if not len then error('protect: journal ' .. tostring(s) .. ': not length|age') end
+  return {len = len, age = tonumber(age)}
+end
+
 -- limits parses a space's limits, "ttl|ban limit|first ban|factor|max
--- ban|offense window|ban reason", times in ms, ban limit negative for
--- never; Space in store.go writes them.
+-- ban|offense window|journal length|journal age|ban reason", times in ms,
+-- ban limit negative for never; Space in store.go writes them.
 local function limits(s)
   local ttl, limit, rest = counting_limits(s)
-  local first, factor, cap, window, reason = string.match(s, '^(%d+)|([^|]+)|(%d+)|(%d+)|(.*)$', rest)
+  local first, factor, cap, window, jlen, jage, reason = string.match(s, '^(%d+)|([^|]+)|(%d+)|(%d+)|(%d+)|(%d+)|(.*)$', rest)
   -- An error, before escalate deletes the counter: a ban that cannot be
   -- written must not hand the client a fresh count.
-  if not reason or not tonumber(factor) then error('protect: limits ' .. s .. ': not ttl|ban limit|first ban|factor|max ban|offense window|reason') end
+  if not reason or not tonumber(factor) then error('protect: limits ' .. s .. ': not ttl|ban limit|first ban|factor|max ban|offense window|journal length|journal age|reason') end
   return {ttl = tonumber(ttl), limit = limit, first = tonumber(first), factor = tonumber(factor),
-    cap = tonumber(cap), window = tonumber(window), reason = reason}
+    cap = tonumber(cap), window = tonumber(window), reason = reason,
+    journal = journal_opts(jlen .. '|' .. jage)}
 end
 
 local function ban_record(created, expires, offense, source, by, reason)
@@ -108,13 +117,97 @@ local function damaged(rec, sha)
   return sha ~= nil and sha ~= '' and redis.sha1hex(rec) == sha
 end
 
--- put_ban writes a key ban for len ms (0: permanent) and its entry in the
+-- The journal (journal.go): beside each index of key bans, <x>bans, a
+-- stream <x>events of what happened to the bans, and a hash <x>banrecs
+-- of each indexed ban's record, so that a ban Redis dropped by its TTL
+-- can still be journaled as over. Both share the index's hash tag, so a
+-- script that may write the index may write them.
+local function journal_keys(index)
+  local base = string.gsub(index, 'bans$', '')
+  return base .. 'events', base .. 'banrecs'
+end
+
+-- own_type deletes key when it holds another type than want: damage that
+-- is forgotten, as escalate forgets an offense history of another type,
+-- rather than a ban that cannot be written.
+local function own_type(key, want)
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= want and kind ~= 'none' then redis.call('DEL', key) end
+end
+
+-- last_id is the ID of the newest event stream ever held, '' for none:
+-- an event records the one before it, so that a reader can tell an event
+-- trimmed away from one never written.
+-- XINFO rather than XREVRANGE: the stream's last ID even when its top
+-- entry was deleted, and in constant time on every Redis (and miniredis).
+local function last_id(stream)
+  if redis.call('EXISTS', stream) == 0 then return '' end
+  local info = redis.call('XINFO', 'STREAM', stream)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then return info[i + 1] end
+  end
+  return ''
+end
+
+-- journal appends one event at now ms to stream, and trims it to about
+-- jl.len events and jl.age ms (whole stream nodes at a time, as '~'
+-- lets Redis do cheaply). kind is ban, lift or expire; key the ban's key
+-- or range; is_range '1' for a range; rec the ban record. An entry's ID
+-- counts microseconds of Redis' clock, not the milliseconds of '*': a
+-- Cluster's journal merges the streams of its slots by ID, and two
+-- requests a millisecond apart on two masters are then still in order.
+local function journal(stream, jl, now, kind, key, is_range, rec)
+  own_type(stream, 'stream')
+  local us = now_us()
+  local prev = last_id(stream)
+  local id = string.format('%d-0', us)
+  local pus, pseq = string.match(prev, '^(%d+)-(%d+)$')
+  if pus and tonumber(pus) >= us then id = pus .. '-' .. string.format('%d', tonumber(pseq) + 1) end
+  local fields = {'kind', kind, 'key', key, 'range', is_range, 'rec', rec, 'time', string.format('%d', now), 'prev', prev}
+  local added = redis.pcall('XADD', stream, 'MAXLEN', '~', jl.len, id, unpack(fields))
+  if type(added) == 'table' and added.err then
+    -- The stream's top was deleted by hand after a later ID: Redis picks
+    -- one after it, rather than the ban failing for want of an event.
+    redis.call('XADD', stream, 'MAXLEN', '~', jl.len, '*', unpack(fields))
+  end
+  if us > jl.age * 1000 then redis.call('XTRIM', stream, 'MINID', '~', string.format('%d', us - jl.age * 1000)) end
+end
+
+-- sweep journals the end of the bans of index whose end has passed by now
+-- (strictly: Redis drops a key only after its last millisecond), which
+-- Redis dropped without a word, and drops their entries: each is
+-- journaled once, never before its end. At most 100 a call, to keep a
+-- script short; every ban written, every lift, every listing and the
+-- first Take of a key after its ban sweep, so that an index stays the
+-- size of the bans in force.
+local function sweep(index, now, jl)
+  local ended = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. now, 'LIMIT', 0, 100)
+  if #ended == 0 then return end
+  local stream, recs = journal_keys(index)
+  own_type(recs, 'hash')
+  for _, m in ipairs(ended) do
+    local rec = redis.call('HGET', recs, m)
+    if rec then journal(stream, jl, now, 'expire', m, '0', rec) end
+    redis.call('HDEL', recs, m)
+    redis.call('ZREM', index, m)
+  end
+end
+
+-- sweep_count sweeps index and returns the entries left in it; an empty
+-- index (most of a Cluster's) costs one call.
+local function sweep_count(index, now, jl)
+  if redis.call('EXISTS', index) == 0 then return 0 end
+  sweep(index, now, jl)
+  return redis.call('ZCOUNT', index, '-inf', '+inf')
+end
+
+-- put_ban writes a key ban for len ms (0: permanent), its entry in the
 -- index of key bans, so that listing bans reads the index, never a SCAN
--- of the keyspace (index.go). Entries of bans that ended leave on every
--- ban written as well as when someone lists bans, so that an index nobody
--- reads stays the size of the bans in force; a minute late, as a listing
--- prunes them, since an entry pruned early would hide a live ban.
-local function put_ban(key, index, member, rec, now, len)
+-- of the keyspace (index.go), and its event in the journal. Entries of
+-- bans that ended are swept first, so that an ended ban's expiry comes
+-- before a new ban on its key.
+local function put_ban(key, index, member, rec, now, len, jl)
+  sweep(index, now, jl)
   local score = '+inf'
   if len > 0 then
     redis.call('SET', key, rec, 'PX', len)
@@ -123,7 +216,16 @@ local function put_ban(key, index, member, rec, now, len)
     redis.call('SET', key, rec)
   end
   redis.call('ZADD', index, score, member)
-  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - 60000)
+  local stream, recs = journal_keys(index)
+  own_type(recs, 'hash')
+  redis.call('HSET', recs, member, rec)
+  journal(stream, jl, now, 'ban', member, '0', rec)
+end
+
+-- index_of is the index of key bans of the ban base bans: index when the
+-- caller declared it (a Cluster's slot index), else <bns>bans.
+local function index_of(bans, index)
+  return index or (string.match(bans, '^([^{]*){') .. 'bans')
 end
 
 -- escalate writes the automatic ban of a key past its ban limit: its
@@ -151,8 +253,52 @@ local function escalate(counter, bans, index, now, lim)
   len = math.floor(len)
   if len < 1 then len = 1 end
   local rec = ban_record(now, now + len, offense, 'auto', '', lim.reason)
-  index = index or (string.match(bans, '^([^{]*){') .. 'bans')
-  put_ban(bans .. ':b', index, string.match(bans, '{([^}]*)}$'), rec, now, len)
+  index = index_of(bans, index)
+  put_ban(bans .. ':b', index, string.match(bans, '{([^}]*)}$'), rec, now, len, lim.journal)
   return len, rec
 end
 
+
+-- read_stream reads the journal's stream beside index (journal.go), after
+-- trimming it by age, so that a reader sees none older than the age
+-- kept: up to
+-- count entries from ID from ('-': the oldest). Returns {the newest ID
+-- ever written ('' for none), the newest ID trimmed away ('' for none,
+-- or not known), {the entries, as XRANGE returns them}}, or nil when
+-- there is no stream. us is Redis' clock, read once by the caller.
+local function read_stream(index, jl, from, count, us)
+  local stream = journal_keys(index)
+  -- Most slots of a Cluster hold neither: one call says so.
+  if redis.call('EXISTS', stream) == 0 then return nil end
+  if redis.call('TYPE', stream).ok ~= 'stream' then return nil end
+  if us > jl.age * 1000 then redis.call('XTRIM', stream, 'MINID', '~', string.format('%d', us - jl.age * 1000)) end
+  local last = last_id(stream)
+  local gone = last -- all of it, when nothing is kept
+  local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)
+  if first[1] then
+    gone = ''
+    local f = first[1][2]
+    for i = 1, #f, 2 do
+      if f[i] == 'prev' then gone = f[i + 1] end
+    end
+  end
+  return {last, gone, redis.call('XRANGE', stream, from, '+', 'COUNT', count)}
+end
+
+-- noticed sweeps the index of a key whose ban record is gone when the
+-- key's entry there says its ban ended: the first Take of a client after
+-- its ban journals it over (a Take reaches here only with a fresh
+-- counter, which a ban deletes: one ZSCORE a counter's window, none for
+-- the other requests).
+-- lim is the limits text; one that holds no journal bounds (see limits)
+-- sweeps nothing rather than fail a request within its limit.
+local function noticed(bans, index, lim)
+  local len, age = string.match(lim, '^%d+|%-?%d+|%d+|[^|]+|%d+|%d+|(%d+)|(%d+)|')
+  if not len then return end
+  index = index_of(bans, index)
+  -- pcall: an index of another type is for a ban's script to repair, not
+  -- a request within its limit to fail on.
+  local score = tonumber(redis.pcall('ZSCORE', index, string.match(bans, '{([^}]*)}$')))
+  local now = now_ms()
+  if score and score < now then sweep(index, now, journal_opts(len .. '|' .. age)) end
+end

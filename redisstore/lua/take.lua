@@ -37,6 +37,7 @@ end
 local ttl, limit = counting_limits(ARGV[2])
 local count, was = add_count(counter, ARGV[1]) -- as text: no float on the way
 redis.call('PEXPIRE', counter, ttl)
+if count == tonumber(ARGV[1]) then noticed(bans, KEYS[3], ARGV[2]) end
 if limit < 0 or count <= limit then
   if ignored then return {count} end
   if was then return {count, 'counter', was} end
