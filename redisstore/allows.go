@@ -25,6 +25,15 @@ import (
 
 func allowsKey(bns string) string { return bns + "allows" }
 
+// allowStreamKey is the stream where bns's allowlist is journaled: the
+// one of the slot of its hash, as rangeStreamKey is the ranges'.
+func (s *Store) allowStreamKey(bns string) string {
+	if !s.topo.isCluster() {
+		return bns + "events"
+	}
+	return streamKey(slotIndexKey(bns, keySlot([]byte(allowsKey(bns)))))
+}
+
 // allowField is the hash field of an entry on k.
 func allowField(k store.Key, isRange bool) string {
 	if isRange {
@@ -35,7 +44,7 @@ func allowField(k store.Key, isRange bool) string {
 
 // allowCall runs the allows script on ns's hash and decodes its entries.
 func (s *Store) allowCall(ctx context.Context, ns string, args ...any) (now int64, entries []store.Ban, err error) {
-	v, err := allowsScript.Run(ctx, s.once(), []string{allowsKey(ns)}, args...).Slice()
+	v, err := allowsScript.Run(ctx, s.once(), []string{allowsKey(ns), s.allowStreamKey(ns)}, append([]any{s.journal}, args...)...).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("protect: redis allowlist: %w", err)
 	}

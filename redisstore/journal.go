@@ -425,9 +425,7 @@ func (sp *redisSpace) merge(reads []streamRead, after journalPos, limit int, clu
 func (sp *redisSpace) eventOf(m *redis.XMessage, pos journalPos, cluster bool) (store.Event, bool) {
 	field := func(name string) string { v, _ := m.Values[name].(string); return v }
 	kind, ok := store.ParseEventKind(field("kind"))
-	if ok && kind != store.EventBan && kind != store.EventLift && kind != store.EventExpire {
-		ok = false
-	}
+
 	k, err := store.ParseKey(field("key"))
 	if !ok || err != nil {
 		sp.s.damage.logOnce(sp.bns.name+"events", m.ID, "protect: skipping a journal entry that is no event",
@@ -443,6 +441,9 @@ func (sp *redisSpace) eventOf(m *redis.XMessage, pos journalPos, cluster bool) (
 	b, err := decodeBan(k, isRange, field("rec"))
 	if err != nil {
 		b = malformedBan(k, isRange, field("rec"), err)
+	}
+	if kind == store.EventAllow || kind == store.EventDisallow {
+		b.Source = "" // an allowlist entry has none (allows.lua)
 	}
 	return store.Event{Cursor: pos.cursor(cluster), Kind: kind, Time: time.UnixMilli(int64(ms)).UTC(), Ban: b}, true
 }
