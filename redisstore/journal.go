@@ -138,7 +138,9 @@ func parseCursor(s string, cluster bool) (journalPos, error) {
 	}
 	id, ok := parseStreamID(idText)
 	slot, err := recordUint(slotText)
-	if !ok || err != nil || slot >= clusterSlots || strconv.FormatUint(slot, 10) != slotText {
+	// Only the cursor as written: "0-00" would read as "0-0", and two
+	// texts of one place are one too many for a client that compares them.
+	if !ok || err != nil || slot >= clusterSlots || strconv.FormatUint(slot, 10) != slotText || id.String() != idText {
 		return journalPos{}, fmt.Errorf("%w: cursor %q: want <ms>-<seq>%s", store.ErrBadCursor, s, map[bool]string{true: ".<slot>"}[cluster])
 	}
 	return journalPos{id, int(slot)}, nil
