@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/internal/follow"
 	"github.com/httpprotect/protect/internal/redact"
 	"github.com/httpprotect/protect/store"
 )
@@ -109,16 +109,14 @@ type Machine struct {
 	base string // URL without a trailing slash
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	queue []admin.EventRecord
-	ready chan struct{} // signalled when queue gains events
+	q *follow.Queue
 
 	// Used by the pushing goroutine only.
 	token    string
 	expire   time.Time
 	noOrigin bool // the LAPI's DELETE /v1/decisions takes no origin filter
 
-	pushed, deleted, skipped, refused, dropped, retries, lost, logins atomic.Uint64
+	pushed, deleted, skipped, refused, retries, logins atomic.Uint64
 }
 
 // NewMachine checks o and returns a Machine of it. Its errors quote the
@@ -137,12 +135,6 @@ func NewMachine(o MachineOptions) (*Machine, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	if o.Queue <= 0 {
-		o.Queue = 10_000
-	}
-	if o.Batch <= 0 {
-		o.Batch = 100
-	}
 	if o.Poll <= 0 {
 		o.Poll = 500 * time.Millisecond
 	}
@@ -159,27 +151,17 @@ func NewMachine(o MachineOptions) (*Machine, error) {
 		o.Clock = time.Now
 	}
 	if o.Wait == nil {
-		o.Wait = waitFor
+		o.Wait = follow.Wait
 	}
-	return &Machine{o: o, base: strings.TrimRight(o.URL, "/"), log: o.Logger, ready: make(chan struct{}, 1)}, nil
-}
-
-func waitFor(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	q := follow.New(follow.Options{Name: "crowdsec machine", Queue: o.Queue, Batch: o.Batch, Poll: o.Poll, Logger: o.Logger, Wait: o.Wait})
+	return &Machine{o: o, base: strings.TrimRight(o.URL, "/"), log: o.Logger, q: q}, nil
 }
 
 // Stats returns the counts so far.
 func (m *Machine) Stats() MachineStats {
 	return MachineStats{Pushed: m.pushed.Load(), Deleted: m.deleted.Load(), Skipped: m.skipped.Load(),
-		Refused: m.refused.Load(), Dropped: m.dropped.Load(), Retries: m.retries.Load(),
-		Lost: m.lost.Load(), Logins: m.logins.Load()}
+		Refused: m.refused.Load(), Dropped: m.q.Dropped(), Retries: m.retries.Load(),
+		Lost: m.q.Lost(), Logins: m.logins.Load()}
 }
 
 // Start follows src's journal from its end, as it reads it before
@@ -187,97 +169,7 @@ func (m *Machine) Stats() MachineStats {
 // closed then. What is queued when ctx is done is not told. A source
 // without a journal is admin.ErrNoJournal, and nothing is started.
 func (m *Machine) Start(ctx context.Context, src EventSource) (done <-chan struct{}, err error) {
-	cursor, rerr := m.end(ctx, src)
-	if errors.Is(rerr, admin.ErrNoJournal) {
-		return nil, rerr
-	}
-	if rerr != nil && ctx.Err() == nil {
-		m.log.Warn("crowdsec machine: reading the journal failed", "err", rerr.Error())
-	}
-	c := make(chan struct{})
-	go func() {
-		defer close(c)
-		for err := rerr; err != nil; {
-			if !m.o.Wait(ctx, m.o.Poll) {
-				return
-			}
-			if cursor, err = m.end(ctx, src); err != nil && ctx.Err() == nil {
-				m.log.Warn("crowdsec machine: reading the journal failed", "err", err.Error())
-			}
-		}
-		var wg sync.WaitGroup
-		wg.Go(func() { m.push(ctx) })
-		m.read(ctx, src, cursor)
-		wg.Wait()
-	}()
-	return c, nil
-}
-
-// end is the cursor of src's newest event ("" for none).
-func (m *Machine) end(ctx context.Context, src EventSource) (string, error) {
-	cursor := ""
-	for {
-		recs, err := src.Events(ctx, cursor, admin.MaxEvents)
-		if err != nil || len(recs) == 0 {
-			return cursor, err
-		}
-		cursor = recs[len(recs)-1].Cursor
-	}
-}
-
-// read moves src's events after cursor into the queue until ctx is done.
-func (m *Machine) read(ctx context.Context, src EventSource, cursor string) {
-	for {
-		recs, err := src.Events(ctx, cursor, m.o.Batch*10)
-		switch {
-		case errors.Is(err, admin.ErrCursorGone):
-			m.lost.Add(1)
-			m.log.Warn("crowdsec machine: the journal trimmed events before they were read", "cursor", cursor)
-			cursor = ""
-			continue
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			m.log.Warn("crowdsec machine: reading the journal failed", "err", err.Error())
-		case len(recs) > 0:
-			cursor = recs[len(recs)-1].Cursor
-			m.enqueue(recs)
-			continue
-		}
-		if !m.o.Wait(ctx, m.o.Poll) {
-			return
-		}
-	}
-}
-
-// enqueue adds recs to the queue, dropping the oldest beyond its bound.
-func (m *Machine) enqueue(recs []admin.EventRecord) {
-	m.mu.Lock()
-	m.queue = append(m.queue, recs...)
-	if over := len(m.queue) - m.o.Queue; over > 0 {
-		m.queue = append(m.queue[:0], m.queue[over:]...)
-		m.dropped.Add(uint64(over))
-		m.log.Warn("crowdsec machine: queue full, oldest events dropped", "dropped", over, "queue", m.o.Queue)
-	}
-	m.mu.Unlock()
-	select {
-	case m.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take removes up to Batch events from the queue.
-func (m *Machine) take() []admin.EventRecord {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := min(len(m.queue), m.o.Batch)
-	if n == 0 {
-		return nil
-	}
-	batch := append([]admin.EventRecord(nil), m.queue[:n]...)
-	m.queue = append(m.queue[:0], m.queue[n:]...)
-	return batch
+	return m.q.Start(ctx, src, m.push)
 }
 
 // FromCrowdSec reports whether e is a ban that came from CrowdSec, which
@@ -329,14 +221,9 @@ func changeOf(e admin.EventRecord) (change, bool) {
 // push tells the LAPI of the queued events until ctx is done.
 func (m *Machine) push(ctx context.Context) {
 	for {
-		batch := m.take()
-		if batch == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-m.ready:
-			}
-			continue
+		batch, ok := m.q.Next(ctx)
+		if !ok {
+			return
 		}
 		var bans []change
 		for _, e := range batch {

@@ -27,17 +27,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/internal/follow"
 	"github.com/httpprotect/protect/internal/redact"
 )
 
@@ -49,9 +48,7 @@ const SignatureHeader = "X-Protect-Signature"
 const MinSecret = 16
 
 // Source is where a Sender reads events: an admin.Admin or admin.Service.
-type Source interface {
-	Events(ctx context.Context, since string, limit int) ([]admin.EventRecord, error)
-}
+type Source = follow.Source
 
 // Options configure a Sender. URL and Secret are required; the zero
 // value of every other field is its default.
@@ -90,12 +87,9 @@ type Stats struct {
 type Sender struct {
 	o   Options
 	log *slog.Logger
+	q   *follow.Queue
 
-	mu    sync.Mutex
-	queue []admin.EventRecord
-	ready chan struct{} // signalled when queue gains events
-
-	delivered, refused, dropped, retries, lost atomic.Uint64
+	delivered, refused, retries atomic.Uint64
 }
 
 // New checks o and returns a Sender of it.
@@ -117,15 +111,6 @@ func New(o Options) (*Sender, error) {
 	c := *o.Client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	o.Client = &c
-	if o.Queue <= 0 {
-		o.Queue = 10_000
-	}
-	if o.Batch <= 0 {
-		o.Batch = 100
-	}
-	if o.Poll <= 0 {
-		o.Poll = time.Second
-	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = time.Second
 	}
@@ -133,30 +118,20 @@ func New(o Options) (*Sender, error) {
 		o.MaxBackoff = max(time.Minute, o.MinBackoff)
 	}
 	if o.Wait == nil {
-		o.Wait = wait
+		o.Wait = follow.Wait
 	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sender{o: o, log: log, ready: make(chan struct{}, 1)}, nil
-}
-
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	q := follow.New(follow.Options{Name: "webhook", Queue: o.Queue, Batch: o.Batch, Poll: o.Poll, Logger: log, Wait: o.Wait})
+	return &Sender{o: o, log: log, q: q}, nil
 }
 
 // Stats returns the counts so far.
 func (s *Sender) Stats() Stats {
-	return Stats{Delivered: s.delivered.Load(), Refused: s.refused.Load(), Dropped: s.dropped.Load(),
-		Retries: s.retries.Load(), Lost: s.lost.Load()}
+	return Stats{Delivered: s.delivered.Load(), Refused: s.refused.Load(), Dropped: s.q.Dropped(),
+		Retries: s.retries.Load(), Lost: s.q.Lost()}
 }
 
 // Start follows src's journal from its end, as it reads it before
@@ -164,113 +139,15 @@ func (s *Sender) Stats() Stats {
 // What is queued when ctx is done is not posted. A source without a
 // journal is admin.ErrNoJournal, and nothing is started.
 func (s *Sender) Start(ctx context.Context, src Source) (done <-chan struct{}, err error) {
-	cursor, rerr := s.end(ctx, src)
-	if errors.Is(rerr, admin.ErrNoJournal) {
-		return nil, rerr
-	}
-	if rerr != nil && ctx.Err() == nil {
-		s.log.Warn("webhook: reading the journal failed", "err", rerr.Error())
-	}
-	c := make(chan struct{})
-	go func() {
-		defer close(c)
-		for err := rerr; err != nil; {
-			if !s.o.Wait(ctx, s.o.Poll) {
-				return
-			}
-			if cursor, err = s.end(ctx, src); err != nil && ctx.Err() == nil {
-				s.log.Warn("webhook: reading the journal failed", "err", err.Error())
-			}
-		}
-		var wg sync.WaitGroup
-		wg.Go(func() { s.post(ctx) })
-		s.read(ctx, src, cursor)
-		wg.Wait()
-	}()
-	return c, nil
-}
-
-// read moves src's events after cursor into the queue until ctx is done.
-func (s *Sender) read(ctx context.Context, src Source, cursor string) {
-	for {
-		recs, err := src.Events(ctx, cursor, s.o.Batch*10)
-		switch {
-		case errors.Is(err, admin.ErrCursorGone):
-			// The journal trimmed events before they were read: go on
-			// from its start, which holds the newest it kept.
-			s.lost.Add(1)
-			s.log.Warn("webhook: the journal trimmed events before they were read", "cursor", cursor)
-			cursor = ""
-			continue
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("webhook: reading the journal failed", "err", err.Error())
-		case len(recs) > 0:
-			cursor = recs[len(recs)-1].Cursor
-			s.enqueue(recs)
-			continue
-		}
-		if !s.o.Wait(ctx, s.o.Poll) {
-			return
-		}
-	}
-}
-
-// end is the cursor of src's newest event ("" for none), so that a
-// Sender posts what happens from now on, not the journal's history.
-func (s *Sender) end(ctx context.Context, src Source) (string, error) {
-	cursor := ""
-	for {
-		recs, err := src.Events(ctx, cursor, admin.MaxEvents)
-		if err != nil || len(recs) == 0 {
-			return cursor, err
-		}
-		cursor = recs[len(recs)-1].Cursor
-	}
-}
-
-// enqueue adds recs to the queue, dropping the oldest beyond its bound.
-func (s *Sender) enqueue(recs []admin.EventRecord) {
-	s.mu.Lock()
-	s.queue = append(s.queue, recs...)
-	if over := len(s.queue) - s.o.Queue; over > 0 {
-		s.queue = append(s.queue[:0], s.queue[over:]...)
-		s.dropped.Add(uint64(over))
-		s.log.Warn("webhook: queue full, oldest events dropped", "dropped", over, "queue", s.o.Queue)
-	}
-	s.mu.Unlock()
-	select {
-	case s.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take removes up to Batch events from the queue.
-func (s *Sender) take() []admin.EventRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := min(len(s.queue), s.o.Batch)
-	if n == 0 {
-		return nil
-	}
-	batch := append([]admin.EventRecord(nil), s.queue[:n]...)
-	s.queue = append(s.queue[:0], s.queue[n:]...)
-	return batch
+	return s.q.Start(ctx, src, s.post)
 }
 
 // post delivers queued batches until ctx is done.
 func (s *Sender) post(ctx context.Context) {
 	for {
-		batch := s.take()
-		if batch == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.ready:
-			}
-			continue
+		batch, ok := s.q.Next(ctx)
+		if !ok {
+			return
 		}
 		body, _ := json.Marshal(struct {
 			Events []admin.EventRecord `json:"events"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/internal/follow"
 )
 
 var secret = []byte("0123456789abcdef-test")
@@ -123,7 +124,7 @@ func run(t *testing.T, p *protect.Protector, o Options) (*Sender, *backoffs) {
 		if d != o.Poll {
 			b.add(d)
 		}
-		return wait(ctx, time.Millisecond) // the backoff is recorded, not slept
+		return follow.Wait(ctx, time.Millisecond) // the backoff is recorded, not slept
 	}
 	s, err := New(o)
 	if err != nil {
@@ -241,7 +242,7 @@ func settled(s *Sender, n uint64) Stats {
 		if st.Delivered+st.Refused >= n {
 			return st
 		}
-		wait(context.Background(), time.Millisecond)
+		follow.Wait(context.Background(), time.Millisecond)
 	}
 }
 
@@ -257,7 +258,7 @@ func TestSenderQueueBound(t *testing.T) {
 	<-rcv.held // the first post is out of the queue and stuck
 	ban(t, p, "198.51.100.2", "198.51.100.3", "198.51.100.4", "198.51.100.5")
 	for s.Stats().Dropped < 2 { // two dropped: all four read
-		wait(t.Context(), time.Millisecond)
+		follow.Wait(t.Context(), time.Millisecond)
 	}
 	close(rcv.hold)
 	for range 3 {
