@@ -1,9 +1,6 @@
 package admin
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -26,16 +23,7 @@ func (h *handler) allows(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) allow(w http.ResponseWriter, r *http.Request) {
 	var req AllowRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var big *http.MaxBytesError
-		if errors.As(err, &big) {
-			WriteProblem(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
-				fmt.Sprintf("body: more than %d bytes; allow at most %d targets a request", MaxBody, MaxTargets))
-			return
-		}
-		writeError(w, h.log, "allow", badf("body: want a JSON allow request: %v", err))
+	if !h.readBody(w, r, "allow", &req) {
 		return
 	}
 	o := AllowOptions{Reason: req.Reason, By: req.By}

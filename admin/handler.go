@@ -215,16 +215,7 @@ func (h *handler) bans(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) ban(w http.ResponseWriter, r *http.Request) {
 	var req BanRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var big *http.MaxBytesError
-		if errors.As(err, &big) {
-			WriteProblem(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
-				fmt.Sprintf("body: more than %d bytes; ban at most %d targets a request", MaxBody, MaxTargets))
-			return
-		}
-		writeError(w, h.log, "ban", badf("body: want a JSON ban request: %v", err))
+	if !h.readBody(w, r, "ban", &req) {
 		return
 	}
 	opt := protect.BanOptions{Permanent: req.Permanent, Reason: req.Reason, By: req.By, Force: req.Force}
@@ -259,6 +250,25 @@ func (h *handler) ban(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, recs)
+}
+
+// readBody decodes r's JSON body into v, refusing unknown fields and a
+// body over MaxBody; false when it answered the request with the error.
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request, what string, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var big *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &big):
+		WriteProblem(w, http.StatusRequestEntityTooLarge, CodeTooLarge,
+			fmt.Sprintf("body: more than %d bytes; %s at most %d targets a request", MaxBody, what, MaxTargets))
+	default:
+		writeError(w, h.log, what, badf("body: want a JSON %s request: %v", what, err))
+	}
+	return false
 }
 
 // countParam counts the parameters named name in a raw query.
