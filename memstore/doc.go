@@ -19,7 +19,8 @@
 // and Options.JournalAge, in memory only (a state file does not keep it:
 // a restart starts every journal again, past every cursor of the run
 // before, which then reads as trimmed away: store.ErrCursorGone); a request that writes no
-// ban does no journal work.
+// ban does no journal work. Its readers' bookmarks (store.Bookmarks) are
+// kept beside it, in memory too.
 //
 // The package imports nothing of protect but package store: it is a peer
 // of redisstore, and a model for a store written elsewhere.

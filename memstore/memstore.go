@@ -96,6 +96,7 @@ type memNamespace struct {
 	allows atomic.Pointer[store.RangeSet] // nil when nothing is allowed (allowlist.go)
 	// events is the journal of the namespace's bans (journal.go).
 	events *eventLog
+	marks  bookmarks // the journal's readers' bookmarks (bookmarks.go)
 	// nameBans is set once a consumer key of the ban namespace has been
 	// banned, and never cleared: until then a plan's decision for a
 	// consumer need not look for a ban (memplan.go).

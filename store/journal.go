@@ -90,3 +90,19 @@ type Journal interface {
 	// ErrCursorGone, and one this journal never wrote wraps ErrBadCursor.
 	Events(ctx context.Context, since string, limit int) ([]Event, error)
 }
+
+// A Bookmarks is a Journal that keeps, for its readers, small texts by
+// name: where each reader stands in the journal, so that any process on
+// the same store can go on where another left off (protectd keeps each
+// CrowdSec bouncer's place in its feed so). A bookmark is written whole
+// and read whole; it ends by itself after its ttl, as a reader that
+// stopped reading should not hold anything for ever.
+type Bookmarks interface {
+	Journal
+	// Bookmark returns the text saved under name, and false when there
+	// is none (never saved, or past its ttl).
+	Bookmark(ctx context.Context, name string) (text string, ok bool, err error)
+	// SetBookmark saves text under name for ttl (at least a second),
+	// replacing what was saved there.
+	SetBookmark(ctx context.Context, name, text string, ttl time.Duration) error
+}

@@ -156,6 +156,7 @@ var tests = []struct {
 	{"ListsEveryBan", testListsEveryBan},
 	{"Journal", testJournal},
 	{"Allowlist", testAllowlist},
+	{"Bookmarks", testBookmarks},
 	{"PlanBucket", testPlanBucket},
 	{"PlanRefusedCostsNothing", testPlanRefusedCostsNothing},
 	{"PlanKeysApart", testPlanKeysApart},

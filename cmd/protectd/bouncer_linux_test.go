@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/httpprotect/protect/admin"
-	"github.com/httpprotect/protect/internal/needs"
-
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/internal/needs"
 	"github.com/httpprotect/protect/internal/netnstest"
+	"github.com/httpprotect/protect/internal/redistest"
+	"github.com/httpprotect/protect/redisstore"
 )
 
 // csBouncer is the path of Debian's crowdsec-firewall-bouncer, as
@@ -38,15 +41,123 @@ func TestCrowdSecFirewallBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
+	l := lapiOf(p, nil, []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	until, svc := startFirewallBouncer(t, bin, pair, l, l.connContext)
+
+	ctx := context.Background()
+	if _, err := p.Ban(ctx, pair.ClientAddr.String(), protect.BanOptions{For: time.Hour, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ban enforced by the bouncer after %v (poll interval %v)", until("banned", false), bouncerPoll)
+	if _, err := p.Lift(ctx, pair.ClientAddr.String(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lift enforced by the bouncer after %v", until("lifted", true))
+	if _, err := p.Ban(ctx, "10.213.0.0/24", protect.BanOptions{For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// This bouncer's set has no interval flag: it holds a Range decision
+	// as one address (docs/firewall.md says so). What it made of one is
+	// logged, not asserted.
+	time.Sleep(2 * bouncerPoll)
+	set, _ := pair.Exec(pair.Server, "nft", "list", "set", "ip", "crowdsec", "crowdsec-blacklists")
+	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", pair.Reaches(svc, 300*time.Millisecond), set)
+}
+
+// balancer hands each request to the next of its instances in turn, as a
+// load balancer in front of several protectd does; down keeps requests
+// from one.
+type balancer struct {
+	mu   sync.Mutex
+	ls   []*lapi
+	down []bool
+	next int
+}
+
+func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	for b.down[b.next%len(b.ls)] {
+		b.next++
+	}
+	l := b.ls[b.next%len(b.ls)]
+	b.next++
+	b.mu.Unlock()
+	l.ServeHTTP(w, r)
+}
+
+func (b *balancer) set(i int, l *lapi, down bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l != nil {
+		b.ls[i] = l
+	}
+	b.down[i] = down
+}
+
+// TestCrowdSecFirewallBouncerBalanced: the bouncer behind a balancer that
+// hands its pulls in turn to two instances on one Redis, each with its
+// own store client: a ban and its lift reach the kernel whichever
+// instance answers, and so does a lift made while one instance is down,
+// once a new one takes its place.
+func TestCrowdSecFirewallBouncerBalanced(t *testing.T) {
+	bin := csBouncer(t)
+	addr := redistest.RealAddr(t)
+	pair := netnstest.New(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ns := redistest.NamespaceAt(t, addr)
+	instance := func() (*protect.Protector, *lapi) {
+		rc := redistest.Dial(addr)
+		st := redisstore.New(rc, redisstore.Options{Logger: quiet})
+		p, err := protect.New(protect.Config{Store: st, Namespace: ns, BanNamespace: ns, StoreTimeout: 5 * time.Second, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close(); st.Close(); rc.Close() })
+		return p, lapiOf(p, nil, []string{keyA}, p.Config().Clock, quiet)
+	}
+	p, l1 := instance()
+	_, l2 := instance()
+	b := &balancer{ls: []*lapi{l1, l2}, down: []bool{false, false}}
+	until, _ := startFirewallBouncer(t, bin, pair, b, l1.connContext)
+
+	ctx := context.Background()
+	client := pair.ClientAddr.String()
+	if _, err := p.Ban(ctx, client, protect.BanOptions{For: time.Hour, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ban enforced after %v", until("banned", false))
+	b.set(0, nil, true)
+	if _, err := p.Lift(ctx, client, "test"); err != nil {
+		t.Fatal(err)
+	}
+	_, l3 := instance()
+	b.set(1, nil, true) // the lift is left for the new instance to send
+	b.set(0, l3, false)
+	t.Logf("lift made while the first instance was down, enforced after %v", until("lifted", true))
+	b.set(1, nil, false)
+	if _, err := p.Ban(ctx, client, protect.BanOptions{For: time.Hour, Reason: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second ban enforced after %v", until("banned again", false))
+}
+
+// bouncerPoll is how often the firewall bouncer pulls the stream.
+const bouncerPoll = time.Second
+
+// startFirewallBouncer serves h as the Local API in pair's server
+// namespace, runs the bouncer there against it, waits until it made its
+// table. It returns a function that waits until the client reaches the
+// server's test service (want) or not and says how long that took, and
+// the service's address.
+func startFirewallBouncer(t *testing.T, bin string, pair *netnstest.Pair, h http.Handler, connContext func(context.Context, net.Conn) context.Context) (func(what string, want bool) time.Duration, string) {
+	t.Helper()
 	api := pair.Listen(pair.Server, "127.0.0.1:0")
-	l := newLAPI(admin.New(p), []string{keyA}, p.Config().Clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	srv := newServer(l, slog.Default())
-	srv.ConnContext = l.connContext // as startSinks serves it
+	srv := newServer(h, slog.Default())
+	srv.ConnContext = connContext // as startSinks serves it
 	go srv.Serve(api)
 	t.Cleanup(func() { srv.Close() })
-	app := pair.Serve(pair.Server, pair.ServerAddr.String()+":0")
+	svc := pair.Serve(pair.Server, pair.ServerAddr.String()+":0")
 
-	const poll = time.Second
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bouncer.yaml")
 	conf := fmt.Sprintf(`mode: nftables
@@ -72,7 +183,7 @@ nftables:
     enabled: false
 prometheus:
   enabled: false
-`, dir, poll, dir, api.Addr(), keyA)
+`, dir, bouncerPoll, dir, api.Addr(), keyA)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +199,6 @@ prometheus:
 			t.Logf("bouncer log:\n%s", log)
 		}
 	})
-
-	until := func(what string, want bool) time.Duration {
-		t.Helper()
-		return pair.WaitReach(what, app, want, 300*time.Millisecond, 5*poll)
-	}
 	// The bouncer is up once it made its table.
 	start := time.Now()
 	for {
@@ -104,24 +210,10 @@ prometheus:
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	until := func(what string, want bool) time.Duration {
+		t.Helper()
+		return pair.WaitReach(what, svc, want, 300*time.Millisecond, 5*bouncerPoll)
+	}
 	until("before any ban", true)
-
-	ctx := context.Background()
-	if _, err := p.Ban(ctx, pair.ClientAddr.String(), protect.BanOptions{For: time.Hour, Reason: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("ban enforced by the bouncer after %v (poll interval %v)", until("banned", false), poll)
-	if _, err := p.Lift(ctx, pair.ClientAddr.String(), "test"); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("lift enforced by the bouncer after %v", until("lifted", true))
-	if _, err := p.Ban(ctx, "10.213.0.0/24", protect.BanOptions{For: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	// This bouncer's set has no interval flag: it holds a Range decision
-	// as one address (docs/firewall.md says so). What it made of one is
-	// logged, not asserted.
-	time.Sleep(2 * poll)
-	set, _ := pair.Exec(pair.Server, "nft", "list", "set", "ip", "crowdsec", "crowdsec-blacklists")
-	t.Logf("the bouncer's set after a ban on 10.213.0.0/24 (the client reaches the server: %v):\n%s", pair.Reaches(app, 300*time.Millisecond), set)
+	return until, svc
 }

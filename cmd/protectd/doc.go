@@ -170,7 +170,9 @@
 //	                           "FAMILY TABLE SET4 SET6" ("-" for no set), or
 //	                           true for "inet protect ban4 ban6" [off]
 //	HTTP_PROTECT_NFT_INTERVAL  how often it lists the bans, 1ms to 1m [500ms]
-//	HTTP_PROTECT_LAPI_LISTEN   where it answers CrowdSec bouncers [off]
+//	HTTP_PROTECT_LAPI_LISTEN   where it answers CrowdSec bouncers, each one's
+//	                           place in the feed kept in the store, so that
+//	                           any protectd on it answers any bouncer [off]
 //	HTTP_PROTECT_LAPI_KEYS     their API keys, a comma list or a file (a path
 //	                           starting with / or ./, a key a line, # comments);
 //	                           each at least 16 characters

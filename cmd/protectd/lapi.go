@@ -23,6 +23,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/nftsink"
+	"github.com/httpprotect/protect/store"
 )
 
 // The bouncer side of CrowdSec's Local API: every CrowdSec bouncer
@@ -44,8 +45,8 @@ const (
 	// lapiAnswerMax bounds a whole answer, so that a bouncer reading a
 	// byte now and then cannot hold a listing for ever.
 	lapiAnswerMax = 5 * time.Minute
-	// lapiHistoryMax is the most decisions a bouncer's history keeps:
-	// past it, each pull is answered in full, as a first pull is.
+	// lapiHistoryMax is the most keys a pull reads changes of: past
+	// it, the pull is answered in full, as a first pull is.
 	lapiHistoryMax = 1 << 20
 )
 
@@ -59,12 +60,15 @@ type lapiOptions struct {
 // lapi serves the Local API for p's bans to bouncers holding one of its
 // keys.
 type lapi struct {
-	src   nftsink.Lister
-	keys  [][sha256.Size]byte
-	clock func() time.Time
-	log   *slog.Logger
-	opt   lapiOptions
-	mux   *http.ServeMux
+	src     nftsink.Lister
+	journal store.Bookmarks      // the feed's journal and places (lapifeed.go); nil: every pull in full
+	lists   func() []protect.Ban // the block lists' entries handed on; nil: none
+	self    string               // instanceID
+	keys    [][sha256.Size]byte
+	clock   func() time.Time
+	log     *slog.Logger
+	opt     lapiOptions
+	mux     *http.ServeMux
 
 	conns   atomic.Uint64 // numbers the connections, from 1 (connContext)
 	joined  atomic.Int64  // requests that shared a listing another had begun
@@ -74,26 +78,18 @@ type lapi struct {
 	listMu  sync.Mutex
 	listing *listing // the listing under way, nil when none
 
-	mu sync.Mutex
-	// given holds, per key, where its bouncer stands: at most two
-	// snapshots, shared with every other key and answer that holds them.
-	given map[[sha256.Size]byte]*position
+	listSnaps map[uint64]*snapshot // by hash, guarded by listMu (lapifeed.go)
+	lost      atomic.Int64         // pulls answered in full for a place the journal lost
+
+	headMu     sync.Mutex
+	headCursor string // the newest event's cursor last found (head)
 }
 
-// A position is what a bouncer was given. sent is the last answer's
-// snapshot, which the bouncer may not have read; acked the one before
-// it. A pull on the connection that carried sent proves it read (an
-// HTTP/1 client asks again on a connection only once it read the
-// answer before), and is answered from sent; any other pull is answered
-// from acked, so that one lost answer is sent again.
-type position struct {
-	acked, sent *snapshot
-	sentConn    uint64
-	full        bool // the list is past historyMax: every pull answers in full
-}
-
-func newLAPI(src nftsink.Lister, keys []string, clock func() time.Time, log *slog.Logger) *lapi {
-	l := &lapi{src: src, clock: clock, log: log, given: map[[sha256.Size]byte]*position{},
+// newLAPI serves src's bans to bouncers holding one of keys, each
+// bouncer's place kept in j; lists, when not nil, gives the block lists'
+// entries to hand on beside.
+func newLAPI(src nftsink.Lister, j store.Bookmarks, lists func() []protect.Ban, keys []string, clock func() time.Time, log *slog.Logger) *lapi {
+	l := &lapi{src: src, journal: j, lists: lists, self: instanceID(), listSnaps: map[uint64]*snapshot{}, clock: clock, log: log,
 		opt: lapiOptions{stall: lapiStall, answerMax: lapiAnswerMax, historyMax: lapiHistoryMax}}
 	l.bufs.New = func() any { b := make([]byte, 0, lapiChunk+lapiChunk/4); return &b }
 	for _, k := range keys {
@@ -276,11 +272,11 @@ func decisionID(b protect.Ban) int64 {
 }
 
 // stream answers GET /v1/decisions/stream: with startup=true (or to a
-// key never seen) every decision in force, else what changed since
-// what that key's bouncer was given (see position): new decisions, and
-// in deleted those lifted or over since. The filter selects from both,
-// so that a bouncer changing its filter is told of no deletion that did
-// not happen.
+// key with no place in the store) every decision in force, else what
+// changed since the key's place (lapifeed.go): new decisions, and in
+// deleted those lifted, over or written again since. The filter selects
+// from both, so that a bouncer changing its filter is told of no
+// deletion that did not happen.
 func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]byte) {
 	q := r.URL.Query()
 	f, err := readFilter(q)
@@ -288,55 +284,95 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 		lapiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	startup := q.Get("startup") == "true"
+	if l.journal == nil {
+		l.full(w, r, f, nil)
+		return
+	}
+	conn := l.self + ":" + strconv.FormatUint(connOf(r), 10)
+	if connOf(r) == 0 {
+		conn = "" // no proof of reading: never matched
+	}
+	pos, known, err := l.position(r.Context(), key)
+	if err != nil {
+		l.listFailed(w, err)
+		return
+	}
+	if q.Get("startup") == "true" || !known {
+		l.full(w, r, f, func(m lapiMark) {
+			// A bouncer that loses its startup answer asks for it again.
+			l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
+		})
+		return
+	}
+	base := pos.Acked
+	if conn != "" && conn == pos.Conn {
+		base = pos.Sent
+	}
+	m, cursor, err := l.changes(r.Context(), base.Cursor)
+	if errors.Is(err, errFeedLost) {
+		l.lost.Add(1)
+		l.log.Warn("crowdsec local api: "+err.Error()+"; every decision in force is sent, as to a first pull",
+			"bookmark", bookmarkName(key))
+		l.full(w, r, f, func(m lapiMark) {
+			l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
+		})
+		return
+	}
+	if err != nil {
+		l.listFailed(w, err)
+		return
+	}
+	now := l.clock()
+	deleted, added := feedEntries(m, f, now)
+	lists, hash := l.listSnapshot(now)
+	ld, la := l.listChanges(base.Lists, lists, f)
+	deleted, added = append(deleted, ld...), append(added, la...)
+	sortEntries(deleted)
+	sortEntries(added)
+
+	a := l.newAnswer(w)
+	defer a.release()
+	a.raw(`{"deleted":`)
+	a.entries(deleted, now.UnixNano())
+	a.raw(`,"new":`)
+	a.entries(added, now.UnixNano())
+	a.raw(`}`)
+	if !l.finish(a) {
+		return // not given: the next pull is answered as if this one never was
+	}
+	l.savePosition(r.Context(), key, lapiPosition{Acked: pos.Sent, Sent: lapiMark{Cursor: cursor, Lists: hash}, Conn: conn})
+}
+
+// full answers every decision in force that f selects as new, and
+// reports what it covered to given once the answer left whole: the
+// journal to its head before the listing (so that what changes while it
+// lists is in the events after), and the block lists' snapshot.
+func (l *lapi) full(w http.ResponseWriter, r *http.Request, f filter, given func(lapiMark)) {
+	var mark lapiMark
+	if l.journal != nil {
+		head, err := l.head(r.Context())
+		if err != nil {
+			l.listFailed(w, err)
+			return
+		}
+		mark.Cursor = head
+	}
 	snap, err := l.snapshot(r.Context())
 	if err != nil {
 		l.listFailed(w, err)
 		return
 	}
-	conn := connOf(r)
-	l.mu.Lock()
-	pos := l.given[key]
-	var base *snapshot
-	if pos != nil && !startup {
-		base = pos.acked
-		if conn != 0 && conn == pos.sentConn {
-			base = pos.sent
-		}
-	}
-	var sentBefore *snapshot
-	if pos != nil {
-		sentBefore = pos.sent
-	}
-	l.mu.Unlock()
-
+	now := l.clock()
+	lists, hash := l.listSnapshot(now)
+	mark.Lists = hash
 	a := l.newAnswer(w)
 	defer a.release()
-	now := l.clock().UnixNano()
-	a.raw(`{"deleted":`)
-	a.diff(base, snap, f, now)
-	a.raw(`,"new":`)
-	a.diff(snap, base, f, now)
+	a.raw(`{"deleted":null,"new":`)
+	a.list(snap, lists, f.match, now.UnixNano())
 	a.raw(`}`)
-	if !l.finish(a) {
-		return // not given: the next pull is answered as if this one never was
+	if l.finish(a) && given != nil {
+		given(mark)
 	}
-
-	next := &position{sent: snap, sentConn: conn, acked: sentBefore}
-	if startup {
-		// A bouncer that loses its startup answer asks for it again.
-		next.acked = snap
-	}
-	if len(snap.ds) > l.opt.historyMax {
-		next = &position{full: true}
-		if pos == nil || !pos.full {
-			l.log.Warn("crowdsec local api: too many decisions to keep a bouncer's history; its pulls are answered in full",
-				"decisions", len(snap.ds), "max", l.opt.historyMax)
-		}
-	}
-	l.mu.Lock()
-	l.given[key] = next
-	l.mu.Unlock()
 }
 
 // listFailed answers a listing that failed with a 500 that says no
@@ -375,10 +411,11 @@ func (l *lapi) decisions(w http.ResponseWriter, r *http.Request, _ [sha256.Size]
 		l.listFailed(w, err)
 		return
 	}
+	now := l.clock()
+	lists, _ := l.listSnapshot(now)
 	a := l.newAnswer(w)
 	defer a.release()
-	now := l.clock().UnixNano()
-	a.list(snap, func(e *entry) bool { return f.match(e) && sel.match(e) }, now)
+	a.list(snap, lists, func(e *entry) bool { return f.match(e) && sel.match(e) }, now.UnixNano())
 	l.finish(a)
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +20,8 @@ import (
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/testclock"
+	"github.com/httpprotect/protect/memstore"
+	"github.com/httpprotect/protect/store"
 )
 
 const (
@@ -43,7 +44,13 @@ func newLAPIRig(t testing.TB) *lapiRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return &lapiRig{p: p, clock: clock, h: newLAPI(admin.New(p), []string{keyA, keyB}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	return &lapiRig{p: p, clock: clock, h: lapiOf(p, nil, []string{keyA, keyB}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+}
+
+// lapiOf is the Local API of p's bans, and of lists when not nil, each
+// bouncer's place kept in p's store.
+func lapiOf(p *protect.Protector, lists func() []protect.Ban, keys []string, clock func() time.Time, log *slog.Logger) *lapi {
+	return newLAPI(admin.New(p), p.Space().(store.Bookmarks), lists, keys, clock, log)
 }
 
 func (r *lapiRig) ban(t testing.TB, target string, opt protect.BanOptions) protect.Ban {
@@ -94,6 +101,13 @@ func dec(b protect.Ban, scope, value, scenario, duration, until string) string {
 		duration, decisionID(b), scenario, scope, until, value)
 }
 
+// prior is the deletion that comes before an operator's ban b of value:
+// of whatever the bouncer held there (priorID).
+func prior(b protect.Ban, scope, value, duration, until string) string {
+	return fmt.Sprintf(`{"duration":%q,"id":%d,"origin":"protect","scenario":%q,"scope":%q,"type":"ban","until":%q,"value":%q}`,
+		duration, priorID(b.Key), b.Reason, scope, until, value)
+}
+
 func list(ds ...string) string {
 	if len(ds) == 0 {
 		return "null"
@@ -126,15 +140,17 @@ func TestLAPIStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	dLate := dec(late, "Ip", "192.0.2.1", "manual", "10m0s", "2026-11-29T12:11:00Z")
-	dRangeLifted := dec(rng, "Range", "198.51.100.0/24", "manual", "87599h59m0s", "2036-11-26T12:00:00Z")
-	r.get(t, path, keyA, 200, stream([]string{dRangeLifted}, []string{dLate}))
+	dRangeLifted := dec(rng, "Range", "198.51.100.0/24", "manual", "87600h0m0s", "2036-11-26T12:01:00Z")
+	r.get(t, path, keyA, 200, stream([]string{prior(late, "Ip", "192.0.2.1", "10m0s", "2026-11-29T12:11:00Z"), dRangeLifted}, []string{dLate}))
 
-	// Thirty minutes on, two bans are over: each is a deletion.
+	// Thirty minutes on, two bans are over: each is a deletion once the
+	// store journals its end, when it next looks at it.
 	r.clock.Advance(30 * time.Minute)
-	r.get(t, path, keyA, 200, stream([]string{
-		dec(late, "Ip", "192.0.2.1", "manual", "-20m0s", "2026-11-29T12:11:00Z"),
-		dec(six, "Range", "2001:db8:1:2::/64", "scanner", "-1m0s", "2026-11-29T12:30:00Z"),
-	}, nil))
+	r.get(t, path, keyA, 200, stream(nil, nil))
+	if d, err := r.p.VerifyAddr(context.Background(), netip.MustParseAddr("192.0.2.1")); err != nil || d.Status != protect.Allowed {
+		t.Fatalf("VerifyAddr(192.0.2.1) after its ban = %v, %v; want Allowed", d.Status, err)
+	}
+	r.get(t, path, keyA, 200, stream([]string{dec(late, "Ip", "192.0.2.1", "manual", "-20m0s", "2026-11-29T12:11:00Z")}, nil))
 
 	// Another key is another bouncer, with a history of its own.
 	r.get(t, path, keyB, 200, stream(nil, []string{dec(host, "Ip", "203.0.113.7", "credential stuffing", "29m0s", "2026-11-29T13:00:00Z")}))
@@ -396,7 +412,8 @@ func TestLAPILostAnswer(t *testing.T) {
 	c.Close()
 	waitClosed(t, closed)
 
-	if got, want := pull(t, client, srv, path, keyA), "200 "+stream([]string{dOld}, []string{dAdded}); got != want {
+	pAdded := prior(added, "Ip", "203.0.113.9", "1h0m0s", "2026-11-29T13:00:00Z")
+	if got, want := pull(t, client, srv, path, keyA), "200 "+stream([]string{dOld, pAdded}, []string{dAdded}); got != want {
 		t.Errorf("pull after a lost answer = %s\nwant %s", got, want)
 	}
 	if got, want := pull(t, client, srv, path, keyA), "200 "+stream(nil, nil); got != want {
@@ -412,8 +429,9 @@ func TestLAPINewConnections(t *testing.T) {
 	r.getOn(t, 10, path+"?startup=true", keyA, 200, stream(nil, nil))
 	b := r.ban(t, "203.0.113.9", protect.BanOptions{For: time.Hour})
 	d := dec(b, "Ip", "203.0.113.9", "manual", "1h0m0s", "2026-11-29T13:00:00Z")
-	r.getOn(t, 11, path, keyA, 200, stream(nil, []string{d}))
-	r.getOn(t, 12, path, keyA, 200, stream(nil, []string{d}))
+	p := prior(b, "Ip", "203.0.113.9", "1h0m0s", "2026-11-29T13:00:00Z")
+	r.getOn(t, 11, path, keyA, 200, stream([]string{p}, []string{d}))
+	r.getOn(t, 12, path, keyA, 200, stream([]string{p}, []string{d}))
 	r.getOn(t, 13, path, keyA, 200, stream(nil, nil))
 	// On the connection of the last answer, nothing is sent twice.
 	if _, err := r.p.Lift(context.Background(), "203.0.113.9", "test"); err != nil {
@@ -484,29 +502,56 @@ func TestLAPIFilters(t *testing.T) {
 	r.get(t, path, keyB, 200, stream(nil, nil))
 }
 
-// TestLAPIHistoryBound: past historyMax decisions a bouncer's history
-// is not kept: each pull answers every decision as new, and the log
-// says so once.
-func TestLAPIHistoryBound(t *testing.T) {
-	r := newLAPIRig(t)
-	var log strings.Builder
-	r.h = newLAPI(admin.New(r.p), []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
-	r.h.opt.historyMax = 1
-	a := r.ban(t, "192.0.2.1", protect.BanOptions{For: time.Hour})
-	b := r.ban(t, "192.0.2.2", protect.BanOptions{For: time.Hour})
-	all := stream(nil, []string{
-		dec(a, "Ip", "192.0.2.1", "manual", "1h0m0s", "2026-11-29T13:00:00Z"),
-		dec(b, "Ip", "192.0.2.2", "manual", "1h0m0s", "2026-11-29T13:00:00Z"),
-	})
-	const path = "/v1/decisions/stream"
-	r.get(t, path+"?startup=true", keyA, 200, all)
-	r.get(t, path, keyA, 200, all)
-	r.get(t, path, keyA, 200, all)
-	if n := strings.Count(log.String(), "too many decisions to keep a bouncer's history"); n != 1 {
-		t.Errorf("log has %d history lines, want 1:\n%s", n, log.String())
-	}
-	if r.h.given[sha256.Sum256([]byte(keyA))].sent != nil {
-		t.Error("a bouncer past historyMax holds a snapshot")
+// TestLAPIPlaceLost: when the journal no longer holds what changed since
+// a bouncer's place (trimmed away, or more keys than historyMax), the
+// pull is answered as a first one, every decision in force as new, and
+// the log says so; the pull after goes on from there.
+func TestLAPIPlaceLost(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		length     int // the memory journal's length
+		historyMax int
+	}{
+		{"trimmed", 2, lapiHistoryMax},
+		{"too many keys", 100, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := testclock.New()
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			st := memstore.New(memstore.Options{Clock: clock.Now, JournalLength: tc.length})
+			t.Cleanup(func() { st.Close() })
+			p, err := protect.New(protect.Config{Clock: clock.Now, Logger: quiet, Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			r := &lapiRig{p: p, clock: clock}
+			var log strings.Builder
+			r.h = lapiOf(p, nil, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
+			r.h.opt.historyMax = tc.historyMax
+			const path = "/v1/decisions/stream"
+			// A place in a journal that holds an event: one taken in an
+			// empty journal reads from its start (see position).
+			first := r.ban(t, "192.0.2.9", protect.BanOptions{For: time.Hour})
+			dFirst := dec(first, "Ip", "192.0.2.9", "manual", "1h0m0s", "2026-11-29T13:00:00Z")
+			r.get(t, path+"?startup=true", keyA, 200, stream(nil, []string{dFirst}))
+			var all []string
+			for _, ip := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
+				b := r.ban(t, ip, protect.BanOptions{For: time.Hour})
+				all = append(all, dec(b, "Ip", ip, "manual", "1h0m0s", "2026-11-29T13:00:00Z"))
+			}
+			r.get(t, path, keyA, 200, stream(nil, append(all, dFirst)))
+			if got := r.h.lost.Load(); got != 1 {
+				t.Errorf("lost = %d, want 1", got)
+			}
+			if n := strings.Count(log.String(), "the journal no longer holds what changed since this bouncer's place"); n != 1 {
+				t.Errorf("log has %d lines of a lost place, want 1:\n%s", n, log.String())
+			}
+			if _, err := p.Lift(context.Background(), "192.0.2.3", "test"); err != nil {
+				t.Fatal(err)
+			}
+			r.get(t, path, keyA, 200, stream([]string{all[2]}, nil))
+		})
 	}
 }
 
@@ -521,7 +566,7 @@ func TestLAPISkipsMalformed(t *testing.T) {
 	clock := testclock.New()
 	bad := protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix("192.0.2.9/32")}, Malformed: `bad JSON "{"`}
 	good := protect.Ban{Key: protect.Key{Prefix: netip.MustParsePrefix("192.0.2.1/32")}, Reason: "r", Created: clock.Now(), Expires: clock.Now().Add(time.Hour)}
-	r := &lapiRig{clock: clock, h: newLAPI(listerOf{bad, good}, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	r := &lapiRig{clock: clock, h: newLAPI(listerOf{bad, good}, nil, nil, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	d := dec(good, "Ip", "192.0.2.1", "r", "1h0m0s", "2026-11-29T13:00:00Z")
 	r.get(t, "/v1/decisions/stream?startup=true", keyA, 200, stream(nil, []string{d}))
 	r.get(t, "/v1/decisions?ip=192.0.2.9", keyA, 200, "null")

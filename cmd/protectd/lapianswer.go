@@ -218,16 +218,17 @@ func (a *lapiAnswer) finish() error {
 	return a.err
 }
 
-// list writes the JSON array of the entries of s that keep selects,
+// list writes the JSON array of the entries of s and of also (nil, or
+// a snapshot of its own, merged in cmpEntry order) that keep selects,
 // null when none does.
-func (a *lapiAnswer) list(s *snapshot, keep func(*entry) bool, now int64) {
+func (a *lapiAnswer) list(s, also *snapshot, keep func(*entry) bool, now int64) {
+	var other []entry
+	if also != nil {
+		other = also.ds
+	}
 	first := true
-	for i := range s.ds {
-		e := &s.ds[i]
-		if !keep(e) {
-			continue
-		}
-		if a.err != nil {
+	put := func(e *entry) {
+		if !keep(e) || a.err != nil {
 			return
 		}
 		if first {
@@ -239,6 +240,16 @@ func (a *lapiAnswer) list(s *snapshot, keep func(*entry) bool, now int64) {
 		a.buf = appendDecision(a.buf, e, now)
 		a.maybeSend()
 	}
+	j := 0
+	for i := range s.ds {
+		for ; j < len(other) && cmpEntry(&other[j], &s.ds[i]) < 0; j++ {
+			put(&other[j])
+		}
+		put(&s.ds[i])
+	}
+	for ; j < len(other); j++ {
+		put(&other[j])
+	}
 	if first {
 		a.raw("null")
 	} else {
@@ -246,28 +257,9 @@ func (a *lapiAnswer) list(s *snapshot, keep func(*entry) bool, now int64) {
 	}
 }
 
-// diff writes the JSON array of the entries of s that f selects and
-// that are not in base (every one of them when base is nil), null when
-// there is none. Both are in cmpEntry order: one walk.
-func (a *lapiAnswer) diff(s, base *snapshot, f filter, now int64) {
-	if s == nil {
-		a.raw("null")
-		return
-	}
-	var other []entry
-	if base != nil {
-		other = base.ds
-	}
-	j := 0
-	a.list(s, func(e *entry) bool {
-		for j < len(other) && cmpEntry(&other[j], e) < 0 {
-			j++
-		}
-		if j < len(other) && cmpEntry(&other[j], e) == 0 {
-			return false
-		}
-		return f.match(e)
-	}, now)
+// entries writes the JSON array of es, null when empty.
+func (a *lapiAnswer) entries(es []entry, now int64) {
+	a.list(&snapshot{ds: es}, nil, func(*entry) bool { return true }, now)
 }
 
 // appendDecision appends e as CrowdSec's Local API writes a decision,

@@ -115,7 +115,7 @@ func TestLAPIStartupMemory(t *testing.T) {
 			fill(t, p, bans)
 			gate := &gatedLister{src: admin.New(p), open: make(chan struct{})}
 			var log bytes.Buffer
-			r := &lapiRig{p: p, clock: clock, h: newLAPI(gate, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(&log, nil)))}
+			r := &lapiRig{p: p, clock: clock, h: newLAPI(gate, nil, nil, []string{keyA}, clock.Now, slog.New(slog.NewTextHandler(&log, nil)))}
 			srv, closed := r.serve(t)
 			before := heaptest.Live()
 
@@ -172,7 +172,7 @@ func TestLAPICutsReaderThatDoesNotRead(t *testing.T) {
 	r := newLAPIRig(t)
 	fill(t, r.p, bans)
 	var log bytes.Buffer
-	r.h = newLAPI(admin.New(r.p), []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
+	r.h = lapiOf(r.p, nil, []string{keyA}, r.clock.Now, slog.New(slog.NewTextHandler(&log, nil)))
 	r.h.opt.stall = time.Second // long enough that the pull after it, which reads, is never cut on a busy machine
 	srv, closed := r.serve(t)
 	c := tinyReader(t, srv.Listener.Addr().String())

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect"
-	"github.com/httpprotect/protect/admin"
 	"github.com/httpprotect/protect/internal/testclock"
 )
 
@@ -39,10 +38,10 @@ func TestLAPIBlockLists(t *testing.T) {
 	}
 	const path0 = "/v1/decisions/stream?startup=true"
 
-	r.h = newLAPI(admin.New(p), []string{keyA}, clock.Now, quiet)
+	r.h = lapiOf(p, nil, []string{keyA}, clock.Now, quiet)
 	r.get(t, path0, keyA, 200, stream(nil, []string{dHost}))
 
-	r.h = newLAPI(withBlockLists{admin.New(p)}, []string{keyA}, clock.Now, quiet)
+	r.h = lapiOf(p, blockListBans(p), []string{keyA}, clock.Now, quiet)
 	r.get(t, path0, keyA, 200, stream(nil, []string{
 		listed("192.0.2.0/24", "Range", "SBL000001"), listed("198.51.100.7", "Ip", "blocklist:drop"), dHost}))
 

@@ -19,6 +19,7 @@ import (
 	"github.com/httpprotect/protect/internal/nftsink"
 	"github.com/httpprotect/protect/internal/redact"
 	"github.com/httpprotect/protect/internal/webhook"
+	"github.com/httpprotect/protect/store"
 )
 
 // protectd's settings for the sinks that hand its bans on: the kernel's
@@ -206,11 +207,17 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 			stop()
 			return nil, fmt.Errorf("%s=%q: %w", envLAPIListen, s.lapiListen, err)
 		}
-		var src nftsink.Lister = admin.New(p)
-		if s.lapiLists {
-			src = withBlockLists{admin.New(p)}
+		j, ok := p.Space().(store.Bookmarks)
+		if !ok {
+			ln.Close()
+			stop()
+			return nil, fmt.Errorf("%s: the store (%T) keeps no journal with bookmarks (store.Bookmarks), where each bouncer's place is kept", envLAPIListen, p.Space())
 		}
-		l := newLAPI(src, s.lapiKeys, p.Config().Clock, log)
+		var lists func() []protect.Ban
+		if s.lapiLists {
+			lists = blockListBans(p)
+		}
+		l := newLAPI(admin.New(p), j, lists, s.lapiKeys, p.Config().Clock, log)
 		srv := newServer(l, log)
 		srv.ConnContext = l.connContext
 		servers = append(servers, srv)
