@@ -74,6 +74,7 @@ func startInstances(redisURL, ns string, n, firstPort int, logger *slog.Logger) 
 		p, err := protect.New(protect.Config{
 			Store: store, Namespace: ns, BanNamespace: ns, MaxRequests: 100, BanLimit: 250,
 			OnStoreError: protect.FailClosed, // a demo of exactness should not quietly go local
+			StoreTimeout: time.Second,        // nor refuse a request that a busy machine answered late
 			Logger:       logger,
 		})
 		if err != nil {
