@@ -218,6 +218,13 @@ func startSinks(ctx context.Context, s sinkSettings, p *protect.Protector, log *
 			lists = blockListBans(p)
 		}
 		l := newLAPI(admin.New(p), j, lists, s.lapiKeys, p.Config().Clock, log)
+		// The first startup pull would read the whole journal to its end;
+		// read it now, before any bouncer waits for it.
+		wg.Go(func() {
+			if _, err := l.head(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("crowdsec local api: reading the journal to its end", "err", err.Error())
+			}
+		})
 		srv := newServer(l, log)
 		srv.ConnContext = l.connContext
 		servers = append(servers, srv)
