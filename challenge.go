@@ -127,9 +127,12 @@ func (p *Protector) passed(ctx context.Context, r *http.Request, d *Decision) {
 	case err == nil:
 		d.Status, d.RetryAfter = Allowed, 0
 	case errors.Is(err, challenge.ErrKey): // a pass carried from another client
-		k, a := d.Key, d.Addr
+		k, a, ban := d.Key, d.Addr, d.Ban
 		*d = Decision{}
 		p.decide(context.WithoutCancel(ctx), d, k, a, 1)
+		if ban != nil { // on a list marked to challenge
+			listedChallenge(d, ban)
+		}
 		p.stats.stripe(d.hint()).penalties.Add(1)
 	}
 }
