@@ -48,6 +48,8 @@ type verifier struct {
 	plans map[string]*protect.Plan
 	log   *slog.Logger
 	keys  *keyValues
+	// chal serves the challenge (challenge.go); nil when it is off.
+	chal *challenger
 }
 
 // newVerifier makes the protector of s, which logs to log.
@@ -55,11 +57,16 @@ func newVerifier(s settings, log *slog.Logger) (*verifier, error) {
 	v := &verifier{plans: s.plans, log: log, keys: newKeyValues()}
 	s.cfg.Logger = log
 	s.cfg.ConsumerFunc = v.consumerFunc
+	challengeSecret(&s.cfg, log)
 	p, err := protect.New(s.cfg)
 	if err != nil {
 		return nil, err
 	}
 	v.p = p
+	if v.chal, err = newChallenger(p); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -103,6 +110,10 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if d.Status == protect.Challenged && v.chal != nil {
+		v.challenged(w, r, &d)
+		return
+	}
 	code := d.StatusCode()
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
@@ -131,7 +142,7 @@ func refusalAttrs(d protect.Decision, code int) []slog.Attr {
 	if d.Policy != "" {
 		attrs = append(attrs, slog.String("policy", d.Policy))
 	}
-	if d.Status == protect.Blocked && d.Ban != nil { // which list, and which of its entries
+	if (d.Status == protect.Blocked || d.Status == protect.Challenged) && d.Ban != nil { // which list, and which of its entries
 		attrs = append(attrs, slog.String("list", d.Ban.By), slog.Any("entry", d.Ban.Key))
 	}
 	if d.Err != nil {

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/httpprotect/protect/challenge"
+)
+
+// challengeEnv is protectd with the challenge on: two requests of a
+// client allowed, the page from the third, banned past 20; difficulty 4,
+// for a Go client to solve at once.
+var challengeEnv = []string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=2",
+	"HTTP_PROTECT_BAN_LIMIT=20", "HTTP_PROTECT_TTL=1h", "HTTP_PROTECT_CHALLENGE_SECRET=0123456789abcdef0123456789abcdef",
+	"HTTP_PROTECT_CHALLENGE_DIFFICULTY=4"}
+
+var pageNonce = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
+
+// noJSClient is a client from local that keeps no cookie and follows
+// no redirect: a script that does not run the page.
+func noJSClient(local string) *http.Client {
+	c := clientFrom(local)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
+}
+
+// challengePage checks that a is the challenge page, returning to ret,
+// and returns its nonce.
+func challengePage(t *testing.T, what string, a answer, ret string) string {
+	t.Helper()
+	if a.code != http.StatusForbidden || a.header.Get("Content-Security-Policy") != challenge.CSP ||
+		a.header.Get("Content-Type") != "text/html; charset=utf-8" || a.header.Get("Ratelimit-Policy") == "" {
+		t.Fatalf("%s = %d %v, want the challenge page: 403, text/html, its CSP, the RateLimit fields", what, a.code, a.header)
+	}
+	if want := `name="return" value="` + ret + `"`; !strings.Contains(a.body, want) {
+		t.Fatalf("%s = a page without %s:\n%s", what, want, a.body)
+	}
+	m := pageNonce.FindStringSubmatch(a.body)
+	if m == nil {
+		t.Fatalf("%s = a page without a nonce:\n%s", what, a.body)
+	}
+	return m[1]
+}
+
+// postAnswer posts an answer form to the answer path through front.
+func postAnswer(t *testing.T, c *http.Client, front, nonce, ans, ret string, cookies ...*http.Cookie) answer {
+	t.Helper()
+	form := url.Values{challenge.FieldNonce: {nonce}, challenge.FieldAnswer: {ans}, challenge.FieldReturn: {ret}}
+	req, err := http.NewRequest("POST", front+challenge.DefaultPath, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, ck := range cookies {
+		req.AddCookie(ck)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b strings.Builder
+	bufio.NewReader(res.Body).WriteTo(&b)
+	return answer{res.StatusCode, res.Header, b.String()}
+}
+
+// getWith is get with a cookie.
+func getWith(t *testing.T, c *http.Client, u string, ck *http.Cookie) answer {
+	t.Helper()
+	return get(t, c, u, "Cookie", ck.Name+"="+ck.Value)
+}
+
+// penalties is protectd's protect_penalties_total.
+func penalties(t *testing.T, d *daemon) int {
+	t.Helper()
+	res, err := http.Get("http://" + d.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "protect_penalties_total{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("/metrics: %q", sc.Text())
+			}
+			return n
+		}
+	}
+	t.Fatal("/metrics: no protect_penalties_total")
+	return 0
+}
+
+// challengeScenario runs, through the proxy at front (in front of
+// protectd started with challengeEnv and of app), what a client without
+// JavaScript and one that solves the page in Go see: the page past the
+// threshold, again and again without an answer; a right answer sets the
+// pass cookie and returns, and the pass is served by the app; a replayed
+// answer, a pass carried to another address and a wrong answer are each
+// refused with a fresh page and counted as one failure.
+func challengeScenario(t *testing.T, proxy, front string, d *daemon, app *upstream) {
+	t.Helper()
+	c := noJSClient("127.0.0.2")
+	for i := range 2 {
+		if a := get(t, c, front+"/a?x=1"); a.code != 200 {
+			t.Fatalf("%s: GET /a?x=1 #%d = %d %q, want 200", proxy, i+1, a.code, a.body)
+		}
+	}
+	a := get(t, c, front+"/a?x=1")
+	challengePage(t, proxy+": GET #3", a, "/a?x=1")
+	noProtectHeaders(t, proxy+": GET #3", a)
+	nonce := challengePage(t, proxy+": GET #4", get(t, c, front+"/a?x=1"), "/a?x=1") // no JavaScript: refused still
+	served := app.served.Load()
+
+	a = postAnswer(t, c, front, nonce, challenge.Solve(nonce, 4), "/a?x=1")
+	var pass *http.Cookie
+	for _, ck := range (&http.Response{Header: a.header}).Cookies() {
+		if ck.Name == challenge.CookieName {
+			pass = ck
+		}
+	}
+	if a.code != http.StatusSeeOther || a.header.Get("Location") != "/a?x=1" || pass == nil || !pass.HttpOnly {
+		t.Fatalf("%s: POST the right answer = %d, Location %q, Set-Cookie %q; want 303 to /a?x=1 with the HttpOnly pass",
+			proxy, a.code, a.header.Get("Location"), a.header.Values("Set-Cookie"))
+	}
+	for i := range 2 {
+		if a := getWith(t, c, front+"/a?x=1", pass); a.code != 200 || a.body != "hello\n" {
+			t.Fatalf("%s: GET with the pass #%d = %d %q, want the app's 200", proxy, i+1, a.code, a.body)
+		}
+	}
+	if got := app.served.Load() - served; got != 2 {
+		t.Fatalf("%s: app served %d requests with the pass, want 2", proxy, got)
+	}
+
+	p0 := penalties(t, d)
+	a = postAnswer(t, c, front, nonce, challenge.Solve(nonce, 4), "/a?x=1")
+	challengePage(t, proxy+": the answer replayed", a, "/a?x=1")
+	if len(a.header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("%s: the answer replayed = Set-Cookie %q, want none", proxy, a.header.Values("Set-Cookie"))
+	}
+
+	b := noJSClient("127.0.0.3")
+	get(t, b, front+"/")
+	get(t, b, front+"/")
+	bNonce := challengePage(t, proxy+": another address with the pass", getWith(t, b, front+"/", pass), "/")
+	wrong := "0"
+	for challenge.Works(bNonce, wrong, 4) {
+		wrong += "0"
+	}
+	challengePage(t, proxy+": a wrong answer", postAnswer(t, b, front, bNonce, wrong, "/"), "/")
+	if got := penalties(t, d) - p0; got != 3 {
+		t.Fatalf("%s: failures counted for a replay, a carried pass and a wrong answer = %d, want 3", proxy, got)
+	}
+}
+
+// TestChallengeNginx runs challengeScenario through the shipped nginx
+// config.
+func TestChallengeNginx(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	d := startDaemon(t, challengeEnv...)
+	front := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr)
+	challengeScenario(t, "nginx", front, d, app)
+}
+
+// TestChallengeCaddy runs challengeScenario through the shipped
+// Caddyfile, with each Caddy.
+func TestChallengeCaddy(t *testing.T) {
+	for _, bin := range caddyBins(t) {
+		app := startUpstream(t)
+		d := startDaemon(t, challengeEnv...)
+		front := "http://" + startCaddy(t, bin, d.addr, app.addr)
+		challengeScenario(t, "caddy "+bin, front, d, app)
+	}
+}
+
+// TestChallengeSecretMade: with the challenge on and no secret, protectd
+// makes one, says so once as a warning, and its pages and passes work
+// with it; with a secret, it says nothing.
+func TestChallengeSecretMade(t *testing.T) {
+	const msg = "HTTP_PROTECT_CHALLENGE_SECRET is not set: made a random one; passes end with this process, and other instances refuse them"
+	for _, tt := range []struct {
+		env      []string
+		warnings int
+	}{
+		{[]string{"HTTP_PROTECT_CHALLENGE=true"}, 1},
+		{[]string{"HTTP_PROTECT_CHALLENGE_SECRET=0123456789abcdef"}, 0},
+	} {
+		d := startDaemon(t, append([]string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1",
+			"HTTP_PROTECT_CHALLENGE_DIFFICULTY=4"}, tt.env...)...)
+		lines := d.log.lines(t, msg)
+		if len(lines) != tt.warnings || tt.warnings > 0 && lines[0]["level"] != "WARN" {
+			t.Fatalf("%q: log lines %q = %v, want %d at WARN", tt.env, msg, lines, tt.warnings)
+		}
+		c := noJSClient("127.0.0.2")
+		get(t, c, "http://"+d.addr+"/verify")
+		a := get(t, c, "http://"+d.addr+"/verify", "X-Forwarded-Uri", "/p")
+		n := challengePage(t, "GET /verify past the limit", a, "/p")
+		a = postAnswer(t, c, "http://"+d.addr, n, challenge.Solve(n, 4), "/p")
+		if a.code != http.StatusSeeOther || len(a.header.Values("Set-Cookie")) != 1 {
+			t.Fatalf("%q: POST the right answer = %d %v, want 303 and the pass", tt.env, a.code, a.header)
+		}
+	}
+}
