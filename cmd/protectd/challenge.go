@@ -12,8 +12,8 @@ import (
 
 // challengePagePath is where nginx's @protect_challenge location fetches
 // the page of a client that /verify answered Challenged (with 401, as
-// nginx's auth_request passes on no body): GET, with the client in
-// X-Forwarded-For and the URI to return to in X-Original-URI.
+// nginx's auth_request passes on no body): GET, with the key /verify
+// answered in X-Protect-Key and the URI to return to in X-Original-URI.
 const challengePagePath = "/challenge"
 
 // challenger serves protectd's side of the challenge: the page (a nonce
@@ -82,29 +82,26 @@ func (v *verifier) challenged(w http.ResponseWriter, r *http.Request, d *protect
 // writePage writes the page for d's key, returning to uri.
 func (v *verifier) writePage(w http.ResponseWriter, d *protect.Decision, uri string) {
 	d.WriteHeaders(w.Header())
-	challenge.Page{
-		Nonce:      v.chal.c.Nonce(d.Key.String()),
-		Difficulty: v.chal.c.Difficulty(),
-		Action:     v.chal.path,
-		Return:     challenge.SafeReturn(uri),
-	}.Write(w, d.StatusCode())
+	v.chal.page(d.Key.String(), uri).Write(w, d.StatusCode())
 }
 
-// servePage answers GET challengePagePath: the page for the client the
-// proxy names, when it is still Challenged (checked, not counted: /verify
-// counted the request); any other decision is answered as /verify would
-// refuse it, or, when it may pass now, with a redirect to the original
-// URI.
+// page is the page for key, returning to uri.
+func (c *challenger) page(key, uri string) challenge.Page {
+	return challenge.Page{Nonce: c.c.Nonce(key), Difficulty: c.c.Difficulty(), Action: c.path, Return: challenge.SafeReturn(uri)}
+}
+
+// servePage answers GET challengePagePath: the page for the key that
+// /verify counted, which the proxy copied from its X-Protect-Key, and
+// the URI to return to in X-Original-URI. It checks and counts nothing:
+// /verify did. Only a trusted proxy may ask; a page made for a key that
+// is not the client's is of no use to it, since the answer path checks
+// the nonce's key against the client's (and counts a failure).
 func (v *verifier) servePage(w http.ResponseWriter, r *http.Request) {
-	d, _ := v.p.Check(r.Context(), r)
-	_, uri := originalRequest(r)
-	switch {
-	case d.Status == protect.Challenged:
-		v.writePage(w, &d, uri)
-	case d.Refused():
-		d.WriteResponse(w)
-	default:
-		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, challenge.SafeReturn(uri), http.StatusSeeOther)
+	key := r.Header.Get(hdrKey)
+	if !v.p.FromTrustedProxy(r) || key == "" || len(key) > challenge.MaxKeyLen {
+		http.Error(w, "a page is made for the key of a check: ask from a trusted proxy, with X-Protect-Key", http.StatusBadRequest)
+		return
 	}
+	_, uri := originalRequest(r)
+	v.chal.page(key, uri).Write(w, http.StatusForbidden)
 }
