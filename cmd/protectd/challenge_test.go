@@ -209,3 +209,13 @@ func TestChallengeSecretMade(t *testing.T) {
 		}
 	}
 }
+
+// TestChallengeHAProxy runs challengeScenario through the shipped
+// haproxy.cfg and protect.lua.
+func TestChallengeHAProxy(t *testing.T) {
+	bin := needBinary(t, "haproxy", ".ci/parts/31-haproxy.sh")
+	app := startUpstream(t)
+	d := startDaemon(t, challengeEnv...)
+	front := "http://" + startHAProxy(t, bin, d.addr, app.addr, "closed")
+	challengeScenario(t, "haproxy", front, d, app)
+}
