@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc/codes"
+
 	"github.com/httpprotect/protect/challenge"
 )
 
@@ -218,4 +221,72 @@ func TestChallengeHAProxy(t *testing.T) {
 	d := startDaemon(t, challengeEnv...)
 	front := "http://" + startHAProxy(t, bin, d.addr, app.addr, "closed")
 	challengeScenario(t, "haproxy", front, d, app)
+}
+
+// TestChallengeEnvoy: through ext_authz (gRPC, with the client Envoy
+// uses), a client past the threshold is denied with 403 and the page,
+// its CSP among the headers, returning to the request's path; the
+// answer, posted to protectd as Envoy's route for /.protect/challenge
+// sends it (X-Forwarded-For from Envoy), sets the pass; a check with the
+// pass in its cookie header is OK, and one from another address with
+// the same pass is the page again and a counted failure.
+func TestChallengeEnvoy(t *testing.T) {
+	c := startGRPCDaemon(t, challengeEnv...)
+	ctx := t.Context()
+	check := func(source string, kv ...string) *authv3.CheckResponse {
+		t.Helper()
+		resp, err := c.authz.Check(ctx, checkRequest(source, 5555, kv...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for i := range 2 {
+		if resp := check("203.0.113.9"); resp.GetOkResponse() == nil {
+			t.Fatalf("Check #%d = %v, want OK", i+1, resp)
+		}
+	}
+	deniedPage := func(what string, resp *authv3.CheckResponse) string {
+		t.Helper()
+		den := resp.GetDeniedResponse()
+		if resp.Status.Code != int32(codes.PermissionDenied) || den == nil {
+			t.Fatalf("%s = %v, want PERMISSION_DENIED with the page", what, resp)
+		}
+		h := http.Header{}
+		for _, o := range den.Headers {
+			h.Add(o.Header.Key, o.Header.Value)
+		}
+		return challengePage(t, what, answer{int(den.Status.Code), h, den.Body}, "/api/items")
+	}
+	nonce := deniedPage("Check #3", check("203.0.113.9"))
+
+	hc := noJSClient("127.0.0.1") // Envoy, the trusted proxy
+	req, _ := http.NewRequest("POST", "http://"+c.d.addr+challenge.DefaultPath, strings.NewReader(url.Values{
+		challenge.FieldNonce: {nonce}, challenge.FieldAnswer: {challenge.Solve(nonce, 4)}, challenge.FieldReturn: {"/api/items"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var pass string
+	for _, ck := range res.Cookies() {
+		if ck.Name == challenge.CookieName {
+			pass = ck.Name + "=" + ck.Value
+		}
+	}
+	if res.StatusCode != http.StatusSeeOther || pass == "" {
+		t.Fatalf("POST the answer for 203.0.113.9 = %d, Set-Cookie %q; want 303 and the pass", res.StatusCode, res.Header.Values("Set-Cookie"))
+	}
+	if resp := check("203.0.113.9", "cookie", "a=b; "+pass); resp.GetOkResponse() == nil {
+		t.Fatalf("Check with the pass = %v, want OK", resp)
+	}
+	p0 := penalties(t, c.d)
+	check("203.0.113.10")
+	check("203.0.113.10")
+	deniedPage("Check from another address with the pass", check("203.0.113.10", "cookie", pass))
+	if got := penalties(t, c.d) - p0; got != 1 {
+		t.Fatalf("failures counted for a carried pass = %d, want 1", got)
+	}
 }
