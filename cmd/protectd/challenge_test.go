@@ -50,8 +50,9 @@ func challengePage(t *testing.T, what string, a answer, ret string) string {
 	return m[1]
 }
 
-// postAnswer posts an answer form to the answer path through front.
-func postAnswer(t *testing.T, c *http.Client, front, nonce, ans, ret string, cookies ...*http.Cookie) answer {
+// postAnswer posts an answer form to the answer path of front, with the
+// given header pairs.
+func postAnswer(t *testing.T, c *http.Client, front, nonce, ans, ret string, header ...string) answer {
 	t.Helper()
 	form := url.Values{challenge.FieldNonce: {nonce}, challenge.FieldAnswer: {ans}, challenge.FieldReturn: {ret}}
 	req, err := http.NewRequest("POST", front+challenge.DefaultPath, strings.NewReader(form.Encode()))
@@ -59,8 +60,8 @@ func postAnswer(t *testing.T, c *http.Client, front, nonce, ans, ret string, coo
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for _, ck := range cookies {
-		req.AddCookie(ck)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := c.Do(req)
 	if err != nil {
@@ -70,6 +71,16 @@ func postAnswer(t *testing.T, c *http.Client, front, nonce, ans, ret string, coo
 	var b strings.Builder
 	bufio.NewReader(res.Body).WriteTo(&b)
 	return answer{res.StatusCode, res.Header, b.String()}
+}
+
+// passOf returns the pass cookie a sets, or nil.
+func passOf(a answer) *http.Cookie {
+	for _, ck := range (&http.Response{Header: a.header}).Cookies() {
+		if ck.Name == challenge.CookieName {
+			return ck
+		}
+	}
+	return nil
 }
 
 // getWith is get with a cookie.
@@ -123,12 +134,7 @@ func challengeScenario(t *testing.T, proxy, front string, d *daemon, app *upstre
 	served := app.served.Load()
 
 	a = postAnswer(t, c, front, nonce, challenge.Solve(nonce, 4), "/a?x=1")
-	var pass *http.Cookie
-	for _, ck := range (&http.Response{Header: a.header}).Cookies() {
-		if ck.Name == challenge.CookieName {
-			pass = ck
-		}
-	}
+	pass := passOf(a)
 	if a.code != http.StatusSeeOther || a.header.Get("Location") != "/a?x=1" || pass == nil || !pass.HttpOnly {
 		t.Fatalf("%s: POST the right answer = %d, Location %q, Set-Cookie %q; want 303 to /a?x=1 with the HttpOnly pass",
 			proxy, a.code, a.header.Get("Location"), a.header.Values("Set-Cookie"))
@@ -260,25 +266,13 @@ func TestChallengeEnvoy(t *testing.T) {
 	}
 	nonce := deniedPage("Check #3", check("203.0.113.9"))
 
-	hc := noJSClient("127.0.0.1") // Envoy, the trusted proxy
-	req, _ := http.NewRequest("POST", "http://"+c.d.addr+challenge.DefaultPath, strings.NewReader(url.Values{
-		challenge.FieldNonce: {nonce}, challenge.FieldAnswer: {challenge.Solve(nonce, 4)}, challenge.FieldReturn: {"/api/items"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Forwarded-For", "203.0.113.9")
-	res, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	// From Envoy, the trusted proxy.
+	a := postAnswer(t, noJSClient("127.0.0.1"), "http://"+c.d.addr, nonce, challenge.Solve(nonce, 4), "/api/items", "X-Forwarded-For", "203.0.113.9")
+	ck := passOf(a)
+	if a.code != http.StatusSeeOther || ck == nil {
+		t.Fatalf("POST the answer for 203.0.113.9 = %d, Set-Cookie %q; want 303 and the pass", a.code, a.header.Values("Set-Cookie"))
 	}
-	res.Body.Close()
-	var pass string
-	for _, ck := range res.Cookies() {
-		if ck.Name == challenge.CookieName {
-			pass = ck.Name + "=" + ck.Value
-		}
-	}
-	if res.StatusCode != http.StatusSeeOther || pass == "" {
-		t.Fatalf("POST the answer for 203.0.113.9 = %d, Set-Cookie %q; want 303 and the pass", res.StatusCode, res.Header.Values("Set-Cookie"))
-	}
+	pass := ck.Name + "=" + ck.Value
 	if resp := check("203.0.113.9", "cookie", "a=b; "+pass); resp.GetOkResponse() == nil {
 		t.Fatalf("Check with the pass = %v, want OK", resp)
 	}
