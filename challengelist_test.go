@@ -68,6 +68,7 @@ func TestChallengeBlockList(t *testing.T) {
 	}{
 		{"blocking list after the challenge one", cc, "192.0.2.66", Blocked},
 		{"unlisted", cc, "198.51.100.1", Allowed},
+		{"listed to challenge", cc, "192.0.2.9", Challenged},
 		{"no Config.Challenge", nil, "192.0.2.9", Blocked},
 	} {
 		q, _ := newTestProtector(t, Config{MaxRequests: 2, BanLimit: 6, Challenge: tc.cc, BlockLists: lists})

@@ -41,6 +41,15 @@ func (p *Protector) listedRequest(ctx context.Context, r *http.Request, a netip.
 	return d, err
 }
 
+// listedAddr is VerifyAddr of a, on a list marked to challenge by the
+// entry ban.
+func (p *Protector) listedAddr(ctx context.Context, a netip.Addr, ban *Ban) (d Decision, err error) {
+	defer p.decided(&d)
+	err = p.decide(ctx, &d, p.agg.Key(a), a, 1)
+	listedChallenge(&d, ban)
+	return d, err
+}
+
 // listedChallenge makes d, decided for a client on a list marked to
 // challenge by the entry ban, Challenged when it is Allowed; a refusal
 // (Limited, Banned) stands, and so does an already Challenged stream.

@@ -368,6 +368,9 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 		p.decided(&d)
 		return d, nil
 	}
+	if d.Ban != nil { // on a list marked to challenge (listChallenged)
+		return p.listedAddr(ctx, a, d.Ban)
+	}
 	err = p.decide(ctx, &d, p.agg.Key(a), a, 1)
 	p.decided(&d)
 	return d, err

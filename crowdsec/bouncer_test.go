@@ -102,7 +102,7 @@ func TestBouncerFollowsTheLAPI(t *testing.T) {
 	t.Cleanup(func() { pc.Close() })
 	for addr, want := range map[string]protect.Status{"2001:db8::77": protect.Challenged, "192.0.2.77": protect.Blocked, "192.0.2.78": protect.Allowed} {
 		if got := status(t, pc, addr); got != want {
-			t.Errorf("VerifyAddr(%s) with the challenge = %v, want %v", addr, got, want)
+			t.Errorf("VerifyAddr(%s) with the challenge = %v, want %v; matches %+v, challenge set %d", addr, got, want, pc.BlockListMatches(netip.MustParseAddr(addr)), b.ChallengeList().Source.BlockSet().Len())
 		}
 	}
 	if d, _ := pc.VerifyAddr(t.Context(), netip.MustParseAddr("2001:db8::77")); d.Ban == nil || d.Ban.By != crowdsec.ChallengeName {
