@@ -284,3 +284,50 @@ func TestChallengeEnvoy(t *testing.T) {
 		t.Fatalf("failures counted for a carried pass = %d, want 1", got)
 	}
 }
+
+// TestChallengeVerifyAnswers: what protectd's handler answers about a
+// challenged client, by how it is asked. Under X-Protect-Refusal-Status
+// (nginx) the check is 401 with no body, the real status and code in
+// headers; GET /challenge makes the page for the key a trusted proxy
+// names, and refuses anyone else; without the challenge, neither path
+// exists.
+func TestChallengeVerifyAnswers(t *testing.T) {
+	const proxy, other = "127.0.0.1:5000", "192.0.2.50:5000"
+	h, _ := testVerifier(t, challengeEnv...)
+	ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.4")
+	ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.4")
+	w := ask(h, "GET", "/verify", proxy, "X-Forwarded-For", "203.0.113.4", "X-Protect-Refusal-Status", "403")
+	if w.Code != 401 || w.Body.Len() != 0 || w.Header().Get(hdrStatus) != "403" || w.Header().Get(hdrCode) != "challenged" ||
+		w.Header().Get(hdrKey) != "203.0.113.4" || w.Header().Get("Ratelimit-Policy") == "" {
+		t.Fatalf("/verify of a challenged client under X-Protect-Refusal-Status = %d %v %q, want 401, no body, status 403, code challenged, its key and the RateLimit fields", w.Code, w.Header(), w.Body)
+	}
+	off, _ := testVerifier(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1")
+	tests := []struct {
+		name   string
+		h      http.Handler
+		method string
+		path   string
+		peer   string
+		header []string
+		code   int
+	}{
+		{"the page for a trusted proxy", h, "GET", challengePagePath, proxy, []string{hdrKey, "203.0.113.4", "X-Original-URI", "/x?y=1"}, 403},
+		{"the page without a key", h, "GET", challengePagePath, proxy, nil, 400},
+		{"the page for an untrusted peer", h, "GET", challengePagePath, other, []string{hdrKey, "203.0.113.4"}, 400},
+		{"the page asked with POST", h, "POST", challengePagePath, proxy, []string{hdrKey, "203.0.113.4"}, 405},
+		{"the answer path with GET", h, "GET", challenge.DefaultPath, proxy, nil, 405},
+		{"the page without the challenge", off, "GET", challengePagePath, proxy, []string{hdrKey, "203.0.113.4"}, 404},
+		{"the answer path without the challenge", off, "POST", challenge.DefaultPath, proxy, nil, 404},
+	}
+	for _, tt := range tests {
+		w := ask(tt.h, tt.method, tt.path, tt.peer, tt.header...)
+		if w.Code != tt.code {
+			t.Errorf("%s: %s %s = %d %q, want %d", tt.name, tt.method, tt.path, w.Code, w.Body, tt.code)
+		}
+		// The page alone: nginx adds the RateLimit fields of the check.
+		if tt.code == 403 && (w.Header().Get("Content-Security-Policy") != challenge.CSP || !pageNonce.MatchString(w.Body.String()) ||
+			!strings.Contains(w.Body.String(), `name="return" value="/x?y=1"`)) {
+			t.Errorf("%s: %s %s = %v %q, want the page with its CSP, a nonce, returning to /x?y=1", tt.name, tt.method, tt.path, w.Header(), w.Body)
+		}
+	}
+}
