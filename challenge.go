@@ -169,7 +169,7 @@ func (p *Protector) answer(w http.ResponseWriter, r *http.Request) {
 	ret := challenge.SafeReturn(r.PostForm.Get(challenge.FieldReturn))
 	var d Decision
 	a, err := p.res.Resolve(r)
-	if p.screened(&d, a, err) { // unknown, safe or on a block list: never challenged
+	if p.screened(&d, a, err) { // unknown, safe or blocked by a list: never challenged
 		p.decided(&d)
 		if d.Refused() {
 			p.refuse(w, r, &d)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -328,6 +329,36 @@ func TestChallengeVerifyAnswers(t *testing.T) {
 		if tt.code == 403 && (w.Header().Get("Content-Security-Policy") != challenge.CSP || !pageNonce.MatchString(w.Body.String()) ||
 			!strings.Contains(w.Body.String(), `name="return" value="/x?y=1"`)) {
 			t.Errorf("%s: %s %s = %v %q, want the page with its CSP, a nonce, returning to /x?y=1", tt.name, tt.method, tt.path, w.Header(), w.Body)
+		}
+	}
+}
+
+// TestChallengeCheck: protectd -check says the challenge's settings in
+// force, and a bad challenge setting exits 2 with the variable named.
+func TestChallengeCheck(t *testing.T) {
+	for _, tc := range []struct {
+		env    []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"HTTP_PROTECT_CHALLENGE=true"}, exitOK, "challenge: after 200, difficulty 15, pass_ttl 1h0m0s\n", ""},
+		{[]string{"HTTP_PROTECT_CHALLENGE_AFTER=250", "HTTP_PROTECT_CHALLENGE_PASS_TTL=10m", "HTTP_PROTECT_CHALLENGE_SECRET=0123456789abcdef"}, exitOK,
+			"challenge: after 250, difficulty 15, pass_ttl 10m0s\n", ""},
+		{[]string{"HTTP_PROTECT_CHALLENGE_DIFFICULTY=33"}, exitUsage, "", `HTTP_PROTECT_CHALLENGE_DIFFICULTY="33": want 1 to 32`},
+		{nil, exitOK, "", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		env := append([]string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"}, tc.env...)
+		code := run(t.Context(), []string{"-check"}, env, &stdout, &stderr)
+		got := ""
+		for _, l := range strings.SplitAfter(stdout.String(), "\n") {
+			if strings.HasPrefix(l, "challenge:") {
+				got = l
+			}
+		}
+		if code != tc.code || got != tc.stdout || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("protectd -check with %q = exit %d, %q, stderr %q; want exit %d, %q, stderr holding %q", tc.env, code, got, stderr.String(), tc.code, tc.stdout, tc.stderr)
 		}
 	}
 }
