@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -361,4 +362,46 @@ func TestChallengeCheck(t *testing.T) {
 			t.Errorf("protectd -check with %q = exit %d, %q, stderr %q; want exit %d, %q, stderr holding %q", tc.env, code, got, stderr.String(), tc.code, tc.stdout, tc.stderr)
 		}
 	}
+}
+
+var pageReturn = regexp.MustCompile(`name="return" value="([^"]*)"`)
+
+// FuzzChallengePaths: whatever a peer sends to GET /challenge and to the
+// answer path, protectd never panics; the page it makes returns to a
+// relative path of the site (never "//host" nor a scheme), and an answer
+// is a redirect to such a path, the page, or a refusal.
+func FuzzChallengePaths(f *testing.F) {
+	f.Add("127.0.0.1:5555", "203.0.113.7", "/a?b=c", "203.0.113.7", "nonce=x&answer=1&return=%2Fa")
+	f.Add("127.0.0.1:5555", "", "//evil.example/", "6.6.6.6, 1.2.3.4", "return=https%3A%2F%2Fevil.example")
+	f.Add("9.9.9.9:1", "k", "/\\evil", "", "nonce=&answer=99999999999999999999999&return=/%0d")
+	h, _ := testVerifier(f, challengeEnv...)
+	f.Fuzz(func(t *testing.T, peer, key, uri, xff, body string) {
+		if strings.ContainsAny(key+uri+xff, "\r\n\x00") {
+			return // no HTTP server would hand such headers to a handler
+		}
+		w := ask(h, "GET", challengePagePath, peer, hdrKey, key, "X-Original-URI", uri)
+		if w.Code == 403 {
+			m := pageReturn.FindStringSubmatch(w.Body.String())
+			if m == nil || !strings.HasPrefix(m[1], "/") || strings.HasPrefix(m[1], "//") {
+				t.Fatalf("GET %s (key %q, uri %q) = a page returning to %q, want a relative path", challengePagePath, key, uri, m)
+			}
+		} else if w.Code != 400 {
+			t.Fatalf("GET %s (key %q, uri %q) from %s = %d, want the page or 400", challengePagePath, key, uri, peer, w.Code)
+		}
+		r := httptest.NewRequest("POST", challenge.DefaultPath, strings.NewReader(body))
+		r.RemoteAddr = peer
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("X-Forwarded-For", xff)
+		aw := httptest.NewRecorder()
+		h.ServeHTTP(aw, r)
+		switch loc := aw.Header().Get("Location"); aw.Code {
+		case http.StatusSeeOther:
+			if !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") {
+				t.Fatalf("POST %s %q = 303 to %q, want a relative path", challenge.DefaultPath, body, loc)
+			}
+		case 400, 403, 429, 503:
+		default:
+			t.Fatalf("POST %s %q from %s = %d, want 303, the page or a refusal", challenge.DefaultPath, body, peer, aw.Code)
+		}
+	})
 }
