@@ -47,7 +47,7 @@ func challenged(t *testing.T, d *daemon) int {
 }
 
 // TestChallengeBrowserProxies has Debian's chromium, as a visitor, go
-// through the shipped nginx and Caddy configs to protectd with the
+// through the shipped nginx, Caddy and HAProxy configs to protectd with the
 // challenge on (the default difficulty): past the threshold it gets the
 // page, whose script solves it and posts the answer through the proxy;
 // it is sent back to the URL it asked for and served, once; later
@@ -64,6 +64,9 @@ func TestChallengeBrowserProxies(t *testing.T) {
 		}},
 		{"caddy", func(t *testing.T, protectd, app string) string {
 			return startCaddy(t, caddyBins(t)[0], protectd, app)
+		}},
+		{"haproxy", func(t *testing.T, protectd, app string) string {
+			return startHAProxy(t, needBinary(t, "haproxy", ".ci/parts/31-haproxy.sh"), protectd, app, "closed")
 		}},
 	}
 	type stack struct {
