@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -81,38 +84,66 @@ func TestRedisJournalBanOneRoundTrip(t *testing.T) {
 // whole stream nodes (XADD MAXLEN ~), so a stream holds from
 // JournalLength to JournalLength plus a node (100 entries) less one;
 // and a cursor trimmed away is ErrCursorGone, while the cursor of the
-// event just before the oldest kept reads on.
+// event just before the oldest kept reads on. On a real server, 100,000
+// events written by eight clients at once are trimmed alike.
 func TestRedisJournalTrimmedByLength(t *testing.T) {
-	const length, written = 500, 2000
-	for _, target := range redisTargets[:2] { // one stream: a Cluster's are trimmed each alone
-		t.Run(target.Name, func(t *testing.T) {
+	for _, tc := range []struct {
+		target          redistest.Target // one stream: a Cluster's are trimmed each alone
+		length, written int
+		writers         int
+	}{
+		{redisTargets[0], 500, 2000, 1},
+		{redisTargets[1], 10_000, 100_000, 8},
+	} {
+		t.Run(tc.target.Name, func(t *testing.T) {
 			ctx := t.Context()
-			s, sp, _ := journalSpace(t, target.Addr(t), Options{JournalLength: length})
+			s, sp, _ := journalSpace(t, tc.target.Addr(t), Options{JournalLength: tc.length})
 			k, _ := hostKey(t, "192.0.2.71")
-			first := ""
-			for i := range written {
-				if _, err := sp.AddBan(ctx, store.Ban{Key: k, Reason: fmt.Sprint("ban ", i), Source: store.SourceManual}, time.Hour); err != nil {
-					t.Fatal(err)
-				}
-				if i == 0 {
-					evs, err := sp.Events(ctx, "", 1)
-					if err != nil || len(evs) != 1 {
-						t.Fatalf("Events(\"\", 1) = %v, %v; want the first ban", evs, err)
+			ban := func(i int) error {
+				_, err := sp.AddBan(ctx, store.Ban{Key: k, Reason: fmt.Sprint("ban ", i), Source: store.SourceManual}, time.Hour)
+				return err
+			}
+			// The first and the last alone, so that their places are known.
+			if err := ban(0); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := sp.Events(ctx, "", 1)
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("Events(\"\", 1) = %v, %v; want the first ban", evs, err)
+			}
+			first := evs[0].Cursor
+			var (
+				wg     sync.WaitGroup
+				next   atomic.Int64 // the next event to write, less one
+				failed atomic.Pointer[error]
+			)
+			for range tc.writers {
+				wg.Go(func() {
+					for i := int(next.Add(1)); i < tc.written-1 && failed.Load() == nil; i = int(next.Add(1)) {
+						if err := ban(i); err != nil {
+							failed.Store(&err)
+						}
 					}
-					first = evs[0].Cursor
-				}
+				})
+			}
+			wg.Wait()
+			if err := failed.Load(); err != nil {
+				t.Fatal(*err)
+			}
+			if err := ban(tc.written - 1); err != nil {
+				t.Fatal(err)
 			}
 			stream := streamKey(s.indexKey(sp.bns.name, k))
 			n, err := s.client.XLen(ctx, stream).Result()
-			if err != nil || n < length || n >= length+100 {
-				t.Fatalf("XLEN %s after %d events = %d, %v; want %d to %d", stream, written, n, err, length, length+99)
+			if err != nil || n < int64(tc.length) || n >= int64(tc.length)+100 {
+				t.Fatalf("XLEN %s after %d events = %d, %v; want %d to %d", stream, tc.written, n, err, tc.length, tc.length+99)
 			}
 			if _, err := sp.Events(ctx, first, 10); !errors.Is(err, store.ErrCursorGone) {
 				t.Fatalf("Events(the first cursor) = %v; want ErrCursorGone", err)
 			}
 			kept := readAll(t, sp, "")
-			if len(kept) != int(n) || kept[len(kept)-1].Ban.Reason != fmt.Sprint("ban ", written-1) {
-				t.Fatalf("Events from the oldest kept = %d events, want %d ending with ban %d", len(kept), n, written-1)
+			if len(kept) != int(n) || kept[len(kept)-1].Ban.Reason != fmt.Sprint("ban ", tc.written-1) {
+				t.Fatalf("Events from the oldest kept = %d events, want %d ending with ban %d", len(kept), n, tc.written-1)
 			}
 			// The oldest kept names the one before it, trimmed: a reader
 			// that stood there missed nothing.
