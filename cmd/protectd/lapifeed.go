@@ -84,8 +84,8 @@ func (l *lapi) position(ctx context.Context, key [sha256.Size]byte) (lapiPositio
 	ctx, cancel := context.WithTimeout(ctx, lapiStoreCall)
 	defer cancel()
 	text, ok, err := l.journal.Bookmark(ctx, bookmarkName(key))
-	if err != nil || !ok {
-		return lapiPosition{}, false, err
+	if err != nil || !ok || text == "" {
+		return lapiPosition{}, false, err // "": a place put back to none (restorePosition)
 	}
 	var pos lapiPosition
 	if err := json.Unmarshal([]byte(text), &pos); err != nil {
@@ -102,9 +102,23 @@ func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapi
 	defer cancel()
 	b, _ := json.Marshal(pos) // strings and a number: always marshals
 	if err := l.journal.SetBookmark(ctx, bookmarkName(key), string(b), lapiPositionTTL); err != nil {
-		// The answer is sent: the next pull is answered from the place
-		// before, which sends this one's changes again.
+		// The next pull is answered from the place before, which sends
+		// this one's changes again.
 		l.log.Error("crowdsec local api: saving a bouncer's place", "err", err.Error())
+	}
+}
+
+// restorePosition puts key's place back to pos, or to none when there
+// was none (known false).
+func (l *lapi) restorePosition(ctx context.Context, key [sha256.Size]byte, pos lapiPosition, known bool) {
+	if known {
+		l.savePosition(ctx, key, pos)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lapiStoreCall)
+	defer cancel()
+	if err := l.journal.SetBookmark(ctx, bookmarkName(key), "", lapiPositionTTL); err != nil {
+		l.log.Error("crowdsec local api: putting a bouncer's place back", "err", err.Error())
 	}
 }
 
