@@ -299,14 +299,16 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 	}
 	// A place is saved before the answer's end leaves, so that a pull
 	// sent the moment the bouncer has it finds it, and put back when the
-	// answer did not leave whole: the next pull is then answered as if
-	// this one never was.
-	undo := func() { l.restorePosition(r.Context(), key, pos, known) }
+	// answer did not leave whole (unless another pull saved one since):
+	// the next pull is then answered as if this one never was.
+	var saved string
+	undo := func() { l.restorePosition(r.Context(), key, saved, pos, known) }
+	fullGiven := func(m lapiMark) {
+		// A bouncer that loses its startup answer asks for it again.
+		saved = l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
+	}
 	if q.Get("startup") == "true" || !known {
-		l.full(w, r, f, func(m lapiMark) {
-			// A bouncer that loses its startup answer asks for it again.
-			l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
-		}, undo)
+		l.full(w, r, f, fullGiven, undo)
 		return
 	}
 	base := pos.Acked
@@ -318,9 +320,7 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 		l.lost.Add(1)
 		l.log.Warn("crowdsec local api: "+err.Error()+"; every decision in force is sent, as to a first pull",
 			"bookmark", bookmarkName(key))
-		l.full(w, r, f, func(m lapiMark) {
-			l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
-		}, undo)
+		l.full(w, r, f, fullGiven, undo)
 		return
 	}
 	if err != nil {
@@ -342,7 +342,7 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 	a.raw(`,"new":`)
 	a.entries(added, now.UnixNano())
 	a.raw(`}`)
-	l.savePosition(r.Context(), key, lapiPosition{Acked: pos.Sent, Sent: lapiMark{Cursor: cursor, Lists: hash}, Conn: conn})
+	saved = l.savePosition(r.Context(), key, lapiPosition{Acked: pos.Sent, Sent: lapiMark{Cursor: cursor, Lists: hash}, Conn: conn})
 	if !l.finish(a) {
 		undo()
 	}

@@ -41,7 +41,8 @@ const (
 )
 
 // errFeedLost says that a bouncer's place cannot be followed: the journal
-// trimmed the events since, or more keys changed than historyMax.
+// trimmed the events since, holds no event of the place's cursor, or
+// more keys changed than historyMax.
 var errFeedLost = errors.New("the journal no longer holds what changed since this bouncer's place")
 
 // A lapiPosition is where a bouncer key stands, as its bookmark holds it.
@@ -97,7 +98,9 @@ func (l *lapi) position(ctx context.Context, key [sha256.Size]byte) (lapiPositio
 	return pos, true, nil
 }
 
-func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapiPosition) {
+// savePosition saves pos as key's place, and returns the text saved (""
+// when saving failed).
+func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapiPosition) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lapiStoreCall)
 	defer cancel()
 	b, _ := json.Marshal(pos) // strings and a number: always marshals
@@ -105,19 +108,26 @@ func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapi
 		// The next pull is answered from the place before, which sends
 		// this one's changes again.
 		l.log.Error("crowdsec local api: saving a bouncer's place", "err", err.Error())
+		return ""
 	}
+	return string(b)
 }
 
 // restorePosition puts key's place back to pos, or to none when there
-// was none (known false).
-func (l *lapi) restorePosition(ctx context.Context, key [sha256.Size]byte, pos lapiPosition, known bool) {
-	if known {
-		l.savePosition(ctx, key, pos)
-		return
+// was none (known false), if it still holds saved: a place that another
+// pull of the key saved since is newer than both, and stays.
+func (l *lapi) restorePosition(ctx context.Context, key [sha256.Size]byte, saved string, pos lapiPosition, known bool) {
+	if saved == "" {
+		return // nothing was saved over pos
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lapiStoreCall)
 	defer cancel()
-	if err := l.journal.SetBookmark(ctx, bookmarkName(key), "", lapiPositionTTL); err != nil {
+	text := ""
+	if known {
+		b, _ := json.Marshal(pos)
+		text = string(b)
+	}
+	if _, err := l.journal.SwapBookmark(ctx, bookmarkName(key), saved, text, lapiPositionTTL); err != nil {
 		l.log.Error("crowdsec local api: putting a bouncer's place back", "err", err.Error())
 	}
 }
@@ -133,8 +143,11 @@ func (l *lapi) head(ctx context.Context) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, lapiStoreCall)
 		evs, err := l.journal.Events(cctx, cursor, lapiEventsPage)
 		cancel()
-		if errors.Is(err, store.ErrCursorGone) && cursor != "" {
-			cursor = "" // trimmed past the last head: what is kept is newer
+		if (errors.Is(err, store.ErrCursorGone) || errors.Is(err, store.ErrBadCursor)) && cursor != "" {
+			// Trimmed past the last head (what is kept is newer), or a
+			// journal that lost its events (a Redis flushed or restarted
+			// empty), which the last head is now past.
+			cursor = ""
 			continue
 		}
 		if err != nil {
@@ -168,7 +181,9 @@ func (l *lapi) changes(ctx context.Context, cursor string) (map[protect.Key]*key
 		evs, err := l.journal.Events(cctx, cursor, lapiEventsPage)
 		cancel()
 		switch {
-		case errors.Is(err, store.ErrCursorGone):
+		case errors.Is(err, store.ErrCursorGone), errors.Is(err, store.ErrBadCursor):
+			// Trimmed away, or a cursor this journal never wrote: one of
+			// a journal that lost its events, or of another store.
 			return nil, "", errFeedLost
 		case err != nil:
 			return nil, "", err
