@@ -177,7 +177,8 @@
 //	                           starting with / or ./, a key a line, # comments);
 //	                           each at least 16 characters
 //	HTTP_PROTECT_LAPI_BLOCKLISTS  true: hand the block lists' entries to
-//	                           bouncers too, beside the bans [false]
+//	                           bouncers too, beside the bans, each for a
+//	                           lease of a day renewed every 12h [false]
 //	HTTP_PROTECT_WEBHOOK_URL   where it posts the journal's events, http or
 //	                           https [off]
 //	HTTP_PROTECT_WEBHOOK_SECRET  the key each post is signed with, at least

@@ -38,6 +38,13 @@ const (
 	// lapiListSnaps is how many snapshots of the block lists an instance
 	// keeps to diff a bouncer's against.
 	lapiListSnaps = 4
+	// lapiListLease is the longest a block list's entry is given for: a
+	// bouncer drops it after that unless it is sent again, which every
+	// answer after each half of it does (listSnapshot). A removal the
+	// feed cannot tell a bouncer (a pull on another instance, or after a
+	// restart, cannot diff against lists it never made) so lasts a lease
+	// at most, not the ten years of a permanent ban.
+	lapiListLease = 24 * time.Hour
 )
 
 // errFeedLost says that a bouncer's place cannot be followed: the journal
@@ -278,16 +285,27 @@ func sortEntries(es []entry) {
 }
 
 // listSnapshot is the block lists' entries as a snapshot, and its hash;
-// nil and 0 when the Local API hands on no block list.
+// nil and 0 when the Local API hands on no block list. An entry that
+// lasts longer than its lease (lapiListLease) is given until the lease's
+// end: time is cut into half leases, and an entry of the half at now is
+// given to the end of the next, so that it is sent again, with a lease
+// renewed, before the one a bouncer holds runs out.
 func (l *lapi) listSnapshot(now time.Time) (*snapshot, uint64) {
 	if l.lists == nil {
 		return nil, 0
 	}
 	bans := l.lists()
+	half := int64(lapiListLease / 2)
+	epoch := now.UnixNano() / half
+	leaseEnd := time.Unix(0, (epoch+2)*half)
 	h := fnv.New64a()
 	var ds []entry
-	for _, b := range bans {
-		e, ok := entryOf(b, now)
+	for i := range bans {
+		b := &bans[i]
+		if b.Permanent() || b.Expires.After(leaseEnd) {
+			b.Expires = leaseEnd
+		}
+		e, ok := entryOf(*b, now)
 		if !ok {
 			continue
 		}
@@ -295,6 +313,8 @@ func (l *lapi) listSnapshot(now time.Time) (*snapshot, uint64) {
 	}
 	sortEntries(ds)
 	var w [8]byte
+	binary.BigEndian.PutUint64(w[:], uint64(epoch))
+	h.Write(w[:])
 	for _, b := range bans {
 		h.Write([]byte(b.Key.String()))
 		h.Write([]byte(b.Reason))
@@ -302,7 +322,7 @@ func (l *lapi) listSnapshot(now time.Time) (*snapshot, uint64) {
 		h.Write(w[:])
 	}
 	sum := h.Sum64() | 1 // never 0, which is "none given"
-	snap := &snapshot{ds: ds}
+	snap := &snapshot{ds: ds, epoch: epoch}
 	l.listMu.Lock()
 	if _, ok := l.listSnaps[sum]; !ok {
 		if len(l.listSnaps) >= lapiListSnaps {
@@ -325,6 +345,9 @@ func (l *lapi) listChanges(given uint64, cur *snapshot, f filter) (deleted, adde
 	l.listMu.Lock()
 	base := l.listSnaps[given]
 	l.listMu.Unlock()
+	if base != nil && base.epoch != cur.epoch {
+		base = nil // a new half lease: every entry again, its lease renewed
+	}
 	keep := func(s, other *snapshot) []entry {
 		var out []entry
 		var o []entry
