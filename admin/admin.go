@@ -119,6 +119,18 @@ type Filter struct {
 	Source protect.Source
 	// Limit keeps the first Limit bans (soonest expiry first); 0 keeps all.
 	Limit int
+
+	// Match keeps the bans whose key holds it, ignoring case ("" keeps
+	// every one); Reason those whose reason holds it. Service.Bans and
+	// GET /v1/bans (q, reason) read them; Admin.Bans ignores them.
+	Match, Reason string
+	// Sort orders a listing of Service.Bans by one of SortKeys, "-" in
+	// front for the reverse; "" is the default order (soonest expiry
+	// first). Admin.Bans ignores it.
+	Sort string
+	// Offset skips that many bans of the ordered listing before Limit
+	// keeps its page: Service.BansPage and GET /v1/bans (offset).
+	Offset int
 }
 
 // Bans lists the active bans in the protector's ban list that f

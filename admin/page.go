@@ -1,0 +1,94 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+)
+
+// SortKeys are the orders Filter.Sort names: by expiry (the default;
+// permanent bans after every ban that ends), key, creation, offense and
+// reason. A "-" in front reverses one.
+var SortKeys = []string{"expires", "key", "created", "offense", "reason"}
+
+// ParseSort checks an order of GET /v1/bans (sort): "" or one of
+// SortKeys, "-" in front for the reverse.
+func ParseSort(s string) (string, error) {
+	if s == "" || slices.Contains(SortKeys, strings.TrimPrefix(s, "-")) {
+		return s, nil
+	}
+	return "", badf("sort %q: want one of %s, - in front for the reverse", s, strings.Join(SortKeys, ", "))
+}
+
+// BansPage lists the bans f selects in every ban list of the service, as
+// Bans, and returns the page of them that f.Offset and f.Limit cut, with
+// the number of bans f selects before the cut: a page of the listing
+// travels, never the whole of it. The store is read whole for each page
+// (a listing is sorted by what only the bans say); on Redis a page at a
+// time, each page under StoreTimeout.
+func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, error) {
+	sortBy, err := ParseSort(f.Sort)
+	if err != nil {
+		return nil, 0, err
+	}
+	if f.Offset < 0 || f.Limit < 0 {
+		return nil, 0, badf("offset %d, limit %d: want numbers of at least 0", f.Offset, f.Limit)
+	}
+	out := []BanRecord{}
+	match, reason := strings.ToLower(f.Match), strings.ToLower(f.Reason)
+	for _, a := range s.lists() {
+		bans, err := a.Bans(ctx, Filter{Within: f.Within, Source: f.Source})
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range a.Records(bans) {
+			if contains(r.Key, match) && contains(r.Reason, reason) {
+				out = append(out, r)
+			}
+		}
+	}
+	sortRecords(out)
+	switch by, desc := strings.CutPrefix(sortBy, "-"); {
+	case by == "" || by == "expires":
+		if desc {
+			slices.Reverse(out)
+		}
+	default:
+		slices.SortStableFunc(out, func(a, b BanRecord) int {
+			if desc {
+				return compareBy(by, b, a)
+			}
+			return compareBy(by, a, b)
+		})
+	}
+	total := len(out)
+	out = out[min(f.Offset, total):]
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, total, nil
+}
+
+// contains reports whether s holds lower, which is in lower case; ""
+// is in every s.
+func contains(s, lower string) bool {
+	return lower == "" || strings.Contains(strings.ToLower(s), lower)
+}
+
+// compareBy compares two records by one of SortKeys other than expires;
+// records that compare equal keep the default order (the sort is
+// stable).
+func compareBy(key string, a, b BanRecord) int {
+	switch key {
+	case "key":
+		return strings.Compare(a.Key, b.Key)
+	case "created":
+		return a.Created.Compare(b.Created)
+	case "offense":
+		return cmp.Compare(a.Offense, b.Offense)
+	case "reason":
+		return strings.Compare(a.Reason, b.Reason)
+	}
+	return 0 // ParseSort lets no other through
+}
