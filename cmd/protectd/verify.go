@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // The headers of the forward-auth exchange.
@@ -48,11 +49,18 @@ type verifier struct {
 	plans map[string]*protect.Plan
 	log   *slog.Logger
 	keys  *keyValues
+	// refused counts the keys /verify refuses most, for the dashboard;
+	// nil (counting nothing) without an admin listener. Only refusals
+	// reach it: an allowed request costs it nothing.
+	refused *admin.Refused
 }
 
 // newVerifier makes the protector of s, which logs to log.
 func newVerifier(s settings, log *slog.Logger) (*verifier, error) {
 	v := &verifier{plans: s.plans, log: log, keys: newKeyValues()}
+	if s.admin.listen != "" {
+		v.refused = admin.NewRefused(0, nil)
+	}
 	s.cfg.Logger = log
 	s.cfg.ConsumerFunc = v.consumerFunc
 	p, err := protect.New(s.cfg)
@@ -107,6 +115,9 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
 	v.logRefusal(r, slog.LevelInfo, refusalAttrs(d, code)...)
+	if !d.Key.IsZero() {
+		v.refused.Add(d.Key.String(), d.Status)
+	}
 	refusal := refusalStatus(r)
 	if refusal == 0 {
 		d.WriteResponse(w)
