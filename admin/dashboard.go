@@ -148,7 +148,7 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", dashboardCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make a form's Origin "null"
 	h.Set("X-Frame-Options", "DENY")
 	if api := strings.HasPrefix(r.URL.Path, "/v1/"); api || strings.HasPrefix(r.URL.Path, "/ui/") {
 		session, ok := d.authorized(w, r)

@@ -3,6 +3,7 @@ package admin
 import (
 	"cmp"
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -82,7 +83,7 @@ func contains(s, lower string) bool {
 func compareBy(key string, a, b BanRecord) int {
 	switch key {
 	case "key":
-		return strings.Compare(a.Key, b.Key)
+		return compareKeys(a.Key, b.Key)
 	case "created":
 		return a.Created.Compare(b.Created)
 	case "offense":
@@ -91,4 +92,35 @@ func compareBy(key string, a, b BanRecord) int {
 		return strings.Compare(a.Reason, b.Reason)
 	}
 	return 0 // ParseSort lets no other through
+}
+
+// compareKeys orders keys as an operator reads them: addresses and
+// ranges by address (10.0.0.9 before 10.0.0.10), IPv4 before IPv6, a
+// range after its first address; then consumers, by name.
+func compareKeys(a, b string) int {
+	pa, aok := keyPrefix(a)
+	pb, bok := keyPrefix(b)
+	switch {
+	case aok && bok:
+		if c := pa.Addr().Compare(pb.Addr()); c != 0 {
+			return c
+		}
+		return cmp.Compare(pa.Bits(), pb.Bits())
+	case aok:
+		return -1
+	case bok:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// keyPrefix reads a key as an address or a range.
+func keyPrefix(k string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(k); err == nil {
+		return p, true
+	}
+	if a, err := netip.ParseAddr(k); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
 }

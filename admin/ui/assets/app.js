@@ -98,6 +98,7 @@
     for (const p of rec.protectors) for (const s of rec.statuses) counts[s] += p.decisions[s] || 0;
     samples.push({ t: Date.parse(rec.time), counts });
     while (samples.length > HISTORY + 1) samples.shift();
+    document.body.dataset.samples = String(samples.length);
     if (page() === "now") drawNow();
     if (page() === "lists") drawLists();
   }
@@ -242,7 +243,7 @@
       const lift = el("button", "Lift", "danger");
       lift.type = "button";
       lift.dataset.target = target(b.key);
-      const tr = row([wrapTd(box), el("td", b.key, "key"), el("td", b.malformed ? "damaged: " + b.malformed : b.reason, "wrap"),
+      const tr = row([wrapTd(box), el("td", target(b.key), "key"), el("td", b.malformed ? "damaged: " + b.malformed : b.reason, "wrap"),
         el("td", b.source), el("td", b.by), el("td", b.created ? ago(b.created) : "", "num"),
         el("td", b.permanent ? "permanent" : duration(b.seconds_left), "num"), el("td", b.offense, "num"), wrapTd(lift)]);
       tr.dataset.key = b.key;
@@ -330,6 +331,7 @@
         const out = await api("POST", "/v1/bans", req);
         toast("banned " + out.data.map((b) => b.key).join(", "));
         $("#ban-targets").value = "";
+        $("#ban-reason").value = "";
       } catch (err) {
         toast(err.message, true);
       }
@@ -373,6 +375,7 @@
         const out = await api("POST", "/v1/allows", req);
         toast("allowed " + out.data.allowed.length + ", lifted " + out.data.lifted.length + " bans");
         $("#allow-targets").value = "";
+        $("#allow-reason").value = "";
       } catch (err) {
         toast(err.message, true);
       }
