@@ -124,9 +124,8 @@ type Filter struct {
 	// every one); Reason those whose reason holds it. Service.Bans and
 	// GET /v1/bans (q, reason) read them; Admin.Bans ignores them.
 	Match, Reason string
-	// Sort orders a listing of Service.Bans by one of SortKeys, "-" in
-	// front for the reverse; "" is the default order (soonest expiry
-	// first). Admin.Bans ignores it.
+	// Sort orders a listing of Service.Bans as ParseSort reads it; "" is
+	// the default order (soonest expiry first). Admin.Bans ignores it.
 	Sort string
 	// Offset skips that many bans of the ordered listing before Limit
 	// keeps its page: Service.BansPage and GET /v1/bans (offset).

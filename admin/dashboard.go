@@ -18,16 +18,22 @@ import (
 	"github.com/httpprotect/protect"
 )
 
-// The dashboard's cookie, the header that carries its CSRF token, and
-// its default session length.
+// SessionCookie is the name of the dashboard's session cookie.
+const SessionCookie = "protect_session"
+
+// HeaderCSRF is the header a write from the dashboard carries its
+// session's CSRF token in.
+const HeaderCSRF = "X-CSRF-Token"
+
+// DefaultSessionLength is how long a login lasts when
+// DashboardConfig.SessionLength is 0.
+const DefaultSessionLength = 12 * time.Hour
+
 const (
-	SessionCookie         = "protect_session"
-	HeaderCSRF            = "X-CSRF-Token"
-	DefaultSessionLength  = 12 * time.Hour
 	dashboardCSP          = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 	sessionPayloadLen     = 8 + 16 // the expiry (Unix seconds) and a random nonce
 	maxLoginForm          = 4 << 10
-	dashboardRefusedShown = 20
+	dashboardRefusedShown = 20 // keys on the now page
 )
 
 //go:embed ui

@@ -66,8 +66,8 @@ type BanRequest struct {
 // from it), whose event is its kind and whose data is its EventRecord; an
 // idle stream sends a comment line every few seconds.
 //
-// A listing of bans is sorted (sort: one of SortKeys, soonest expiry
-// first by default) and cut to the page of limit bans after offset; q and
+// A listing of bans is sorted (sort: as ParseSort reads it, soonest
+// expiry first by default) and cut to the page of limit bans after offset; q and
 // reason keep the bans whose key or reason holds that text, ignoring
 // case. The X-Total-Count header counts the bans the filters select,
 // whatever the page (Service.BansPage).

@@ -18,7 +18,7 @@ type NowRecord struct {
 }
 
 // ProtectorNow is one protector's counters in a NowRecord, from
-// protect.Stats.
+// protect.Stats. The zero value is a protector that has decided nothing.
 type ProtectorNow struct {
 	Namespace    string `json:"namespace"`
 	BanNamespace string `json:"ban_namespace"`
@@ -42,7 +42,8 @@ type ProtectorNow struct {
 	BlockLists     []BlockListNow    `json:"block_lists"`
 }
 
-// BlockListNow is one block list's state in a ProtectorNow.
+// BlockListNow is one block list's state in a ProtectorNow. The zero
+// value is an empty list whose last check failed.
 type BlockListNow struct {
 	Name    string `json:"name"`
 	Entries int    `json:"entries"`

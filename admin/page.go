@@ -8,18 +8,18 @@ import (
 	"strings"
 )
 
-// SortKeys are the orders Filter.Sort names: by expiry (the default;
-// permanent bans after every ban that ends), key, creation, offense and
-// reason. A "-" in front reverses one.
-var SortKeys = []string{"expires", "key", "created", "offense", "reason"}
+// sortKeys are the orders ParseSort takes.
+func sortKeys() []string { return []string{"expires", "key", "created", "offense", "reason"} }
 
-// ParseSort checks an order of GET /v1/bans (sort): "" or one of
-// SortKeys, "-" in front for the reverse.
+// ParseSort checks an order of Filter.Sort and GET /v1/bans (sort): ""
+// or one of expires (the default: soonest first, permanent bans after
+// every ban that ends), key (addresses as addresses, then consumers),
+// created, offense and reason; a "-" in front reverses it.
 func ParseSort(s string) (string, error) {
-	if s == "" || slices.Contains(SortKeys, strings.TrimPrefix(s, "-")) {
+	if s == "" || slices.Contains(sortKeys(), strings.TrimPrefix(s, "-")) {
 		return s, nil
 	}
-	return "", badf("sort %q: want one of %s, - in front for the reverse", s, strings.Join(SortKeys, ", "))
+	return "", badf("sort %q: want one of %s, - in front for the reverse", s, strings.Join(sortKeys(), ", "))
 }
 
 // BansPage lists the bans f selects in every ban list of the service, as
@@ -77,7 +77,7 @@ func contains(s, lower string) bool {
 	return lower == "" || strings.Contains(strings.ToLower(s), lower)
 }
 
-// compareBy compares two records by one of SortKeys other than expires;
+// compareBy compares two records by one of sortKeys other than expires;
 // records that compare equal keep the default order (the sort is
 // stable).
 func compareBy(key string, a, b BanRecord) int {

@@ -10,12 +10,12 @@ import (
 )
 
 // DefaultRefusedSize is the number of keys a Refused built with size 0
-// holds, and RefusedWindow how long a key stays in it after its last
+// holds.
+const DefaultRefusedSize = 64
+
+// RefusedWindow is how long a key stays in a Refused after its last
 // refusal.
-const (
-	DefaultRefusedSize = 64
-	RefusedWindow      = 5 * time.Minute
-)
+const RefusedWindow = 5 * time.Minute
 
 // Refused counts the keys refused most, for the dashboard's "now" page,
 // in bounded memory: it holds at most its size of keys, and a refusal
@@ -36,7 +36,8 @@ type Refused struct {
 	keys  map[string]*RefusedKey
 }
 
-// RefusedKey is one key of a Refused, as the dashboard shows it.
+// RefusedKey is one key of a Refused, as the dashboard shows it. The
+// zero value is a key never refused.
 type RefusedKey struct {
 	Key string `json:"key"`
 	// Count is the refusals counted since the key entered the table,
