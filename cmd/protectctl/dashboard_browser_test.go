@@ -364,6 +364,14 @@ func TestDashboardBrowser(t *testing.T) {
 		before+dashboardBans, first.Round(time.Millisecond), next.Round(time.Millisecond), search.Round(time.Millisecond),
 		within.Round(time.Millisecond), sorted.Round(time.Millisecond))
 	b.shot("bans-100k")
+
+	// The events page reads the journal from its start, every ban of the
+	// bulk load, before it follows it.
+	ctlRedis("ban", "-for", "10m", "-reason", "after the bulk load", "203.0.113.123")
+	start = time.Now()
+	b.do("the events page", chromedp.Navigate(base+"/?big#events"), chromedp.WaitVisible(chromedp.CSS("#page-events")))
+	b.wait("the ban after the bulk load", `document.querySelector('#events-table tr[data-kind="ban"][data-key="203.0.113.123"]') !== null`)
+	t.Logf("events page: the journal of %d bans read to its end in %v", before+dashboardBans+1, time.Since(start).Round(time.Millisecond))
 }
 
 // thousands writes n with commas, as the page does.

@@ -414,7 +414,9 @@
     let pending = [];
     const flush = () => {
       const tbody = $("#events-table tbody");
-      for (const ev of pending) {
+      // Only the last 200 are shown: a journal read from its start may
+      // bring thousands at once.
+      for (const ev of pending.slice(-200)) {
         const tr = row([el("td", clock(ev.time), "num"), el("td", ev.kind, "dot ev-" + ev.kind), el("td", ev.key, "key"),
           el("td", ev.reason, "wrap"), el("td", ev.source), el("td", ev.by), el("td", ev.expires ? clock(ev.expires) : (ev.kind === "ban" ? "permanent" : ""), "num")]);
         tr.dataset.kind = ev.kind;
