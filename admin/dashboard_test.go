@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -108,6 +109,31 @@ func TestDashboardLogin(t *testing.T) {
 	d.clock.Advance(admin.DefaultSessionLength)
 	if w := d.do("GET", "/ui/now", "", "Cookie", cookie); w.Code != 401 {
 		t.Errorf("GET /ui/now with a session %v old = %d, want 401", admin.DefaultSessionLength, w.Code)
+	}
+}
+
+// Over TLS the session cookie is Secure, and the origin a write must
+// come from is https.
+func TestDashboardTLS(t *testing.T) {
+	d := newDash(t)
+	r := httptest.NewRequest("POST", "https://example.com/login", strings.NewReader(url.Values{"token": {dashToken}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "https://example.com")
+	r.TLS = &tls.ConnectionState{}
+	w := httptest.NewRecorder()
+	d.h.ServeHTTP(w, r)
+	c := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || len(c) != 1 || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("POST /login over TLS = %d, cookies %v; want 303 and a Secure, HttpOnly, SameSite=Strict cookie", w.Code, c)
+	}
+	r = httptest.NewRequest("POST", "https://example.com/login", strings.NewReader(url.Values{"token": {dashToken}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "http://example.com")
+	r.TLS = &tls.ConnectionState{}
+	w = httptest.NewRecorder()
+	d.h.ServeHTTP(w, r)
+	if w.Code != http.StatusForbidden || len(w.Result().Cookies()) != 0 {
+		t.Fatalf("POST /login over TLS from Origin http://example.com = %d, want 403 and no cookie", w.Code)
 	}
 }
 

@@ -449,6 +449,7 @@
     for (const s of document.querySelectorAll("main > section")) s.hidden = s.id !== "page-" + p;
     for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.getAttribute("href") === "#" + p);
     document.title = "protect · " + p;
+    $("#toast").hidden = true;
     if (p === "now") drawNow();
     if (p === "bans") loadBans();
     if (p === "allows") loadAllows();
