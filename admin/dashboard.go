@@ -47,8 +47,10 @@ type DashboardConfig struct {
 	// "Authorization: Bearer <token>"; a browser enters it once in the
 	// login form and keeps a session cookie signed with a key derived
 	// from it (changing the token ends every session). "" asks no
-	// token: the login form lets in whoever submits it, for a dashboard
-	// mounted behind the service's own authentication.
+	// token: every request is let through, as Handler lets it, and the
+	// login form lets in whoever submits it, for a dashboard mounted
+	// behind the service's own authentication; a browser's write must
+	// still come from the dashboard's origin.
 	Token string
 	// Refused, when not nil, is shown on the "now" page: the keys
 	// refused most.
@@ -161,7 +163,13 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		if session != "" && r.Method != "GET" && r.Method != "HEAD" && !d.sameOrigin(w, r, session) {
+		if write := r.Method != "GET" && r.Method != "HEAD"; write && session != "" && !d.sameOrigin(w, r, session) {
+			return
+		} else if write && session == "" && d.cfg.Token == "" && !fromOrigin(r) {
+			// Without a token every request is let through, but not a
+			// browser's from another page: the service's own cookie
+			// would go with it.
+			WriteProblem(w, http.StatusForbidden, CodeForbidden, "a write from a browser must come from the dashboard's own origin")
 			return
 		}
 		if api {
@@ -176,6 +184,12 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cookie, returning the cookie's value ("" for a bearer token); it
 // answers any other with 401 and false.
 func (d *dashboard) authorized(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if d.cfg.Token == "" { // everyone, as Handler; a session still binds a CSRF token
+		if c, err := r.Cookie(SessionCookie); err == nil && d.sessionOK(c.Value) {
+			return c.Value, true
+		}
+		return "", true
+	}
 	if auth, ok := r.Header["Authorization"]; ok {
 		got, bearer := strings.CutPrefix(strings.Join(auth, ","), "Bearer ")
 		if d.tokenOK(got) && bearer {
@@ -183,8 +197,6 @@ func (d *dashboard) authorized(w http.ResponseWriter, r *http.Request) (string, 
 		}
 	} else if c, err := r.Cookie(SessionCookie); err == nil && d.sessionOK(c.Value) {
 		return c.Value, true
-	} else if d.cfg.Token == "" {
-		return "", true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="protect admin"`)
 	WriteProblem(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token or session (Authorization: Bearer; protectctl -token; or log in at /)")
@@ -192,10 +204,11 @@ func (d *dashboard) authorized(w http.ResponseWriter, r *http.Request) (string, 
 }
 
 // tokenOK compares a token with the admin token in constant time, on
-// digests of equal length so that not even its length leaks.
+// digests of equal length so that not even its length leaks; without an
+// admin token, every token is right.
 func (d *dashboard) tokenOK(got string) bool {
 	if d.cfg.Token == "" {
-		return got == ""
+		return true
 	}
 	sum := sha256.Sum256([]byte(got))
 	return subtle.ConstantTimeCompare(sum[:], d.want[:]) == 1

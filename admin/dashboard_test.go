@@ -314,3 +314,39 @@ func FuzzDashboardCookie(f *testing.F) {
 		}
 	})
 }
+
+// Without a token every request is let through, whatever its
+// Authorization, as Handler lets it; a browser's write from another
+// origin is not, and a session from the form binds the CSRF token.
+func TestDashboardNoToken(t *testing.T) {
+	p, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	d := &dash{h: admin.Dashboard(admin.DashboardConfig{}, p), p: p}
+	ban := `{"targets": ["203.0.113.9"]}`
+	for _, tc := range []struct {
+		name string
+		hdr  []string
+		want int
+	}{
+		{"a tool", nil, 201},
+		{"a tool with a bearer token", []string{"Authorization", "Bearer anything"}, 201},
+		{"a page of the same origin", []string{"Sec-Fetch-Site", "same-origin", "Origin", "http://example.com"}, 201},
+		{"a cross-site form", []string{"Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"}, 403},
+		{"another origin", []string{"Origin", "http://evil.example"}, 403},
+	} {
+		if w := d.do("POST", "/v1/bans", ban, tc.hdr...); w.Code != tc.want {
+			t.Errorf("POST /v1/bans without a token, from %s = %d %s, want %d", tc.name, w.Code, w.Body, tc.want)
+		}
+	}
+	w := d.do("POST", "/login", "token=", "Content-Type", "application/x-www-form-urlencoded")
+	if len(w.Result().Cookies()) != 1 {
+		t.Fatalf("POST /login without a token = %d, cookies %v; want a session", w.Code, w.Result().Cookies())
+	}
+	cookie := admin.SessionCookie + "=" + w.Result().Cookies()[0].Value
+	if w := d.do("POST", "/v1/bans", ban, "Cookie", cookie, "Sec-Fetch-Site", "same-origin"); w.Code != 403 {
+		t.Errorf("POST /v1/bans with a session and no CSRF token = %d, want 403", w.Code)
+	}
+}
