@@ -20,6 +20,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/admin"
+	"github.com/httpprotect/protect/internal/browsertest"
 	"github.com/httpprotect/protect/internal/needs"
 	"github.com/httpprotect/protect/internal/redistest"
 	"github.com/httpprotect/protect/redisstore"
@@ -94,33 +95,12 @@ func (b *browser) loadBans(what string, action chromedp.Action[chromedp.Void]) t
 
 func startBrowser(t *testing.T, base string) *browser {
 	t.Helper()
-	bin := needs.Binary(t, "chromium", "apt-get install chromium; .ci/parts/70-chromium.sh")
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("force-color-profile", "srgb"), chromedp.Flag("hide-scrollbars", true),
-		chromedp.WindowSize(1100, 660),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, on a context with no timeout
-		t.Fatalf("starting chromium: %v", err)
-	}
-	ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
-	t.Cleanup(cancel)
+	ctx := browsertest.Start(t, 1100, 660, 10*time.Minute)
 	shots := os.Getenv(shotsEnv)
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	b := &browser{t: t, ctx: ctx, base: base, shots: shots}
-	b.do("viewport", chromedp.EmulateViewport(1100, 660))
-	return b
+	return &browser{t: t, ctx: ctx, base: base, shots: shots}
 }
 
 // bearer sends one request to the admin API with the token.

@@ -404,38 +404,48 @@
   }
 
   // ---- events ----
-  let source = null;
+  // One stream per ban list: the journal is a ban list's.
+  let following = false;
   const shown = [];
   function followEvents() {
-    if (source) return;
-    source = new EventSource("/v1/events");
-    source.onopen = () => { $("#events-state").textContent = "following the journal"; };
-    source.onerror = () => { $("#events-state").textContent = "reconnecting…"; };
+    if (following) return;
+    if (!last) {
+      setTimeout(followEvents, 200);
+      return;
+    }
+    following = true;
+    const lists = [...new Set(last.protectors.map((p) => p.ban_namespace))];
     let pending = [];
     const flush = () => {
       const tbody = $("#events-table tbody");
       // Only the last 200 are shown: a journal read from its start may
       // bring thousands at once.
       for (const ev of pending.slice(-200)) {
-        const tr = row([el("td", clock(ev.time), "num"), el("td", ev.kind, "dot ev-" + ev.kind), el("td", ev.key, "key"),
+        const tr = row([el("td", clock(ev.time), "num"), el("td", ev.kind, "dot ev-" + ev.kind), el("td", target(ev.key), "key"),
           el("td", ev.reason, "wrap"), el("td", ev.source), el("td", ev.by), el("td", ev.expires ? clock(ev.expires) : (ev.kind === "ban" ? "permanent" : ""), "num")]);
         tr.dataset.kind = ev.kind;
         tr.dataset.key = ev.key;
+        if (lists.length > 1) tr.dataset.list = ev.ban_namespace;
         shown.unshift(tr);
       }
       pending = [];
       shown.splice(200);
       fill(tbody, shown.slice(), 7, "no event yet");
     };
-    for (const kind of ["ban", "lift", "expire", "allow", "disallow"]) {
-      source.addEventListener(kind, (m) => {
-        try { pending.push(JSON.parse(m.data)); } catch (e) { return; }
-        if (pending.length === 1) setTimeout(flush, 100);
+    for (const ns of lists) {
+      const source = new EventSource(lists.length > 1 ? "/v1/events?namespace=" + encodeURIComponent(ns) : "/v1/events");
+      source.onopen = () => { $("#events-state").textContent = "following the journal"; };
+      source.onerror = () => { $("#events-state").textContent = "reconnecting…"; };
+      for (const kind of ["ban", "lift", "expire", "allow", "disallow"]) {
+        source.addEventListener(kind, (m) => {
+          try { pending.push(JSON.parse(m.data)); } catch (e) { return; }
+          if (pending.length === 1) setTimeout(flush, 100);
+        });
+      }
+      source.addEventListener("error", (m) => {
+        if (m.data) $("#events-state").textContent = "error: " + m.data;
       });
     }
-    source.addEventListener("error", (m) => {
-      if (m.data) $("#events-state").textContent = "error: " + m.data;
-    });
     flush();
   }
 
