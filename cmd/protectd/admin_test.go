@@ -214,3 +214,21 @@ func TestAdminDashboard(t *testing.T) {
 		t.Errorf("GET /ui/now protectors = %+v, want one, 2 allowed, 3 limited", now.Protectors)
 	}
 }
+
+// The gRPC services' refusals count toward the dashboard's keys refused
+// most, as /verify's do.
+func TestGRPCRefusedOnDashboard(t *testing.T) {
+	c := startGRPCDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1", "HTTP_PROTECT_TTL=10s",
+		envAdminListen+"=127.0.0.1:0", envAdminToken+"="+adminToken)
+	for range 3 {
+		shouldRateLimit(t, c, 0, descriptor(entryAddress, "198.51.100.1"))
+	}
+	code, body := adminDo(t, http.DefaultClient, "GET", "http://"+adminAddr(t, c.d)+"/ui/now", "Bearer "+adminToken)
+	var now admin.NowRecord
+	if code != 200 || json.Unmarshal(body, &now) != nil {
+		t.Fatalf("GET /ui/now = %d %s, want 200 and a NowRecord", code, body)
+	}
+	if len(now.Refused) != 1 || now.Refused[0].Key != "198.51.100.1" || now.Refused[0].Count != 2 || now.Refused[0].Status != "limited" {
+		t.Errorf("GET /ui/now refused after 3 ShouldRateLimit of a client allowed 1 = %+v, want 198.51.100.1 limited twice", now.Refused)
+	}
+}
