@@ -95,7 +95,8 @@ type DashboardConfig struct {
 // The "now" page polls /ui/now every second and draws the decisions per
 // second by status from the difference of two snapshots of
 // protect.Protector.Stats: the server keeps no history, and the chart
-// starts when the page opens, holding the last five minutes.
+// starts when the page opens, its window growing from a minute to the
+// last five.
 //
 // Logging out clears the cookie in the browser; a copy of it stays
 // valid until it expires, unless the token changes.

@@ -138,7 +138,10 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	verify, adminAddr := startProtectd(t, "HTTP_PROTECT_REDIS_URL="+redisURL, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
-		"HTTP_PROTECT_MAX_REQUESTS=5", "HTTP_PROTECT_BAN_LIMIT=1000", "HTTP_PROTECT_BLOCKLISTS=drop=spamhaus:"+drop,
+		"HTTP_PROTECT_MAX_REQUESTS=5", "HTTP_PROTECT_BAN_LIMIT=1000",
+		// Each page of a listing of 100,000 bans has its StoreTimeout: a
+		// machine busy with other tests must not make one a failure.
+		"HTTP_PROTECT_STORE_TIMEOUT=5s", "HTTP_PROTECT_BLOCKLISTS=drop=spamhaus:"+drop,
 		"HTTP_PROTECT_ADMIN_LISTEN=127.0.0.1:0", "HTTP_PROTECT_ADMIN_TOKEN="+token)
 	base := "http://" + adminAddr
 	ask := func(client string) int {
@@ -290,6 +293,9 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Fatalf("now page after a burst = sums %v, lines %q, top refused %q; want limited 15, allowed 8, banned 0, lines allowed limited, 203.0.113.20 limited 15",
 			sums, lines, refused)
 	}
+	if os.Getenv(shotsEnv) != "" {
+		traffic(t, ask, 40*time.Second) // for the picture alone: a minute's worth of it
+	}
 	b.shot("now")
 
 	// A form another page posts across origins is refused, and writes
@@ -395,5 +401,30 @@ func fillBans(t *testing.T, redisURL string, n int) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// traffic sends /verify a mix of requests for d, for the now page's
+// picture: new clients served at a rate that swells and ebbs, one
+// client past its limit, one banned, one on the block list.
+func traffic(t *testing.T, ask func(client string) int, d time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for n, end := 0, time.Now().Add(d); time.Now().Before(end); n++ {
+		<-tick.C
+		served := 1 + (n/20)%4 + (n/7)%2 // 1 to 5 new clients a tick
+		for i := range served {
+			ask(fmt.Sprintf("10.200.%d.%d", (n*5+i)>>8&255, (n*5+i)&255))
+		}
+		if n%3 == 0 {
+			ask("203.0.113.44") // past its limit
+		}
+		if n%8 == 0 {
+			ask("203.0.113.8") // banned from the page
+		}
+		if n%10 == 5 {
+			ask("100.64.1.1") // on the block list
+		}
 	}
 }

@@ -40,7 +40,7 @@
   function duration(s) {
     if (s === null || s === undefined) return "never";
     if (s < 60) return s + "s";
-    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60 ? " " + (s % 60) + "s" : "");
     if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
     return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
   }
@@ -178,7 +178,11 @@
     for (const r of rs) for (const s of statuses) max = Math.max(max, r.per[s]);
     max = niceCeil(max);
     const nodes = [];
-    const x = (i) => L + ((W - L - 4) * (HISTORY - (rs.length - 1 - i))) / HISTORY;
+    // The window grows with the samples, from a minute to HISTORY.
+    const now = rs.length ? rs[rs.length - 1].t : 0;
+    const span = rs.length ? (now - samples[0].t) / 1000 : 0;
+    const win = Math.min(HISTORY, Math.max(60, Math.ceil(span / 30) * 30));
+    const x = (i) => L + ((W - L - 4) * (win - (now - rs[i].t) / 1000)) / win;
     const y = (v) => T + (H - T - B) * (1 - v / max);
     for (let g = 0; g <= 4; g++) {
       const v = (max * g) / 4;
@@ -192,9 +196,9 @@
       label.textContent = nf.format(Math.round(v * 10) / 10);
       nodes.push(label);
     }
-    for (const [sec, anchor] of [[HISTORY, "start"], [HISTORY / 2, "middle"], [0, "end"]]) {
+    for (const [sec, anchor] of [[win, "start"], [win / 2, "middle"], [0, "end"]]) {
       const t = document.createElementNS(SVG, "text");
-      t.setAttribute("x", L + ((W - L - 4) * (HISTORY - sec)) / HISTORY); t.setAttribute("y", H - 4);
+      t.setAttribute("x", L + ((W - L - 4) * (win - sec)) / win); t.setAttribute("y", H - 4);
       t.setAttribute("text-anchor", anchor);
       t.textContent = sec === 0 ? "now" : "−" + duration(sec);
       nodes.push(t);
