@@ -40,7 +40,7 @@ type BanRequest struct {
 //
 //	GET    /v1/protectors                   []ProtectorRecord
 //	GET    /v1/bans?within=CIDR&source=auto|manual&limit=N   []BanRecord
-//	       [&q=TEXT][&reason=TEXT][&sort=KEY|-KEY][&offset=N]   a page, X-Total-Count: bans selected
+//	       [&covers=ADDR][&q=TEXT][&reason=TEXT][&sort=KEY|-KEY][&offset=N]   a page, X-Total-Count: bans selected
 //	POST   /v1/bans  (a BanRequest)         201, []BanRecord: the bans added
 //	DELETE /v1/bans?target=T[&target=T...][&force=true][&by=WHO]   []BanRecord: the bans lifted
 //	DELETE /v1/bans?all=true[&by=WHO]       every ban
@@ -69,7 +69,8 @@ type BanRequest struct {
 // A listing of bans is sorted (sort: as ParseSort reads it, soonest
 // expiry first by default) and cut to the page of limit bans after offset; q and
 // reason keep the bans whose key or reason holds that text, ignoring
-// case. The X-Total-Count header counts the bans the filters select,
+// case, and covers the bans that refuse an address (Filter.Covers). The
+// X-Total-Count header counts the bans the filters select,
 // whatever the page (Service.BansPage).
 //
 // A ban or a lift names at most MaxTargets targets, and a body holds at
@@ -229,6 +230,12 @@ func (h *handler) bans(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Match, f.Reason = q.Get("q"), q.Get("reason")
+	if c := q.Get("covers"); c != "" {
+		if f.Covers, err = ParseCheckAddr(c); err != nil {
+			writeError(w, h.log, "bans", badf("covers %q: not an IP address", c))
+			return
+		}
+	}
 	svc, err := h.service(r)
 	if err != nil {
 		writeError(w, h.log, "bans", err)

@@ -44,7 +44,7 @@ func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, err
 			return nil, 0, err
 		}
 		for _, r := range a.Records(bans) {
-			if contains(r.Key, match) && contains(r.Reason, reason) {
+			if contains(r.Key, match) && contains(r.Reason, reason) && covers(r.Key, f.Covers) {
 				out = append(out, r)
 			}
 		}
@@ -69,6 +69,16 @@ func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, err
 		out = out[:f.Limit]
 	}
 	return out, total, nil
+}
+
+// covers reports whether a ban on key refuses addr; every ban does when
+// addr is the zero Addr.
+func covers(key string, addr netip.Addr) bool {
+	if !addr.IsValid() {
+		return true
+	}
+	p, ok := keyPrefix(key)
+	return ok && p.Contains(addr.Unmap())
 }
 
 // contains reports whether s holds lower, which is in lower case; ""

@@ -215,6 +215,17 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Fatalf("bans page searched for 203.0.113.7 = rows %q, %q; want 203.0.113.7 alone, 1–1 of 1", rows, count)
 	}
 
+	b.loadBans("search 198.51.100.23", chromedp.Steps(
+		chromedp.SetValue(chromedp.CSS("#bans-q"), "198.51.100.23"),
+		chromedp.Click(chromedp.CSS("#ban-search button[type=submit]"))))
+	rows = eval[[]string](b, `[...document.querySelectorAll("#bans-table tbody tr")].map(r => r.dataset.key)`)
+	if len(rows) != 1 || rows[0] != "198.51.100.0/24" {
+		t.Fatalf("bans page searched for 198.51.100.23 = rows %q, want the range that refuses it, 198.51.100.0/24", rows)
+	}
+	b.loadBans("search 203.0.113.7 again", chromedp.Steps(
+		chromedp.SetValue(chromedp.CSS("#bans-q"), "203.0.113.7"),
+		chromedp.Click(chromedp.CSS("#ban-search button[type=submit]"))))
+
 	// Lifted from the page, the client is served again.
 	b.loadBans("lift 203.0.113.7", chromedp.Click(chromedp.CSS(`tr[data-key="203.0.113.7"] button[data-target]`)))
 	if n := eval[int](b, `document.querySelectorAll('#bans-table tr[data-key="203.0.113.7"]').length`); n != 0 {
@@ -339,6 +350,12 @@ func TestDashboardBrowser(t *testing.T) {
 	if count := eval[string](b, `document.querySelector("#bans-count").textContent`); count != "1–50 of 256" {
 		t.Fatalf("bans page searched for 10.1.2. = %q, want 1–50 of 256", count)
 	}
+	address := b.loadBans("search 10.1.2.3", chromedp.Steps(
+		chromedp.SetValue(chromedp.CSS("#bans-q"), "10.1.2.3"),
+		chromedp.Click(chromedp.CSS("#ban-search button[type=submit]"))))
+	if count := eval[string](b, `document.querySelector("#bans-count").textContent`); count != "1–1 of 1" {
+		t.Fatalf("bans page searched for 10.1.2.3 = %q, want 1–1 of 1", count)
+	}
 	within := b.loadBans("search 10.1.0.0/16", chromedp.Steps(
 		chromedp.SetValue(chromedp.CSS("#bans-q"), "10.1.0.0/16"),
 		chromedp.Click(chromedp.CSS("#ban-search button[type=submit]"))))
@@ -346,9 +363,9 @@ func TestDashboardBrowser(t *testing.T) {
 		t.Fatalf("bans page searched for 10.1.0.0/16 = %q, want 1–50 of 34,464 (10.1.0.0 to 10.1.134.159)", count)
 	}
 	sorted := b.loadBans("sort by key", chromedp.Click(chromedp.CSS(`button.sort[data-sort="key"]`)))
-	t.Logf("%d bans on Redis, in chromium: first page %v, next page %v, search \"10.1.2.\" %v, within 10.1.0.0/16 %v, sorted by key %v",
+	t.Logf("%d bans on Redis, in chromium: first page %v, next page %v, search \"10.1.2.\" %v, address 10.1.2.3 %v, within 10.1.0.0/16 %v, sorted by key %v",
 		before+dashboardBans, first.Round(time.Millisecond), next.Round(time.Millisecond), search.Round(time.Millisecond),
-		within.Round(time.Millisecond), sorted.Round(time.Millisecond))
+		address.Round(time.Millisecond), within.Round(time.Millisecond), sorted.Round(time.Millisecond))
 	b.shot("bans-100k")
 
 	// The events page reads the journal from its start, every ban of the

@@ -220,9 +220,10 @@
   }
 
   // ---- bans ----
-  const bans = { q: "", within: "", source: "", reason: "", sort: "", offset: 0, limit: 50, total: 0 };
+  const bans = { q: "", covers: "", within: "", source: "", reason: "", sort: "", offset: 0, limit: 50, total: 0 };
   async function loadBans() {
     const p = new URLSearchParams();
+    if (bans.covers) p.set("covers", bans.covers);
     if (bans.within) p.set("within", bans.within);
     if (bans.q) p.set("q", bans.q);
     if (bans.source) p.set("source", bans.source);
@@ -291,9 +292,13 @@
   function setupBans() {
     $("#ban-search").addEventListener("submit", (e) => {
       e.preventDefault();
+      // An address finds the bans that refuse it, a CIDR the bans inside
+      // it, any other text the keys that hold it.
       const q = $("#bans-q").value.trim();
-      bans.within = q.includes("/") ? q : "";
-      bans.q = q.includes("/") ? "" : q;
+      const addr = /^\d{1,3}(\.\d{1,3}){3}$/.test(q) || (/^[0-9a-fA-F:.]+$/.test(q) && q.split(":").length > 2);
+      bans.covers = addr ? q : "";
+      bans.within = !addr && q.includes("/") ? q : "";
+      bans.q = !addr && !q.includes("/") ? q : "";
       bans.source = $("#bans-source").value;
       bans.reason = $("#bans-reason").value.trim();
       bans.offset = 0;
