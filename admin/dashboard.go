@@ -88,6 +88,11 @@ type DashboardConfig struct {
 // is 403, code forbidden, and nothing is written. A login must come
 // from the same origin too.
 //
+// The pages name every path relative to the page, so the dashboard may
+// be mounted under a prefix: mux.Handle("/admin/",
+// http.StripPrefix("/admin", admin.Dashboard(cfg, ps...))), opened at
+// /admin/ (with the slash).
+//
 // The assets are embedded (no CDN, no build step) and every answer
 // carries a Content-Security-Policy that allows no inline script or
 // style: one script, one style sheet, and fetches to this origin.
@@ -329,7 +334,7 @@ func (d *dashboard) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: d.newSession(exp), Path: "/", Expires: exp,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	d.log.Info("admin dashboard: login", "remote", r.RemoteAddr)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	seeDashboard(w)
 }
 
 func (d *dashboard) logout(w http.ResponseWriter, r *http.Request) {
@@ -340,5 +345,14 @@ func (d *dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	seeDashboard(w)
+}
+
+// seeDashboard sends the browser to the dashboard's page: "./", resolved
+// against the path it asked for, so that a dashboard mounted under a
+// prefix (http.StripPrefix("/admin", …) at /admin/) stays under it.
+// http.Redirect would resolve it against the path without the prefix.
+func seeDashboard(w http.ResponseWriter) {
+	w.Header().Set("Location", "./")
+	w.WriteHeader(http.StatusSeeOther)
 }

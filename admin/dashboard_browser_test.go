@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -15,8 +16,8 @@ import (
 	"github.com/httpprotect/protect/internal/browsertest"
 )
 
-// A Go service mounts the dashboard over two protectors with ban lists
-// of their own: chromium logs in, the events page follows both
+// A Go service mounts the dashboard under /admin/ over two protectors
+// with ban lists of their own: chromium logs in, the events page follows both
 // journals, the bans page lists both lists and lifts from one. (The
 // test of every page on protectd and Redis is TestDashboardBrowser in
 // cmd/protectctl.)
@@ -35,8 +36,11 @@ func TestDashboardBrowserTwoLists(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		ps = append(ps, p)
 	}
-	srv := httptest.NewServer(admin.Dashboard(admin.DashboardConfig{Token: dashToken}, ps...))
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", admin.Dashboard(admin.DashboardConfig{Token: dashToken}, ps...)))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	base := srv.URL + "/admin"
 	ctx := browsertest.Start(t, 1100, 660, 2*time.Minute)
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -49,11 +53,11 @@ func TestDashboardBrowserTwoLists(t *testing.T) {
 		do(what, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
 	}
 	do("login",
-		chromedp.Navigate(srv.URL+"/#events"),
+		chromedp.Navigate(base+"/#events"),
 		chromedp.SetValue(chromedp.CSS("#token"), dashToken),
 		chromedp.Click(chromedp.CSS("#login button")),
 		chromedp.WaitVisible(chromedp.CSS("#page-now")),
-		chromedp.Navigate(srv.URL+"/#events"),
+		chromedp.Navigate(base+"/#events"),
 		chromedp.WaitVisible(chromedp.CSS("#page-events")))
 	for i, p := range ps {
 		if _, err := p.Ban(context.Background(), "203.0.113."+string(rune('1'+i)), protect.BanOptions{For: time.Hour, Reason: p.Config().BanNamespace + " list"}); err != nil {
@@ -61,7 +65,7 @@ func TestDashboardBrowserTwoLists(t *testing.T) {
 		}
 	}
 	wait("both journals", `["web:", "api:"].every(l => document.querySelector('#events-table tr[data-kind="ban"][data-list="' + l + '"]') !== null)`)
-	do("the bans page", chromedp.Navigate(srv.URL+"/?b#bans"), chromedp.WaitVisible(chromedp.CSS(`#bans-table tr[data-key="203.0.113.2"]`)))
+	do("the bans page", chromedp.Navigate(base+"/?b#bans"), chromedp.WaitVisible(chromedp.CSS(`#bans-table tr[data-key="203.0.113.2"]`)))
 	keys, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#bans-table tbody tr")].map(r => r.dataset.key + " " + r.children[2].textContent)`))
 	slices.Sort(keys) // one expiry: the listing orders them by list
 	if err != nil || len(keys) != 2 || keys[0] != "203.0.113.1 web: list" || keys[1] != "203.0.113.2 api: list" {

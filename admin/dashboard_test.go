@@ -55,8 +55,8 @@ func (d *dash) login(t *testing.T) (cookie, csrf string) {
 	w := d.do("POST", "/login", url.Values{"token": {dashToken}}.Encode(),
 		"Content-Type", "application/x-www-form-urlencoded", "Origin", "http://example.com", "Sec-Fetch-Site", "same-origin")
 	res := w.Result()
-	if w.Code != http.StatusSeeOther || len(res.Cookies()) != 1 {
-		t.Fatalf("POST /login with the token = %d, cookies %v; want 303 and one cookie", w.Code, res.Cookies())
+	if w.Code != http.StatusSeeOther || len(res.Cookies()) != 1 || w.Header().Get("Location") != "./" {
+		t.Fatalf("POST /login with the token = %d, Location %q, cookies %v; want 303 to ./ and one cookie", w.Code, w.Header().Get("Location"), res.Cookies())
 	}
 	c := res.Cookies()[0]
 	if c.Name != admin.SessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || c.Path != "/" {

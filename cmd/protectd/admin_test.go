@@ -189,7 +189,7 @@ func TestAdminDashboard(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 || !strings.Contains(string(body), `<form id="login" method="post" action="/login"`) ||
+	if res.StatusCode != 200 || !strings.Contains(string(body), `<form id="login" method="post" action="login"`) ||
 		!strings.HasPrefix(res.Header.Get("Content-Security-Policy"), "default-src 'none'; script-src 'self'") {
 		t.Fatalf("GET / on the admin listener = %d, CSP %q, %s; want 200, the strict CSP, the login form", res.StatusCode, res.Header.Get("Content-Security-Policy"), body)
 	}

@@ -88,7 +88,7 @@
   async function pollNow() {
     let rec;
     try {
-      rec = (await api("GET", "/ui/now")).data;
+      rec = (await api("GET", "ui/now")).data;
     } catch (e) {
       return;
     }
@@ -234,7 +234,7 @@
     const started = performance.now();
     let out;
     try {
-      out = await api("GET", "/v1/bans?" + p);
+      out = await api("GET", "v1/bans?" + p);
     } catch (e) {
       toast(e.message, true);
       return;
@@ -282,7 +282,7 @@
     for (const t of ts) p.append("target", t);
     p.set("by", "dashboard");
     try {
-      const out = await api("DELETE", "/v1/bans?" + p);
+      const out = await api("DELETE", "v1/bans?" + p);
       toast("lifted " + out.data.length + " ban" + (out.data.length === 1 ? "" : "s"));
     } catch (e) {
       toast(e.message, true);
@@ -337,7 +337,7 @@
       const req = { targets: targets($("#ban-targets").value), reason: $("#ban-reason").value.trim(), by: "dashboard" };
       if (len === "permanent") req.permanent = true; else req.for = len;
       try {
-        const out = await api("POST", "/v1/bans", req);
+        const out = await api("POST", "v1/bans", req);
         toast("banned " + out.data.map((b) => b.key).join(", "));
         $("#ban-targets").value = "";
         $("#ban-reason").value = "";
@@ -352,7 +352,7 @@
   async function loadAllows() {
     let out;
     try {
-      out = await api("GET", "/v1/allows");
+      out = await api("GET", "v1/allows");
     } catch (e) {
       fill($("#allows-table tbody"), [], 6, e.message);
       return;
@@ -370,7 +370,7 @@
       const b = e.target.closest("button[data-target]");
       if (!b) return;
       try {
-        await api("DELETE", "/v1/allows?target=" + encodeURIComponent(b.dataset.target));
+        await api("DELETE", "v1/allows?target=" + encodeURIComponent(b.dataset.target));
         toast("removed " + b.dataset.target);
       } catch (err) {
         toast(err.message, true);
@@ -381,7 +381,7 @@
       e.preventDefault();
       const req = { targets: targets($("#allow-targets").value), reason: $("#allow-reason").value.trim(), by: "dashboard", for: $("#allow-for").value };
       try {
-        const out = await api("POST", "/v1/allows", req);
+        const out = await api("POST", "v1/allows", req);
         toast("allowed " + out.data.allowed.length + ", lifted " + out.data.lifted.length + " bans");
         $("#allow-targets").value = "";
         $("#allow-reason").value = "";
@@ -442,7 +442,7 @@
       fill(tbody, shown.slice(), 7, "no event yet");
     };
     for (const ns of lists) {
-      const source = new EventSource(lists.length > 1 ? "/v1/events?namespace=" + encodeURIComponent(ns) : "/v1/events");
+      const source = new EventSource(lists.length > 1 ? "v1/events?namespace=" + encodeURIComponent(ns) : "v1/events");
       source.onopen = () => { $("#events-state").textContent = "following the journal"; };
       source.onerror = () => { $("#events-state").textContent = "reconnecting…"; };
       for (const kind of ["ban", "lift", "expire", "allow", "disallow"]) {
