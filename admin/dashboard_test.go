@@ -350,3 +350,49 @@ func TestDashboardNoToken(t *testing.T) {
 		t.Errorf("POST /v1/bans with a session and no CSRF token = %d, want 403", w.Code)
 	}
 }
+
+// Whatever a client sends to the dashboard, it answers below 500 and
+// writes nothing without the token or the session's CSRF token.
+func FuzzDashboard(f *testing.F) {
+	f.Add("POST", "/v1/bans", `{"targets": ["203.0.113.9"]}`, "", "same-origin", "")
+	f.Add("DELETE", "/v1/bans?all=true", "", "Bearer x", "cross-site", "http://evil.example")
+	f.Add("POST", "/login", "token=abc", "", "same-origin", "http://example.com")
+	f.Add("GET", "/assets/../ui/index.html", "", "", "", "")
+	f.Add("POST", "/logout", "csrf=x", "", "", "")
+	p, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { p.Close() })
+	h := admin.Dashboard(admin.DashboardConfig{Token: dashToken}, p)
+	f.Fuzz(func(t *testing.T, method, target, body, auth, site, origin string) {
+		switch method {
+		case "GET", "POST", "DELETE", "HEAD":
+		default:
+			return
+		}
+		u, err := url.ParseRequestURI(target)
+		if err != nil || !strings.HasPrefix(u.Path, "/") {
+			return
+		}
+		r := httptest.NewRequest(method, "/", strings.NewReader(body))
+		r.URL, r.RequestURI = u, ""
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for name, v := range map[string]string{"Authorization": auth, "Sec-Fetch-Site": site, "Origin": origin} {
+			if v != "" {
+				r.Header.Set(name, v)
+			}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("%s %s = %d %q, want below 500", method, target, w.Code, w.Body)
+		}
+		if st := p.Stats(); st.ManualBans != 0 || st.BansLifted != 0 {
+			t.Fatalf("%s %s with Authorization %q wrote %d bans, lifted %d; want nothing without the token", method, target, auth, st.ManualBans, st.BansLifted)
+		}
+		if c := w.Result().Cookies(); len(c) > 0 && c[0].Value != "" {
+			t.Fatalf("%s %s %q = a session cookie, without the token", method, target, body)
+		}
+	})
+}
