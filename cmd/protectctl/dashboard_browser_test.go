@@ -30,7 +30,10 @@ import (
 // into instead of its own temporary one: docs/admin.md's images are made
 // with
 //
-//	PROTECT_DASHBOARD_SHOTS=$PWD/docs/img go test -run TestDashboardBrowser -v ./cmd/protectctl
+//	PROTECT_DASHBOARD_SHOTS=$PWD/docs/img go test -count=1 -run TestDashboardBrowser -v ./cmd/protectctl
+//
+// (-count=1: the test builds protectd itself, which go test's cache
+// does not see).
 const shotsEnv = "PROTECT_DASHBOARD_SHOTS"
 
 // dashboardBans is how many bans the browser test lists and searches.
