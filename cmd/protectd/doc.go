@@ -138,6 +138,13 @@
 // address on a private network. docs/admin.md in the repository lists the
 // paths and their errors.
 //
+// The same listener serves a web dashboard at / (admin.Dashboard):
+// decisions per second, the store and breaker, the keys /verify refuses
+// most, the bans (search, lift, ban), the allowlist, the block lists and
+// the journal, live. The token is entered once in its login form and
+// kept in an HttpOnly, SameSite=Strict session cookie; each write from
+// the page carries a CSRF token and must come from the page's origin.
+//
 // # Who the client is
 //
 // protectd's peer is the proxy, so HTTP_PROTECT_TRUSTED_PROXIES lists it,
