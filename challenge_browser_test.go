@@ -23,7 +23,10 @@ import (
 //
 //	go test -run TestChallengeBrowser -v .
 func TestChallengeBrowser(t *testing.T) {
-	ctx := browsertest.Start(t, 3*time.Minute)
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	ctx := browsertest.Start(t, 1024, 768, 3*time.Minute)
 	cc := ChallengeConfig{Secret: testSecret} // the default difficulty
 	p, err := New(Config{MaxRequests: 1, BanLimit: 1 << 40, Challenge: &cc, Logger: discardLogger(),
 		Skip: func(r *http.Request) bool { return r.URL.Path == "/favicon.ico" }}) // counted once per page otherwise

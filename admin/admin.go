@@ -119,6 +119,22 @@ type Filter struct {
 	Source protect.Source
 	// Limit keeps the first Limit bans (soonest expiry first); 0 keeps all.
 	Limit int
+
+	// Covers keeps the bans that refuse this address: its key's, and
+	// those of the ranges that hold it (an IPv6 client counted under its
+	// /64 is found by its address). Service.Bans and GET /v1/bans
+	// (covers) read it; Admin.Bans ignores it.
+	Covers netip.Addr
+	// Match keeps the bans whose key holds it, ignoring case ("" keeps
+	// every one); Reason those whose reason holds it. Service.Bans and
+	// GET /v1/bans (q, reason) read them; Admin.Bans ignores them.
+	Match, Reason string
+	// Sort orders a listing of Service.Bans as ParseSort reads it; "" is
+	// the default order (soonest expiry first). Admin.Bans ignores it.
+	Sort string
+	// Offset skips that many bans of the ordered listing before Limit
+	// keeps its page: Service.BansPage and GET /v1/bans (offset).
+	Offset int
 }
 
 // Bans lists the active bans in the protector's ban list that f

@@ -3,7 +3,10 @@
 // request would be decided without counting it, and check what would
 // refuse an address. protectctl is built on it; a service can call it
 // from its own code, or mount Handler, its HTTP API, behind its own
-// authentication (Handler has none: see its doc).
+// authentication (Handler has none: see its doc). Dashboard serves the
+// same API behind an admin token, with a web dashboard at / (its
+// decisions per second, bans, allowlist, block lists and journal), fed
+// the keys refused most by a Refused.
 //
 // An Admin administers one protector. A Service administers every
 // protector of one service as one system (its ban lists, and each

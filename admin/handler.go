@@ -40,6 +40,7 @@ type BanRequest struct {
 //
 //	GET    /v1/protectors                   []ProtectorRecord
 //	GET    /v1/bans?within=CIDR&source=auto|manual&limit=N   []BanRecord
+//	       [&covers=ADDR][&q=TEXT][&reason=TEXT][&sort=KEY|-KEY][&offset=N]   a page, X-Total-Count: bans selected
 //	POST   /v1/bans  (a BanRequest)         201, []BanRecord: the bans added
 //	DELETE /v1/bans?target=T[&target=T...][&force=true][&by=WHO]   []BanRecord: the bans lifted
 //	DELETE /v1/bans?all=true[&by=WHO]       every ban
@@ -64,6 +65,13 @@ type BanRequest struct {
 // whose id is its cursor (a reconnecting client's Last-Event-ID goes on
 // from it), whose event is its kind and whose data is its EventRecord; an
 // idle stream sends a comment line every few seconds.
+//
+// A listing of bans is sorted (sort: as ParseSort reads it, soonest
+// expiry first by default) and cut to the page of limit bans after offset; q and
+// reason keep the bans whose key or reason holds that text, ignoring
+// case, and covers the bans that refuse an address (Filter.Covers). The
+// X-Total-Count header counts the bans the filters select,
+// whatever the page (Service.BansPage).
 //
 // A ban or a lift names at most MaxTargets targets, and a body holds at
 // most MaxBody bytes: more is 413, code too_large, and nothing is
@@ -183,15 +191,29 @@ func ParseFilter(within, source, limit string) (Filter, error) {
 	default:
 		return Filter{}, badf("source %q: want auto or manual", source)
 	}
-	if limit != "" {
-		n, err := strconv.Atoi(limit)
-		if err != nil || n < 0 {
-			return Filter{}, badf("limit %q: want a number of at least 0", limit)
-		}
-		f.Limit = n
+	n, err := count("limit", limit)
+	if err != nil {
+		return Filter{}, err
 	}
+	f.Limit = n
 	return f, nil
 }
+
+// count reads a parameter that counts bans: "" is 0.
+func count(name, v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, badf("%s %q: want a number of at least 0", name, v)
+	}
+	return n, nil
+}
+
+// HeaderTotal is the header of a GET /v1/bans answer that counts the
+// bans its filters select, before offset and limit cut the page.
+const HeaderTotal = "X-Total-Count"
 
 func (h *handler) bans(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -200,16 +222,31 @@ func (h *handler) bans(w http.ResponseWriter, r *http.Request) {
 		writeError(w, h.log, "bans", err)
 		return
 	}
+	if f.Offset, err = count("offset", q.Get("offset")); err == nil {
+		f.Sort, err = ParseSort(q.Get("sort"))
+	}
+	if err != nil {
+		writeError(w, h.log, "bans", err)
+		return
+	}
+	f.Match, f.Reason = q.Get("q"), q.Get("reason")
+	if c := q.Get("covers"); c != "" {
+		if f.Covers, err = ParseCheckAddr(c); err != nil {
+			writeError(w, h.log, "bans", badf("covers %q: not an IP address", c))
+			return
+		}
+	}
 	svc, err := h.service(r)
 	if err != nil {
 		writeError(w, h.log, "bans", err)
 		return
 	}
-	recs, err := svc.Bans(r.Context(), f)
+	recs, total, err := svc.BansPage(r.Context(), f)
 	if err != nil {
 		writeError(w, h.log, "bans", err)
 		return
 	}
+	w.Header().Set(HeaderTotal, strconv.Itoa(total))
 	writeJSON(w, http.StatusOK, recs)
 }
 

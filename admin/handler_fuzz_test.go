@@ -17,6 +17,8 @@ import (
 func FuzzHandler(f *testing.F) {
 	for _, seed := range [][3]string{
 		{"GET", "/v1/bans?within=10.0.0.0/8&source=auto&limit=3", ""},
+		{"GET", "/v1/bans?q=203.0&reason=scan&sort=-key&offset=2&limit=1", ""},
+		{"GET", "/v1/bans?covers=2001:db8::1&sort=key", ""},
 		{"POST", "/v1/bans", `{"targets": ["198.51.100.0/24"], "for": "2h"}`},
 		{"POST", "/v1/bans", `{"targets": ["consumer:x"], "permanent": true}`},
 		{"DELETE", "/v1/bans?target=1.2.3.4&force=true", ""},

@@ -29,6 +29,8 @@ const (
 	CodeNoJournal        = "no_journal"        // 501: events of a store that keeps no journal
 	CodeNoAllowlist      = "no_allowlist"      // 501: allows of a store that keeps no allowlist
 	CodeAllowed          = "allowed"           // 409: a ban of what the allowlist covers
+	CodeForbidden        = "forbidden"         // 403: a dashboard write without its CSRF token, or from another origin
+	CodeInternal         = "internal"          // 500: the dashboard cannot serve its pages
 )
 
 // Problem is the body of an admin API error (RFC 9457).

@@ -116,21 +116,11 @@ func (s *Service) Protectors(ctx context.Context) ([]ProtectorRecord, error) {
 }
 
 // Bans lists the active bans f selects in every ban list of the service,
-// soonest expiry first and permanent bans last, each naming its list.
+// soonest expiry first and permanent bans last (or as f.Sort says), each
+// naming its list. It is BansPage without the count.
 func (s *Service) Bans(ctx context.Context, f Filter) ([]BanRecord, error) {
-	out := []BanRecord{}
-	for _, a := range s.lists() {
-		bans, err := a.Bans(ctx, Filter{Within: f.Within, Source: f.Source})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a.Records(bans)...)
-	}
-	sortRecords(out)
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
-	}
-	return out, nil
+	recs, _, err := s.BansPage(ctx, f)
+	return recs, err
 }
 
 // sortRecords orders bans as Protector.Bans does: soonest expiry first,

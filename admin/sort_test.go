@@ -106,3 +106,12 @@ func TestSortRecordsDamaged(t *testing.T) {
 		t.Fatalf("sortRecords = %v, want %v", got, want)
 	}
 }
+
+func TestCompareKeys(t *testing.T) {
+	keys := []string{"acme", "2001:db8::/64", "10.0.0.10", "10.0.0.0/24", "bob", "10.0.0.9", "2001:db8::1", "9.255.255.255"}
+	slices.SortFunc(keys, compareKeys)
+	want := "9.255.255.255 10.0.0.0/24 10.0.0.9 10.0.0.10 2001:db8::/64 2001:db8::1 acme bob"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("keys sorted by compareKeys = %s, want %s", got, want)
+	}
+}

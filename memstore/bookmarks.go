@@ -44,11 +44,23 @@ func (sp *memSpace) Bookmark(ctx context.Context, name string) (string, bool, er
 
 // SetBookmark implements store.Bookmarks.
 func (sp *memSpace) SetBookmark(ctx context.Context, name, text string, ttl time.Duration) error {
+	_, err := sp.saveBookmark(ctx, name, nil, text, ttl)
+	return err
+}
+
+// SwapBookmark implements store.Bookmarks.
+func (sp *memSpace) SwapBookmark(ctx context.Context, name, old, text string, ttl time.Duration) (bool, error) {
+	return sp.saveBookmark(ctx, name, &old, text, ttl)
+}
+
+// saveBookmark saves text under name for ttl if name holds *old, or
+// whatever it holds when old is nil.
+func (sp *memSpace) saveBookmark(ctx context.Context, name string, old *string, text string, ttl time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	if ttl < time.Second {
-		return fmt.Errorf("protect: bookmark %q: ttl %v, want at least 1s", name, ttl)
+		return false, fmt.Errorf("protect: bookmark %q: ttl %v, want at least 1s", name, ttl)
 	}
 	now := sp.s.now()
 	b := &sp.bns.marks
@@ -57,16 +69,23 @@ func (sp *memSpace) SetBookmark(ctx context.Context, name, text string, ttl time
 	if b.m == nil {
 		b.m = map[string]bookmark{}
 	}
-	if _, ok := b.m[name]; !ok && len(b.m) >= maxBookmarks {
+	held, ok := b.m[name]
+	if ok && held.expires <= now {
+		held, ok = bookmark{}, false
+	}
+	if old != nil && held.text != *old {
+		return false, nil
+	}
+	if !ok && len(b.m) >= maxBookmarks {
 		for k, m := range b.m { // make room from those past their ttl
 			if m.expires <= now {
 				delete(b.m, k)
 			}
 		}
 		if len(b.m) >= maxBookmarks {
-			return fmt.Errorf("protect: bookmark %q: %d bookmarks kept, the most there may be", name, maxBookmarks)
+			return false, fmt.Errorf("protect: bookmark %q: %d bookmarks kept, the most there may be", name, maxBookmarks)
 		}
 	}
 	b.m[name] = bookmark{text: text, expires: now + int64(ttl)}
-	return nil
+	return true, nil
 }

@@ -213,3 +213,54 @@ func TestJournalBytes(t *testing.T) {
 		t.Fatalf("journal holds %d events, want %d", got, 2*n)
 	}
 }
+
+// A range's lift is journaled only once the range is out of the set a
+// listing reads: a reader that finds the lift in the journal never then
+// lists the range (a bouncer placed past the lift would keep it). The
+// filler ranges make the set slow to rebuild, which is when a reader
+// would find the two out of order.
+func TestJournalRangeLiftAfterSet(t *testing.T) {
+	s, _ := newTestMemoryStore(t, MemoryOptions{})
+	sp := memSpaceFor(t, s, "ns:", testLimits())
+	ctx := t.Context()
+	for i := range 2000 {
+		k := Key{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)}
+		if _, err := sp.AddBan(ctx, Ban{Key: k, Range: true, Source: SourceManual}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := sp.(store.Journal)
+	for i := range 20 {
+		victim := Key{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{172, 16, byte(i), 0}), 24)}
+		if _, err := sp.AddBan(ctx, Ban{Key: victim, Range: true, Source: SourceManual}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		head := events(t, sp, "")
+		cursor := head[len(head)-1].Cursor
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, _, err := sp.Lift(ctx, victim); err != nil {
+				t.Error(err)
+			}
+		}()
+		for lifted := false; !lifted; {
+			evs, err := j.Events(ctx, cursor, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lifted = len(evs) > 0
+			if !lifted {
+				continue
+			}
+			bans, err := sp.Bans(ctx, store.BanFilter{Within: victim.Prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(bans) != 0 {
+				t.Fatalf("Bans(within %s) after its lift is journaled = %v, want none", victim, bans)
+			}
+		}
+		<-done
+	}
+}

@@ -475,6 +475,10 @@ func (sp *memSpace) Lift(_ context.Context, k store.Key) (store.Ban, bool, error
 	found := false
 	sp.s.mu.Lock()
 	if r := sp.bns.ranges.Load(); r != nil {
+		// The set goes before the event is written: a reader that finds
+		// the event (a bouncer's place past it) must not then list the
+		// range, which no later event would take back.
+		sp.bns.ranges.Store(store.NewRangeSet(r.Without(k.Prefix)))
 		if e, ok := rangeEntry(r, k.Prefix); ok {
 			kind := store.EventExpire
 			if e.Live(t) {
@@ -482,7 +486,6 @@ func (sp *memSpace) Lift(_ context.Context, k store.Key) (store.Ban, bool, error
 			}
 			sp.bns.events.add(kind, &heldBan{ban: e.Ban, end: e.End}, t)
 		}
-		sp.bns.ranges.Store(store.NewRangeSet(r.Without(k.Prefix)))
 	}
 	sp.s.mu.Unlock()
 	sp.s.journal.noteRange(sp.bns.id, k.Prefix)

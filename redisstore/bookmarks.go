@@ -38,3 +38,23 @@ func (sp *redisSpace) SetBookmark(ctx context.Context, name, text string, ttl ti
 	}
 	return nil
 }
+
+// swapBookmarkScript sets KEYS[1] to ARGV[2] for ARGV[3] ms if it holds
+// ARGV[1] ("" for nothing): a GET and a SET that no other client's
+// command comes between.
+var swapBookmarkScript = redis.NewScript(`
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1`)
+
+// SwapBookmark implements store.Bookmarks.
+func (sp *redisSpace) SwapBookmark(ctx context.Context, name, old, text string, ttl time.Duration) (bool, error) {
+	if ttl < time.Second {
+		return false, fmt.Errorf("protect: redis bookmark %q: ttl %v, want at least 1s", name, ttl)
+	}
+	n, err := swapBookmarkScript.Run(ctx, sp.s.client, []string{markKey(sp.bns.name, name)}, old, text, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("protect: redis bookmark %q: %w", name, err)
+	}
+	return n == 1, nil
+}

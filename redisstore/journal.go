@@ -41,11 +41,13 @@ import (
 // An entry's ID is "<µs>-<seq>", microseconds of Redis' clock (journal
 // in lua/prelude.lua), and a cursor is that ID, on a Cluster
 // "<µs>-<seq>.<slot>": Events merges the slots' streams in the order of
-// (ID, slot), which is the order of Redis' clocks. The masters of a
-// Cluster each have their own, so a follower that reads within a clock's
-// skew of a write may pass an event written by a master whose clock is
-// behind; keep the masters' clocks in step (NTP), as their TTLs already
-// need.
+// (ID, slot), which is the order of Redis' clocks. A stream's next entry
+// is never before the time of a read of it, so on a Cluster, whose
+// masters are read one after another, each with its own clock, Events
+// hands out only the entries before the earliest time any master was
+// read at: an entry written on one master after it was read, while
+// another was read, is then never behind a cursor handed out. An entry
+// within a clock's skew of the present waits for a later read.
 
 // Journal defaults (Options.JournalLength, Options.JournalAge).
 const (
@@ -157,6 +159,18 @@ type streamRead struct {
 	full    bool // entries is as long as asked: the stream may hold more
 }
 
+// readTime is the earliest time of the reads of one call of Events (µs of
+// Redis' clocks, 0 for none): every entry a stream gets after its read
+// has an ID at or past it.
+type readTime uint64
+
+// add takes the time of one more read into t.
+func (t *readTime) add(us uint64) {
+	if *t == 0 || readTime(us) < *t {
+		*t = readTime(us)
+	}
+}
+
 // Events implements store.Journal: the events of the space's ban
 // namespace, which every Space bound to it shares, oldest first, at most
 // 10,000 a call whatever limit asks. On a
@@ -190,15 +204,21 @@ func (sp *redisSpace) Events(ctx context.Context, since string, limit int) ([]st
 		}
 	}
 	for range 16 { // a page of damaged entries alone is read past
-		var reads []streamRead
-		var err error
+		var (
+			reads []streamRead
+			at    readTime
+			err   error
+		)
 		if c, ok := s.client.(*redis.ClusterClient); ok {
-			reads, err = sp.readMasters(ctx, c, since != "", after, limit)
+			reads, at, err = sp.readMasters(ctx, c, since != "", after, limit)
 			if isReply(err) && strings.Contains(err.Error(), "flag") { // before Redis 7: no shebang flags
-				reads, err = sp.readStreams(ctx, slots, since != "", after, limit)
+				reads, at, err = sp.readStreams(ctx, slots, since != "", after, limit)
 			}
 		} else {
-			reads, err = sp.readStreams(ctx, slots, since != "", after, limit)
+			reads, at, err = sp.readStreams(ctx, slots, since != "", after, limit)
+		}
+		if !cluster {
+			at = 0 // one stream, read in one step: nothing written meanwhile
 		}
 		if err != nil {
 			return nil, fmt.Errorf("protect: redis journal: %w", err)
@@ -208,7 +228,7 @@ func (sp *redisSpace) Events(ctx context.Context, since string, limit int) ([]st
 				return nil, err
 			}
 		}
-		evs, skipped, end := sp.merge(reads, after, limit, cluster)
+		evs, skipped, end := sp.merge(reads, at, after, limit, cluster)
 		if len(evs) > 0 || !skipped {
 			return evs, nil
 		}
@@ -220,11 +240,11 @@ func (sp *redisSpace) Events(ctx context.Context, since string, limit int) ([]st
 // readMasters reads every slot's stream of a Cluster, as readStreams
 // does, with one eventsall.lua a range of slots of a master: a Cluster's
 // three masters cost three scripts rather than 16384.
-func (sp *redisSpace) readMasters(ctx context.Context, c *redis.ClusterClient, started bool, after journalPos, limit int) ([]streamRead, error) {
+func (sp *redisSpace) readMasters(ctx context.Context, c *redis.ClusterClient, started bool, after journalPos, limit int) ([]streamRead, readTime, error) {
 	s := sp.s
 	ranges, err := c.ClusterSlots(ctx).Result()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	from := func(next bool) string {
 		if !started {
@@ -238,7 +258,7 @@ func (sp *redisSpace) readMasters(ctx context.Context, c *redis.ClusterClient, s
 	keys, args := make([][]string, 0, len(ranges)), make([][]any, 0, len(ranges))
 	for _, r := range ranges {
 		if r.Start < 0 || r.End >= clusterSlots || r.Start > r.End {
-			return nil, fmt.Errorf("CLUSTER SLOTS: a range %d-%d", r.Start, r.End)
+			return nil, 0, fmt.Errorf("CLUSTER SLOTS: a range %d-%d", r.Start, r.End)
 		}
 		split := max(0, min(after.slot, r.End)-r.Start+1) // slots at or before the cursor's: past its ID
 		if !started {
@@ -253,34 +273,50 @@ func (sp *redisSpace) readMasters(ctx context.Context, c *redis.ClusterClient, s
 	}
 	cmds, err := evalEach(ctx, c, eventsAllScript, keys, args)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var reads []streamRead
+	var (
+		reads []streamRead
+		at    readTime
+	)
 	for i, cmd := range cmds {
 		v, err := cmd.(*redis.Cmd).Slice()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		for j := 0; j+1 < len(v); j += 2 {
+		us, err := toInt(first(v))
+		if err != nil || us <= 0 {
+			return nil, 0, fmt.Errorf("eventsall: unexpected reply")
+		}
+		at.add(uint64(us))
+		for j := 1; j+1 < len(v); j += 2 {
 			n, err := toInt(v[j])
 			rv, ok := v[j+1].([]any)
 			if err != nil || !ok || n < 1 || n > int64(ranges[i].End-ranges[i].Start+1) {
-				return nil, fmt.Errorf("eventsall: unexpected reply")
+				return nil, 0, fmt.Errorf("eventsall: unexpected reply")
 			}
-			r, err := decodeStreamRead(rv, limit)
+			r, _, err := decodeStreamRead(rv, limit, false)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			r.slot = ranges[i].Start + int(n) - 1
 			reads = append(reads, r)
 		}
 	}
-	return reads, nil
+	return reads, at, nil
+}
+
+// first is v's first element, nil for none.
+func first(v []any) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return v[0]
 }
 
 // readStreams runs events.lua on the stream of each of slots, reading
 // from after (past it when started) up to limit entries each.
-func (sp *redisSpace) readStreams(ctx context.Context, slots []int, started bool, after journalPos, limit int) ([]streamRead, error) {
+func (sp *redisSpace) readStreams(ctx context.Context, slots []int, started bool, after journalPos, limit int) ([]streamRead, readTime, error) {
 	s := sp.s
 	keys := make([][]string, len(slots))
 	args := make([][]any, len(slots))
@@ -302,32 +338,45 @@ func (sp *redisSpace) readStreams(ctx context.Context, slots []int, started bool
 	}
 	cmds, err := evalEach(ctx, s.client, eventsScript, keys, args)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	reads := make([]streamRead, 0, len(slots))
+	var at readTime
 	for i, c := range cmds {
 		v, err := c.(*redis.Cmd).Slice()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		r, err := decodeStreamRead(v, limit)
+		r, us, err := decodeStreamRead(v, limit, true)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", streamKey(keys[i][0]), err)
+			return nil, 0, fmt.Errorf("%s: %w", streamKey(keys[i][0]), err)
 		}
+		at.add(us)
 		r.slot = slots[i]
 		reads = append(reads, r)
 	}
-	return reads, nil
+	return reads, at, nil
 }
 
-// decodeStreamRead reads events.lua's reply. Entries that are not what
+// decodeStreamRead reads read_stream's reply, and with timed the time of
+// the read (µs) that events.lua adds after it. Entries that are not what
 // XRANGE returns are dropped here; those whose fields are damaged are
 // contained when made into events (eventOf).
-func decodeStreamRead(v []any, limit int) (streamRead, error) {
-	if len(v) != 3 {
-		return streamRead{}, fmt.Errorf("unexpected reply: %d elements, want 3", len(v))
+func decodeStreamRead(v []any, limit int, timed bool) (r streamRead, us uint64, err error) {
+	want := 3
+	if timed {
+		want = 4
 	}
-	var r streamRead
+	if len(v) != want {
+		return streamRead{}, 0, fmt.Errorf("unexpected reply: %d elements, want %d", len(v), want)
+	}
+	if timed {
+		n, err := toInt(v[3])
+		if err != nil || n <= 0 {
+			return streamRead{}, 0, fmt.Errorf("unexpected reply: a read's time %v", v[3])
+		}
+		us = uint64(n)
+	}
 	r.last, r.hasLast = parseStreamID(str(v[0]))
 	r.gone, r.hasGone = parseStreamID(str(v[1]))
 	raw, _ := v[2].([]any)
@@ -347,7 +396,7 @@ func decodeStreamRead(v []any, limit int) (streamRead, error) {
 		}
 		r.entries = append(r.entries, redis.XMessage{ID: id, Values: m})
 	}
-	return r, nil
+	return r, us, nil
 }
 
 // checkCursor refuses a cursor past the newest event of every stream
@@ -373,10 +422,10 @@ func checkCursor(reads []streamRead, after journalPos, since string) error {
 
 // merge orders the entries read from every stream after after by (ID,
 // slot), up to where every stream read in full is known to have no
-// entry missing, and returns the first limit as events. skipped reports
-// that damaged entries were left out, end the place of the last entry
-// looked at.
-func (sp *redisSpace) merge(reads []streamRead, after journalPos, limit int, cluster bool) (evs []store.Event, skipped bool, end journalPos) {
+// entry missing and, when at is not 0, before at (see readTime), and
+// returns the first limit as events. skipped reports that damaged
+// entries were left out, end the place of the last entry looked at.
+func (sp *redisSpace) merge(reads []streamRead, at readTime, after journalPos, limit int, cluster bool) (evs []store.Event, skipped bool, end journalPos) {
 	type entry struct {
 		pos journalPos
 		msg *redis.XMessage
@@ -406,7 +455,7 @@ func (sp *redisSpace) merge(reads []streamRead, after journalPos, limit int, clu
 	}
 	slices.SortFunc(all, func(a, b entry) int { return a.pos.compare(b.pos) })
 	for _, e := range all {
-		if len(evs) == limit || bounded && e.pos.compare(horizon) > 0 {
+		if len(evs) == limit || bounded && e.pos.compare(horizon) > 0 || at != 0 && e.pos.id.ms >= uint64(at) {
 			break
 		}
 		end = e.pos

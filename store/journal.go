@@ -105,4 +105,10 @@ type Bookmarks interface {
 	// SetBookmark saves text under name for ttl (at least a second),
 	// replacing what was saved there.
 	SetBookmark(ctx context.Context, name, text string, ttl time.Duration) error
+	// SwapBookmark saves text under name for ttl, as SetBookmark does,
+	// only if name holds old (a name with nothing saved, or past its
+	// ttl, holds ""), and reports whether it did: one atomic step, so
+	// that a reader putting back what it saved never overwrites what
+	// another reader saved since.
+	SwapBookmark(ctx context.Context, name, old, text string, ttl time.Duration) (swapped bool, err error)
 }

@@ -10,8 +10,9 @@ import (
 // A store whose Space is a store.Bookmarks reads back what it saved
 // under a name, whole, for every Space bound to the ban namespace;
 // replaces it when saved again; keeps names apart; has nothing under a
-// name never saved; forgets it after its ttl; and refuses a ttl under a
-// second. A store without Bookmarks skips the test.
+// name never saved; forgets it after its ttl; refuses a ttl under a
+// second; and swaps a bookmark only from the text it holds ("" for
+// none). A store without Bookmarks skips the test.
 func testBookmarks(t *testing.T, env *Env) {
 	ctx := t.Context()
 	sp := env.space(t, "bookmarks:", limits(env.Unit))
@@ -49,7 +50,25 @@ func testBookmarks(t *testing.T, env *Env) {
 		t.Errorf("SetBookmark(ttl 0) = nil, want an error")
 	}
 	read(bm, "short", "", false)
+	swap := func(b store.Bookmarks, name, old, text string, want bool) {
+		t.Helper()
+		if got, err := b.SwapBookmark(ctx, name, old, text, time.Second+3*env.Unit); err != nil || got != want {
+			t.Errorf("SwapBookmark(%q, %q, %q) = %v, %v; want %v, nil", name, old, text, got, err, want)
+		}
+	}
+	swap(bm, "bouncer-a", "not it", "x", false)
+	read(bm, "bouncer-a", text, true)
+	swap(other, "bouncer-a", text, "a2", true)
+	read(bm, "bouncer-a", "a2", true)
+	swap(bm, "bouncer-c", "x", "c", false) // none is ""
+	read(bm, "bouncer-c", "", false)
+	swap(bm, "bouncer-c", "", "c", true)
+	read(other, "bouncer-c", "c", true)
+	if _, err := bm.SwapBookmark(ctx, "short", "", "x", 0); err == nil {
+		t.Errorf("SwapBookmark(ttl 0) = nil, want an error")
+	}
 	env.Wait(time.Second + 6*env.Unit)
+	swap(bm, "bouncer-c", "c", "gone", false) // past its ttl it holds ""
 	read(bm, "bouncer-a", "", false)
 	read(other, "bouncer-b", "", false)
 }

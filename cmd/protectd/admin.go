@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -111,9 +109,10 @@ type adminServer struct {
 	served chan error
 }
 
-// startAdmin serves admin.Handler(p) as a says, or nothing when a is
-// off (nil, nil).
-func startAdmin(a adminSettings, p *protect.Protector, log *slog.Logger) (*adminServer, error) {
+// startAdmin serves admin.Dashboard(p) as a says, or nothing when a is
+// off (nil, nil): the admin API under /v1/ and the web dashboard at /,
+// both behind a's token, the dashboard showing the keys of refused.
+func startAdmin(a adminSettings, p *protect.Protector, refused *admin.Refused, log *slog.Logger) (*adminServer, error) {
 	if a.listen == "" {
 		return nil, nil
 	}
@@ -121,11 +120,11 @@ func startAdmin(a adminSettings, p *protect.Protector, log *slog.Logger) (*admin
 	if err != nil {
 		return nil, fmt.Errorf("%s=%q: %w", envAdminListen, a.listen, err)
 	}
-	s := &adminServer{srv: newServer(withToken(a.token, admin.Handler(p)), log), served: make(chan error, 1)}
+	s := &adminServer{srv: newServer(admin.Dashboard(admin.DashboardConfig{Token: a.token, Refused: refused, Logger: log}, p), log), served: make(chan error, 1)}
 	// Lists and lifts of many bans take longer than a proxy's question.
 	s.srv.WriteTimeout = 5 * time.Minute
 	if why := publicListen(a.listen); a.socket() == "" && why != "" {
-		log.Warn("admin API reachable from other machines: its token crosses the network in clear; keep it on loopback, a private network or a unix socket",
+		log.Warn("admin API reachable from other machines: its token and the dashboard's session cookie cross the network in clear; keep it on loopback, a private network or a unix socket",
 			"addr", a.listen, "why", why)
 	}
 	log.Info("admin API listening", "addr", ln.Addr().String(), "token", a.token != "")
@@ -154,26 +153,4 @@ func (s *adminServer) shutdown(ctx context.Context) error {
 		err = errors.Join(err, serr)
 	}
 	return err
-}
-
-// withToken lets through the requests that carry "Authorization: Bearer
-// <token>"; any other is 401 and reaches nothing. The comparison takes the
-// same time whatever the guess (crypto/subtle, on digests of equal
-// length, so that not even the token's length leaks). An empty token lets
-// every request through: a unix socket without one.
-func withToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := sha256.Sum256([]byte(token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(got))
-		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="protectd admin"`)
-			admin.WriteProblem(w, http.StatusUnauthorized, admin.CodeUnauthorized, "missing or wrong bearer token (Authorization: Bearer; protectctl -token or HTTP_PROTECT_ADMIN_TOKEN)")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

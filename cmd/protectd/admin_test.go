@@ -175,3 +175,60 @@ func FuzzAdminSettings(f *testing.F) {
 		}
 	})
 }
+
+// The admin listener serves the dashboard at / (the login form, under
+// the strict CSP), and /ui/now counts the keys /verify refuses, while
+// the API keeps its bearer token.
+func TestAdminDashboard(t *testing.T) {
+	d := startDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1", "HTTP_PROTECT_BAN_LIMIT=100",
+		envAdminListen+"=127.0.0.1:0", envAdminToken+"="+adminToken)
+	base := "http://" + adminAddr(t, d)
+	res, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `<form id="login" method="post" action="login"`) ||
+		!strings.HasPrefix(res.Header.Get("Content-Security-Policy"), "default-src 'none'; script-src 'self'") {
+		t.Fatalf("GET / on the admin listener = %d, CSP %q, %s; want 200, the strict CSP, the login form", res.StatusCode, res.Header.Get("Content-Security-Policy"), body)
+	}
+	for i, want := range []int{200, 429, 429, 429} {
+		if code := verifyFrom(t, d, "203.0.113.7"); code != want {
+			t.Fatalf("/verify %d for 203.0.113.7 = %d, want %d", i+1, code, want)
+		}
+	}
+	verifyFrom(t, d, "203.0.113.8")
+	if code, _ := adminDo(t, http.DefaultClient, "GET", base+"/ui/now", ""); code != 401 {
+		t.Fatalf("GET /ui/now without the token = %d, want 401", code)
+	}
+	code, body := adminDo(t, http.DefaultClient, "GET", base+"/ui/now", "Bearer "+adminToken)
+	var now admin.NowRecord
+	if code != 200 || json.Unmarshal(body, &now) != nil {
+		t.Fatalf("GET /ui/now with the token = %d %s, want 200 and a NowRecord", code, body)
+	}
+	if len(now.Refused) != 1 || now.Refused[0].Key != "203.0.113.7" || now.Refused[0].Count != 3 || now.Refused[0].Status != "limited" {
+		t.Errorf("GET /ui/now refused = %+v, want 203.0.113.7, 3 times limited", now.Refused)
+	}
+	if len(now.Protectors) != 1 || now.Protectors[0].Decisions["allowed"] != 2 || now.Protectors[0].Decisions["limited"] != 3 {
+		t.Errorf("GET /ui/now protectors = %+v, want one, 2 allowed, 3 limited", now.Protectors)
+	}
+}
+
+// The gRPC services' refusals count toward the dashboard's keys refused
+// most, as /verify's do.
+func TestGRPCRefusedOnDashboard(t *testing.T) {
+	c := startGRPCDaemon(t, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1", "HTTP_PROTECT_TTL=10s",
+		envAdminListen+"=127.0.0.1:0", envAdminToken+"="+adminToken)
+	for range 3 {
+		shouldRateLimit(t, c, 0, descriptor(entryAddress, "198.51.100.1"))
+	}
+	code, body := adminDo(t, http.DefaultClient, "GET", "http://"+adminAddr(t, c.d)+"/ui/now", "Bearer "+adminToken)
+	var now admin.NowRecord
+	if code != 200 || json.Unmarshal(body, &now) != nil {
+		t.Fatalf("GET /ui/now = %d %s, want 200 and a NowRecord", code, body)
+	}
+	if len(now.Refused) != 1 || now.Refused[0].Key != "198.51.100.1" || now.Refused[0].Count != 2 || now.Refused[0].Status != "limited" {
+		t.Errorf("GET /ui/now refused after 3 ShouldRateLimit of a client allowed 1 = %+v, want 198.51.100.1 limited twice", now.Refused)
+	}
+}

@@ -68,6 +68,7 @@ func (v *verifier) challenged(w http.ResponseWriter, r *http.Request, d *protect
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
 	v.logRefusal(r, slog.LevelInfo, refusalAttrs(*d, code)...)
+	v.countRefusal(*d)
 	if refusalStatus(r) != 0 {
 		d.WriteHeaders(h)
 		h["Cache-Control"] = []string{"no-store"}

@@ -53,6 +53,9 @@ func challenged(t *testing.T, d *daemon) int {
 // it is sent back to the URL it asked for and served, once; later
 // requests carry the pass cookie and are served without a challenge.
 func TestChallengeBrowserProxies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
 	env := []string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1",
 		"HTTP_PROTECT_BAN_LIMIT=1000", "HTTP_PROTECT_TTL=1h", "HTTP_PROTECT_CHALLENGE_SECRET=0123456789abcdef0123456789abcdef"}
 	proxies := []struct {
@@ -82,7 +85,7 @@ func TestChallengeBrowserProxies(t *testing.T) {
 	}
 	// Started last, so stopped first: the proxies and servers would
 	// otherwise wait for its kept-alive connections as they stop.
-	ctx := browsertest.Start(t, 3*time.Minute)
+	ctx := browsertest.Start(t, 1024, 768, 3*time.Minute)
 	for i, px := range proxies {
 		// The browser connects from 127.0.0.1, as the proxy does: a chain
 		// all trusted, so protectd counts 127.0.0.1, the leftmost.

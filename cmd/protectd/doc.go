@@ -174,6 +174,13 @@
 // address on a private network. docs/admin.md in the repository lists the
 // paths and their errors.
 //
+// The same listener serves a web dashboard at / (admin.Dashboard):
+// decisions per second, the store and breaker, the keys /verify refuses
+// most, the bans (search, lift, ban), the allowlist, the block lists and
+// the journal, live. The token is entered once in its login form and
+// kept in an HttpOnly, SameSite=Strict session cookie; each write from
+// the page carries a CSRF token and must come from the page's origin.
+//
 // # Who the client is
 //
 // protectd's peer is the proxy, so HTTP_PROTECT_TRUSTED_PROXIES lists it,
@@ -213,7 +220,8 @@
 //	                           starting with / or ./, a key a line, # comments);
 //	                           each at least 16 characters
 //	HTTP_PROTECT_LAPI_BLOCKLISTS  true: hand the block lists' entries to
-//	                           bouncers too, beside the bans [false]
+//	                           bouncers too, beside the bans, each for a
+//	                           lease of a day renewed every 12h [false]
 //	HTTP_PROTECT_WEBHOOK_URL   where it posts the journal's events, http or
 //	                           https [off]
 //	HTTP_PROTECT_WEBHOOK_SECRET  the key each post is signed with, at least

@@ -77,6 +77,7 @@ func (s *authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*au
 		slog.String("method", clip(r.Method)), slog.String("uri", clip(req.GetAttributes().GetRequest().GetHttp().GetPath())),
 		slog.String("via", "grpc"))
 	s.v.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "refused", attrs...)
+	s.v.countRefusal(d)
 	rpc := code.Code_PERMISSION_DENIED
 	if httpCode == http.StatusServiceUnavailable {
 		rpc = code.Code_UNAVAILABLE

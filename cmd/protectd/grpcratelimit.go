@@ -160,6 +160,7 @@ func (s *rateLimitService) descriptor(ctx context.Context, desc *ratelimitv3.Rat
 		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		attrs := append(refusalAttrs(d, d.StatusCode()), slog.String("via", "grpc"))
 		s.v.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "refused", attrs...)
+		s.v.countRefusal(d)
 	}
 	return st, d, nil
 }

@@ -285,7 +285,7 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 		return
 	}
 	if l.journal == nil {
-		l.full(w, r, f, nil)
+		l.full(w, r, f, nil, nil)
 		return
 	}
 	conn := l.self + ":" + strconv.FormatUint(connOf(r), 10)
@@ -297,11 +297,18 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 		l.listFailed(w, err)
 		return
 	}
+	// A place is saved before the answer's end leaves, so that a pull
+	// sent the moment the bouncer has it finds it, and put back when the
+	// answer did not leave whole (unless another pull saved one since):
+	// the next pull is then answered as if this one never was.
+	var saved string
+	undo := func() { l.restorePosition(r.Context(), key, saved, pos, known) }
+	fullGiven := func(m lapiMark) {
+		// A bouncer that loses its startup answer asks for it again.
+		saved = l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
+	}
 	if q.Get("startup") == "true" || !known {
-		l.full(w, r, f, func(m lapiMark) {
-			// A bouncer that loses its startup answer asks for it again.
-			l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
-		})
+		l.full(w, r, f, fullGiven, undo)
 		return
 	}
 	base := pos.Acked
@@ -313,9 +320,7 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 		l.lost.Add(1)
 		l.log.Warn("crowdsec local api: "+err.Error()+"; every decision in force is sent, as to a first pull",
 			"bookmark", bookmarkName(key))
-		l.full(w, r, f, func(m lapiMark) {
-			l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})
-		})
+		l.full(w, r, f, fullGiven, undo)
 		return
 	}
 	if err != nil {
@@ -337,17 +342,18 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 	a.raw(`,"new":`)
 	a.entries(added, now.UnixNano())
 	a.raw(`}`)
+	saved = l.savePosition(r.Context(), key, lapiPosition{Acked: pos.Sent, Sent: lapiMark{Cursor: cursor, Lists: hash}, Conn: conn})
 	if !l.finish(a) {
-		return // not given: the next pull is answered as if this one never was
+		undo()
 	}
-	l.savePosition(r.Context(), key, lapiPosition{Acked: pos.Sent, Sent: lapiMark{Cursor: cursor, Lists: hash}, Conn: conn})
 }
 
-// full answers every decision in force that f selects as new, and
-// reports what it covered to given once the answer left whole: the
-// journal to its head before the listing (so that what changes while it
-// lists is in the events after), and the block lists' snapshot.
-func (l *lapi) full(w http.ResponseWriter, r *http.Request, f filter, given func(lapiMark)) {
+// full answers every decision in force that f selects as new. It
+// reports what it covered to given before the answer's end leaves (the
+// journal to its head before the listing, so that what changes while it
+// lists is in the events after, and the block lists' snapshot), and
+// calls undo when the answer did not leave whole.
+func (l *lapi) full(w http.ResponseWriter, r *http.Request, f filter, given func(lapiMark), undo func()) {
 	var mark lapiMark
 	if l.journal != nil {
 		head, err := l.head(r.Context())
@@ -370,8 +376,11 @@ func (l *lapi) full(w http.ResponseWriter, r *http.Request, f filter, given func
 	a.raw(`{"deleted":null,"new":`)
 	a.list(snap, lists, f.match, now.UnixNano())
 	a.raw(`}`)
-	if l.finish(a) && given != nil {
+	if given != nil {
 		given(mark)
+	}
+	if !l.finish(a) && undo != nil {
+		undo()
 	}
 }
 

@@ -60,6 +60,8 @@ func cmpEntry(a, b *entry) int {
 // order. It is never changed once made.
 type snapshot struct {
 	ds []entry
+	// epoch is the half lease of a block lists' snapshot (listSnapshot).
+	epoch int64
 }
 
 // entryOf is ban b as a decision listed at now: a consumer ban has no

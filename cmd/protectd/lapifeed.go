@@ -38,10 +38,18 @@ const (
 	// lapiListSnaps is how many snapshots of the block lists an instance
 	// keeps to diff a bouncer's against.
 	lapiListSnaps = 4
+	// lapiListLease is the longest a block list's entry is given for: a
+	// bouncer drops it after that unless it is sent again, which every
+	// answer after each half of it does (listSnapshot). A removal the
+	// feed cannot tell a bouncer (a pull on another instance, or after a
+	// restart, cannot diff against lists it never made) so lasts a lease
+	// at most, not the ten years of a permanent ban.
+	lapiListLease = 24 * time.Hour
 )
 
 // errFeedLost says that a bouncer's place cannot be followed: the journal
-// trimmed the events since, or more keys changed than historyMax.
+// trimmed the events since, holds no event of the place's cursor, or
+// more keys changed than historyMax.
 var errFeedLost = errors.New("the journal no longer holds what changed since this bouncer's place")
 
 // A lapiPosition is where a bouncer key stands, as its bookmark holds it.
@@ -84,8 +92,8 @@ func (l *lapi) position(ctx context.Context, key [sha256.Size]byte) (lapiPositio
 	ctx, cancel := context.WithTimeout(ctx, lapiStoreCall)
 	defer cancel()
 	text, ok, err := l.journal.Bookmark(ctx, bookmarkName(key))
-	if err != nil || !ok {
-		return lapiPosition{}, false, err
+	if err != nil || !ok || text == "" {
+		return lapiPosition{}, false, err // "": a place put back to none (restorePosition)
 	}
 	var pos lapiPosition
 	if err := json.Unmarshal([]byte(text), &pos); err != nil {
@@ -97,14 +105,37 @@ func (l *lapi) position(ctx context.Context, key [sha256.Size]byte) (lapiPositio
 	return pos, true, nil
 }
 
-func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapiPosition) {
+// savePosition saves pos as key's place, and returns the text saved (""
+// when saving failed).
+func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapiPosition) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lapiStoreCall)
 	defer cancel()
 	b, _ := json.Marshal(pos) // strings and a number: always marshals
 	if err := l.journal.SetBookmark(ctx, bookmarkName(key), string(b), lapiPositionTTL); err != nil {
-		// The answer is sent: the next pull is answered from the place
-		// before, which sends this one's changes again.
+		// The next pull is answered from the place before, which sends
+		// this one's changes again.
 		l.log.Error("crowdsec local api: saving a bouncer's place", "err", err.Error())
+		return ""
+	}
+	return string(b)
+}
+
+// restorePosition puts key's place back to pos, or to none when there
+// was none (known false), if it still holds saved: a place that another
+// pull of the key saved since is newer than both, and stays.
+func (l *lapi) restorePosition(ctx context.Context, key [sha256.Size]byte, saved string, pos lapiPosition, known bool) {
+	if saved == "" {
+		return // nothing was saved over pos
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lapiStoreCall)
+	defer cancel()
+	text := ""
+	if known {
+		b, _ := json.Marshal(pos)
+		text = string(b)
+	}
+	if _, err := l.journal.SwapBookmark(ctx, bookmarkName(key), saved, text, lapiPositionTTL); err != nil {
+		l.log.Error("crowdsec local api: putting a bouncer's place back", "err", err.Error())
 	}
 }
 
@@ -119,8 +150,11 @@ func (l *lapi) head(ctx context.Context) (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, lapiStoreCall)
 		evs, err := l.journal.Events(cctx, cursor, lapiEventsPage)
 		cancel()
-		if errors.Is(err, store.ErrCursorGone) && cursor != "" {
-			cursor = "" // trimmed past the last head: what is kept is newer
+		if (errors.Is(err, store.ErrCursorGone) || errors.Is(err, store.ErrBadCursor)) && cursor != "" {
+			// Trimmed past the last head (what is kept is newer), or a
+			// journal that lost its events (a Redis flushed or restarted
+			// empty), which the last head is now past.
+			cursor = ""
 			continue
 		}
 		if err != nil {
@@ -154,7 +188,9 @@ func (l *lapi) changes(ctx context.Context, cursor string) (map[protect.Key]*key
 		evs, err := l.journal.Events(cctx, cursor, lapiEventsPage)
 		cancel()
 		switch {
-		case errors.Is(err, store.ErrCursorGone):
+		case errors.Is(err, store.ErrCursorGone), errors.Is(err, store.ErrBadCursor):
+			// Trimmed away, or a cursor this journal never wrote: one of
+			// a journal that lost its events, or of another store.
 			return nil, "", errFeedLost
 		case err != nil:
 			return nil, "", err
@@ -249,16 +285,27 @@ func sortEntries(es []entry) {
 }
 
 // listSnapshot is the block lists' entries as a snapshot, and its hash;
-// nil and 0 when the Local API hands on no block list.
+// nil and 0 when the Local API hands on no block list. An entry that
+// lasts longer than its lease (lapiListLease) is given until the lease's
+// end: time is cut into half leases, and an entry of the half at now is
+// given to the end of the next, so that it is sent again, with a lease
+// renewed, before the one a bouncer holds runs out.
 func (l *lapi) listSnapshot(now time.Time) (*snapshot, uint64) {
 	if l.lists == nil {
 		return nil, 0
 	}
 	bans := l.lists()
+	half := int64(lapiListLease / 2)
+	epoch := now.UnixNano() / half
+	leaseEnd := time.Unix(0, (epoch+2)*half)
 	h := fnv.New64a()
 	var ds []entry
-	for _, b := range bans {
-		e, ok := entryOf(b, now)
+	for i := range bans {
+		b := &bans[i]
+		if b.Permanent() || b.Expires.After(leaseEnd) {
+			b.Expires = leaseEnd
+		}
+		e, ok := entryOf(*b, now)
 		if !ok {
 			continue
 		}
@@ -266,6 +313,8 @@ func (l *lapi) listSnapshot(now time.Time) (*snapshot, uint64) {
 	}
 	sortEntries(ds)
 	var w [8]byte
+	binary.BigEndian.PutUint64(w[:], uint64(epoch))
+	h.Write(w[:])
 	for _, b := range bans {
 		h.Write([]byte(b.Key.String()))
 		h.Write([]byte(b.Reason))
@@ -273,7 +322,7 @@ func (l *lapi) listSnapshot(now time.Time) (*snapshot, uint64) {
 		h.Write(w[:])
 	}
 	sum := h.Sum64() | 1 // never 0, which is "none given"
-	snap := &snapshot{ds: ds}
+	snap := &snapshot{ds: ds, epoch: epoch}
 	l.listMu.Lock()
 	if _, ok := l.listSnaps[sum]; !ok {
 		if len(l.listSnaps) >= lapiListSnaps {
@@ -296,6 +345,9 @@ func (l *lapi) listChanges(given uint64, cur *snapshot, f filter) (deleted, adde
 	l.listMu.Lock()
 	base := l.listSnaps[given]
 	l.listMu.Unlock()
+	if base != nil && base.epoch != cur.epoch {
+		base = nil // a new half lease: every entry again, its lease renewed
+	}
 	keep := func(s, other *snapshot) []entry {
 		var out []entry
 		var o []entry

@@ -135,7 +135,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) (cod
 	log.Info("listening", "addr", ln.Addr().String(), "store", store, "plans", len(s.plans))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	adm, err := startAdmin(s.admin, v.p, log)
+	adm, err := startAdmin(s.admin, v.p, v.refused, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "protectd: %v\n", err)
 		srv.Close()

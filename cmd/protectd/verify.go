@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/httpprotect/protect"
+	"github.com/httpprotect/protect/admin"
 )
 
 // The headers of the forward-auth exchange.
@@ -48,6 +49,11 @@ type verifier struct {
 	plans map[string]*protect.Plan
 	log   *slog.Logger
 	keys  *keyValues
+	// refused counts the keys /verify and the gRPC services refuse
+	// most, for the dashboard; nil (counting nothing) without an admin
+	// listener. Only refusals reach it: an allowed request costs it
+	// nothing.
+	refused *admin.Refused
 	// chal serves the challenge (challenge.go); nil when it is off.
 	chal *challenger
 }
@@ -55,6 +61,9 @@ type verifier struct {
 // newVerifier makes the protector of s, which logs to log.
 func newVerifier(s settings, log *slog.Logger) (*verifier, error) {
 	v := &verifier{plans: s.plans, log: log, keys: newKeyValues()}
+	if s.admin.listen != "" {
+		v.refused = admin.NewRefused(0, nil)
+	}
 	s.cfg.Logger = log
 	s.cfg.ConsumerFunc = v.consumerFunc
 	challengeSecret(&s.cfg, log)
@@ -118,6 +127,7 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
 	v.logRefusal(r, slog.LevelInfo, refusalAttrs(d, code)...)
+	v.countRefusal(d)
 	refusal := refusalStatus(r)
 	if refusal == 0 {
 		d.WriteResponse(w)
@@ -126,6 +136,14 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body bytes.Buffer
 	d.WriteResponse(&recorder{h: h, body: &body})
 	respond(w, refusal, body.Bytes())
+}
+
+// countRefusal counts a refusal's key for the dashboard's keys refused
+// most (nothing without an admin listener, or for a refusal of no key).
+func (v *verifier) countRefusal(d protect.Decision) {
+	if v.refused != nil && !d.Key.IsZero() {
+		v.refused.Add(d.Key.String(), d.Status)
+	}
 }
 
 // refusalAttrs are the attributes of d's "refused" log line, answered

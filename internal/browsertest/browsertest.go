@@ -1,6 +1,5 @@
-// Package browsertest starts Debian's headless Chromium for a test,
-// through chromedp: the challenge page is solved by a real browser's
-// script, as a visitor's browser solves it.
+// Package browsertest starts Debian's headless chromium for the tests
+// that drive a page through chromedp.
 package browsertest
 
 import (
@@ -15,14 +14,12 @@ import (
 	"github.com/httpprotect/protect/internal/needs"
 )
 
-// Start starts chromium (skipping, or failing under CI, without it),
-// stopped in t.Cleanup, and returns a context for chromedp.Run and
-// chromedp.Do of its one tab that ends after timeout.
-func Start(t *testing.T, timeout time.Duration) context.Context {
+// Start starts headless chromium with a window of width×height and a
+// profile of the test's own, stopped when the test ends, and returns the
+// context of its first tab, which ends after timeout. Without chromium
+// on PATH the test is Missing (skipped, or failed under CI).
+func Start(t *testing.T, width, height int, timeout time.Duration) context.Context {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("drives a browser")
-	}
 	bin := needs.Binary(t, "chromium", "apt-get install chromium; .ci/parts/70-chromium.sh")
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
@@ -30,17 +27,22 @@ func Start(t *testing.T, timeout time.Duration) context.Context {
 		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("force-color-profile", "srgb"), chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(width, height),
 		chromedp.UserDataDir(t.TempDir()),
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(cancelTab)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
 	if err := chromedp.Do(ctx); err != nil { // starts the browser, on a context with no timeout
 		t.Fatalf("starting chromium: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel = context.WithTimeout(ctx, timeout)
 	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatalf("chromium: viewport %d×%d: %v", width, height, err)
+	}
 	return ctx
 }
 

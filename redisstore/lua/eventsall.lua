@@ -8,13 +8,15 @@
 -- ARGV[3] the first ID to read for the first ARGV[5] slots, ARGV[4]
 -- for the others ('-' both: the oldest), ARGV[6] the ban namespace,
 -- ARGV[7...] the tags of the master's slots (index.go), in their order.
--- Returns {i, read_stream's reply, ...} for the i-th slot (from 1) whose
--- stream exists.
+-- Returns the time of the read (µs), before which every event this
+-- master's streams will ever hold is in them already, then {i,
+-- read_stream's reply, ...} for the i-th slot (from 1) whose stream
+-- exists.
 local jl = journal_opts(ARGV[1])
 local split = tonumber(ARGV[5])
 local bns = ARGV[6]
 local us = now_us()
-local out = {}
+local out = {us}
 for i = 7, #ARGV do
   local from = ARGV[4]
   if i - 6 <= split then from = ARGV[3] end

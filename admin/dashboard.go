@@ -1,0 +1,358 @@
+package admin
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/binary"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/httpprotect/protect"
+)
+
+// SessionCookie is the name of the dashboard's session cookie.
+const SessionCookie = "protect_session"
+
+// HeaderCSRF is the header a write from the dashboard carries its
+// session's CSRF token in.
+const HeaderCSRF = "X-CSRF-Token"
+
+// DefaultSessionLength is how long a login lasts when
+// DashboardConfig.SessionLength is 0.
+const DefaultSessionLength = 12 * time.Hour
+
+const (
+	dashboardCSP          = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	sessionPayloadLen     = 8 + 16 // the expiry (Unix seconds) and a random nonce
+	maxLoginForm          = 4 << 10
+	dashboardRefusedShown = 20 // keys on the now page
+)
+
+//go:embed ui
+var ui embed.FS
+
+// DashboardConfig configures Dashboard. The zero value serves the
+// dashboard and the API to whoever reaches them, as Handler does, with
+// no refused keys shown.
+type DashboardConfig struct {
+	// Token is the admin token. An API client sends it as
+	// "Authorization: Bearer <token>"; a browser enters it once in the
+	// login form and keeps a session cookie signed with a key derived
+	// from it (changing the token ends every session). "" asks no
+	// token: every request is let through, as Handler lets it, and the
+	// login form lets in whoever submits it, for a dashboard mounted
+	// behind the service's own authentication; a browser's write must
+	// still come from the dashboard's origin.
+	Token string
+	// Refused, when not nil, is shown on the "now" page: the keys
+	// refused most.
+	Refused *Refused
+	// SessionLength is how long a login lasts; 0 is
+	// DefaultSessionLength.
+	SessionLength time.Duration
+	// Clock tells the time of sessions; nil is time.Now.
+	Clock func() time.Time
+	// Logger gets a line for each login and each refused one; nil is the
+	// first protector's Config.Logger.
+	Logger *slog.Logger
+}
+
+// Dashboard serves the web dashboard of ps at / and the admin API
+// (Handler) under /v1/, behind the token of cfg:
+//
+//	GET  /                 the dashboard (pages now, bans, allows, lists,
+//	                       events), or the login form without a session
+//	POST /login            token=T: a session cookie, or 401 and the form again
+//	POST /logout           ends the session in this browser
+//	GET  /ui/now           the counters the "now" page draws, as JSON
+//	GET  /assets/...       the dashboard's script and style sheet
+//	/v1/...                the admin API, as Handler
+//
+// A request to the API or to /ui/ is let through with the bearer token,
+// or with the session cookie; without either it is 401, code
+// unauthorized, and a wrong bearer token is 401 whatever cookie comes
+// with it. The session cookie is HttpOnly, SameSite=Strict, Secure over
+// TLS, and signed (HMAC-SHA256 of its expiry and a random nonce), so the
+// server keeps no sessions. A write that a cookie authenticates (any
+// method but GET and HEAD, and POST /logout) must carry the session's
+// CSRF token in the X-CSRF-Token header, and come from the dashboard's
+// own origin (Sec-Fetch-Site same-origin, Origin its host): otherwise it
+// is 403, code forbidden, and nothing is written. A login must come
+// from the same origin too.
+//
+// The pages name every path relative to the page, so the dashboard may
+// be mounted under a prefix: mux.Handle("/admin/",
+// http.StripPrefix("/admin", admin.Dashboard(cfg, ps...))), opened at
+// /admin/ (with the slash).
+//
+// The assets are embedded (no CDN, no build step) and every answer
+// carries a Content-Security-Policy that allows no inline script or
+// style: one script, one style sheet, and fetches to this origin.
+//
+// The "now" page polls /ui/now every second and draws the decisions per
+// second by status from the difference of two snapshots of
+// protect.Protector.Stats: the server keeps no history, and the chart
+// starts when the page opens, its window growing from a minute to the
+// last five.
+//
+// Logging out clears the cookie in the browser; a copy of it stays
+// valid until it expires, unless the token changes.
+func Dashboard(cfg DashboardConfig, ps ...*protect.Protector) http.Handler {
+	d := &dashboard{cfg: cfg, api: Handler(ps...), log: slog.New(slog.DiscardHandler)}
+	d.pages, d.pagesErr = template.ParseFS(ui, "ui/*.html")
+	if d.cfg.SessionLength <= 0 {
+		d.cfg.SessionLength = DefaultSessionLength
+	}
+	if d.cfg.Clock == nil {
+		d.cfg.Clock = time.Now
+	}
+	switch {
+	case cfg.Logger != nil:
+		d.log = cfg.Logger
+	case len(ps) > 0 && ps[0] != nil && ps[0].Config().Logger != nil:
+		d.log = ps[0].Config().Logger
+	}
+	if cfg.Token != "" {
+		d.want = sha256.Sum256([]byte(cfg.Token))
+		key := hmac.New(sha256.New, []byte("protect dashboard session"))
+		key.Write([]byte(cfg.Token))
+		d.key = key.Sum(nil)
+	} else {
+		d.key = make([]byte, 32)
+		rand.Read(d.key) // never fails (crypto/rand)
+	}
+	for _, p := range ps {
+		if p != nil {
+			d.ps = append(d.ps, p)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.index)
+	mux.HandleFunc("POST /login", d.login)
+	mux.HandleFunc("POST /logout", d.logout)
+	mux.HandleFunc("GET /ui/now", d.now)
+	sub, _ := fs.Sub(ui, "ui") // a valid path: no error
+	mux.Handle("GET /assets/", http.FileServerFS(sub))
+	d.mux = mux
+	return d
+}
+
+type dashboard struct {
+	cfg  DashboardConfig
+	api  http.Handler
+	ps   []*protect.Protector
+	log  *slog.Logger
+	want [sha256.Size]byte // the token's digest
+	key  []byte            // signs sessions and CSRF tokens
+	mux  *http.ServeMux
+
+	pages    *template.Template // ui/*.html
+	pagesErr error              // parsing them
+}
+
+func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", dashboardCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make a form's Origin "null"
+	h.Set("X-Frame-Options", "DENY")
+	if api := strings.HasPrefix(r.URL.Path, "/v1/"); api || strings.HasPrefix(r.URL.Path, "/ui/") {
+		session, ok := d.authorized(w, r)
+		if !ok {
+			return
+		}
+		if write := r.Method != "GET" && r.Method != "HEAD"; write && session != "" && !d.sameOrigin(w, r, session) {
+			return
+		} else if write && session == "" && d.cfg.Token == "" && !fromOrigin(r) {
+			// Without a token every request is let through, but not a
+			// browser's from another page: the service's own cookie
+			// would go with it.
+			WriteProblem(w, http.StatusForbidden, CodeForbidden, "a write from a browser must come from the dashboard's own origin")
+			return
+		}
+		if api {
+			d.api.ServeHTTP(w, r)
+			return
+		}
+	}
+	d.mux.ServeHTTP(w, r)
+}
+
+// authorized lets through a request with the bearer token or a session
+// cookie, returning the cookie's value ("" for a bearer token); it
+// answers any other with 401 and false.
+func (d *dashboard) authorized(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if d.cfg.Token == "" { // everyone, as Handler; a session still binds a CSRF token
+		if c, err := r.Cookie(SessionCookie); err == nil && d.sessionOK(c.Value) {
+			return c.Value, true
+		}
+		return "", true
+	}
+	if auth, ok := r.Header["Authorization"]; ok {
+		got, bearer := strings.CutPrefix(strings.Join(auth, ","), "Bearer ")
+		if d.tokenOK(got) && bearer {
+			return "", true
+		}
+	} else if c, err := r.Cookie(SessionCookie); err == nil && d.sessionOK(c.Value) {
+		return c.Value, true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="protect admin"`)
+	WriteProblem(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token or session (Authorization: Bearer; protectctl -token; or log in at /)")
+	return "", false
+}
+
+// tokenOK compares a token with the admin token in constant time, on
+// digests of equal length so that not even its length leaks; without an
+// admin token, every token is right.
+func (d *dashboard) tokenOK(got string) bool {
+	if d.cfg.Token == "" {
+		return true
+	}
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], d.want[:]) == 1
+}
+
+// sameOrigin checks that a write authenticated by the session cookie
+// comes from the dashboard itself: its CSRF token, and a browser's word
+// that the request is of the same origin. It answers any other with
+// 403 and false.
+func (d *dashboard) sameOrigin(w http.ResponseWriter, r *http.Request, session string) bool {
+	got := r.Header.Get(HeaderCSRF)
+	if !fromOrigin(r) || !hmac.Equal([]byte(got), []byte(d.csrf(session))) {
+		d.log.Warn("admin dashboard: write refused: not from the dashboard's own page", "method", r.Method, "path", r.URL.Path,
+			"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"), "csrf_token", got != "")
+		WriteProblem(w, http.StatusForbidden, CodeForbidden, "a write with the session cookie needs the dashboard's CSRF token and its own origin")
+		return false
+	}
+	return true
+}
+
+// fromOrigin reports whether a browser says r comes from a page of the
+// same origin: Sec-Fetch-Site same-origin (or absent, from an older
+// browser or a tool), and an Origin, when there is one, of r's host.
+func fromOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return origin == scheme+r.Host
+}
+
+// newSession returns a signed session cookie's value that ends at exp.
+func (d *dashboard) newSession(exp time.Time) string {
+	payload := make([]byte, sessionPayloadLen)
+	binary.BigEndian.PutUint64(payload, uint64(exp.Unix()))
+	rand.Read(payload[8:])
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(d.sign("session", payload))
+}
+
+// sessionOK reports whether v is a session this dashboard signed that
+// has not ended.
+func (d *dashboard) sessionOK(v string) bool {
+	p, s, ok := strings.Cut(v, ".")
+	if !ok {
+		return false
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p)
+	sig, err2 := base64.RawURLEncoding.DecodeString(s)
+	if err1 != nil || err2 != nil || len(payload) != sessionPayloadLen || !hmac.Equal(sig, d.sign("session", payload)) {
+		return false
+	}
+	exp := int64(binary.BigEndian.Uint64(payload))
+	return d.cfg.Clock().Unix() < exp
+}
+
+// csrf is the CSRF token of a session.
+func (d *dashboard) csrf(session string) string {
+	return base64.RawURLEncoding.EncodeToString(d.sign("csrf", []byte(session)))
+}
+
+func (d *dashboard) sign(purpose string, b []byte) []byte {
+	m := hmac.New(sha256.New, d.key)
+	m.Write([]byte(purpose))
+	m.Write([]byte{0})
+	m.Write(b)
+	return m.Sum(nil)
+}
+
+// page writes one of the HTML pages.
+func (d *dashboard) page(w http.ResponseWriter, status int, name string, data any) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	if d.pagesErr != nil {
+		d.log.Error("admin dashboard: pages", "err", d.pagesErr.Error())
+		WriteProblem(w, http.StatusInternalServerError, CodeInternal, "the dashboard's pages do not parse")
+		return
+	}
+	w.WriteHeader(status)
+	if err := d.pages.ExecuteTemplate(w, name, data); err != nil {
+		d.log.Error("admin dashboard: page", "page", name, "err", err.Error())
+	}
+}
+
+// loginPage is what the login form shows.
+type loginPage struct{ Error string }
+
+func (d *dashboard) index(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || !d.sessionOK(c.Value) {
+		d.page(w, http.StatusOK, "login.html", loginPage{})
+		return
+	}
+	d.page(w, http.StatusOK, "index.html", struct{ CSRF string }{d.csrf(c.Value)})
+}
+
+func (d *dashboard) login(w http.ResponseWriter, r *http.Request) {
+	if !fromOrigin(r) {
+		d.log.Warn("admin dashboard: login refused: from another origin", "origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+		d.page(w, http.StatusForbidden, "login.html", loginPage{Error: "This login did not come from this page."})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
+	if err := r.ParseForm(); err != nil || !d.tokenOK(r.PostForm.Get("token")) {
+		d.log.Warn("admin dashboard: login refused: wrong token", "remote", r.RemoteAddr)
+		d.page(w, http.StatusUnauthorized, "login.html", loginPage{Error: "Wrong token."})
+		return
+	}
+	exp := d.cfg.Clock().Add(d.cfg.SessionLength)
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: d.newSession(exp), Path: "/", Expires: exp,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	d.log.Info("admin dashboard: login", "remote", r.RemoteAddr)
+	seeDashboard(w)
+}
+
+func (d *dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(SessionCookie)
+	if err == nil && d.sessionOK(c.Value) && (!fromOrigin(r) || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(d.csrf(c.Value)))) {
+		WriteProblem(w, http.StatusForbidden, CodeForbidden, "a logout needs the dashboard's CSRF token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	seeDashboard(w)
+}
+
+// seeDashboard sends the browser to the dashboard's page: "./", resolved
+// against the path it asked for, so that a dashboard mounted under a
+// prefix (http.StripPrefix("/admin", …) at /admin/) stays under it.
+// http.Redirect would resolve it against the path without the prefix.
+func seeDashboard(w http.ResponseWriter) {
+	w.Header().Set("Location", "./")
+	w.WriteHeader(http.StatusSeeOther)
+}
