@@ -57,22 +57,8 @@ func challengePage(t *testing.T, what string, a answer, ret string) string {
 func postAnswer(t *testing.T, c *http.Client, front, nonce, ans, ret string, header ...string) answer {
 	t.Helper()
 	form := url.Values{challenge.FieldNonce: {nonce}, challenge.FieldAnswer: {ans}, challenge.FieldReturn: {ret}}
-	req, err := http.NewRequest("POST", front+challenge.DefaultPath, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var b strings.Builder
-	bufio.NewReader(res.Body).WriteTo(&b)
-	return answer{res.StatusCode, res.Header, b.String()}
+	return send(t, c, "POST", front+challenge.DefaultPath, form.Encode(),
+		append([]string{"Content-Type", "application/x-www-form-urlencoded"}, header...)...)
 }
 
 // passOf returns the pass cookie a sets, or nil.
