@@ -127,9 +127,12 @@ func (p *Protector) passed(ctx context.Context, r *http.Request, d *Decision) {
 	case err == nil:
 		d.Status, d.RetryAfter = Allowed, 0
 	case errors.Is(err, challenge.ErrKey): // a pass carried from another client
-		k, a := d.Key, d.Addr
+		k, a, ban := d.Key, d.Addr, d.Ban
 		*d = Decision{}
 		p.decide(context.WithoutCancel(ctx), d, k, a, 1)
+		if ban != nil { // on a list marked to challenge
+			listedChallenge(d, ban)
+		}
 		p.stats.stripe(d.hint()).penalties.Add(1)
 	}
 }
@@ -166,7 +169,7 @@ func (p *Protector) answer(w http.ResponseWriter, r *http.Request) {
 	ret := challenge.SafeReturn(r.PostForm.Get(challenge.FieldReturn))
 	var d Decision
 	a, err := p.res.Resolve(r)
-	if p.screened(&d, a, err) { // unknown, safe or on a block list: never challenged
+	if p.screened(&d, a, err) { // unknown, safe or blocked by a list: never challenged
 		p.decided(&d)
 		if d.Refused() {
 			p.refuse(w, r, &d)

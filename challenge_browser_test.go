@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/httpprotect/protect/challenge"
-	"github.com/httpprotect/protect/internal/needs"
+	"github.com/httpprotect/protect/internal/browsertest"
 )
 
 // TestChallengeBrowser has Debian's chromium solve the page at the
@@ -28,7 +26,7 @@ func TestChallengeBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a browser")
 	}
-	bin := needs.Binary(t, "chromium", "apt-get install chromium; .ci/parts/70-chromium.sh")
+	ctx := browsertest.Start(t, 1024, 768, 3*time.Minute)
 	cc := ChallengeConfig{Secret: testSecret} // the default difficulty
 	p, err := New(Config{MaxRequests: 1, BanLimit: 1 << 40, Challenge: &cc, Logger: discardLogger(),
 		Skip: func(r *http.Request) bool { return r.URL.Path == "/favicon.ico" }}) // counted once per page otherwise
@@ -45,27 +43,6 @@ func TestChallengeBrowser(t *testing.T) {
 	srv := httptest.NewServer(p.Middleware(mux))
 	defer srv.Close()
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, on a context with no timeout
-		t.Fatalf("starting chromium: %v", err)
-	}
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	clearCookies := chromedp.Action[chromedp.Void](func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, t, network.ClearBrowserCookies, cdp.Empty{})
-		return chromedp.Void{}, err
-	})
 	// Past the threshold: the first request is the only one allowed.
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/original?n=warm")); err != nil {
 		t.Fatalf("chromium: %v", err)
@@ -76,7 +53,7 @@ func TestChallengeBrowser(t *testing.T) {
 	for i := range solves {
 		want := fmt.Sprintf("%s/original?n=%d", srv.URL, i)
 		before, challenged := served.Load(), p.Stats().Decisions[Challenged]
-		if err := chromedp.Do(ctx, clearCookies); err != nil {
+		if err := chromedp.Do(ctx, browsertest.ClearCookies); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -95,7 +72,6 @@ func TestChallengeBrowser(t *testing.T) {
 
 	// With the pass, later requests are served without a challenge.
 	challenged := p.Stats().Decisions[Challenged]
-	var cookies []*network.Cookie
 	for i := range 3 {
 		if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/original?n=again%d", srv.URL, i))); err != nil {
 			t.Fatal(err)
@@ -104,13 +80,10 @@ func TestChallengeBrowser(t *testing.T) {
 			t.Fatalf("with the pass: %q, %v", landed, err)
 		}
 	}
-	res, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
-		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
-	})
+	cookies, err := browsertest.Cookies(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookies = res.Cookies
 	if got := p.Stats().Decisions[Challenged]; got != challenged {
 		t.Fatalf("challenged %d more times with a pass", got-challenged)
 	}

@@ -43,8 +43,9 @@ const (
 	// store is touched; it is not a ban, and nothing lifts it but the
 	// list itself.
 	Blocked
-	// Challenged: past Config.Challenge.After without a valid pass;
-	// refused with 403, and Middleware serves the proof-of-work page.
+	// Challenged: past Config.Challenge.After, or on a block list marked
+	// Challenge, without a valid pass; refused with 403, and Middleware
+	// serves the proof-of-work page.
 	Challenged
 )
 

@@ -21,6 +21,44 @@ func (p *Protector) blocked(d *Decision, a netip.Addr, hit *blocklist.Hit) {
 	p.logDryRun(d)
 }
 
+// listChallenged writes into d, not yet decided, the list entry of hit,
+// which is marked to challenge, as d.Ban: request then decides the
+// client as any other (listedRequest).
+func (p *Protector) listChallenged(d *Decision, hit *blocklist.Hit) {
+	e := hit.Entry
+	d.Ban = &Ban{Key: Key{Prefix: e.Prefix}, Range: true, Reason: e.Note, Source: SourceList, By: hit.List, Expires: e.Expires}
+}
+
+// listedRequest decides r, from a on a list marked to challenge by the
+// entry ban, as request does, and makes an Allowed answer Challenged.
+func (p *Protector) listedRequest(ctx context.Context, r *http.Request, a netip.Addr, n int64, ban *Ban) (d Decision, err error) {
+	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
+		d, err = p.consumerRequest(ctx, r, a, n)
+	} else {
+		err = p.decide(ctx, &d, p.agg.Key(a), a, n)
+	}
+	listedChallenge(&d, ban)
+	return d, err
+}
+
+// listedAddr is VerifyAddr of a, on a list marked to challenge by the
+// entry ban.
+func (p *Protector) listedAddr(ctx context.Context, a netip.Addr, ban *Ban) (d Decision, err error) {
+	defer p.decided(&d)
+	err = p.decide(ctx, &d, p.agg.Key(a), a, 1)
+	listedChallenge(&d, ban)
+	return d, err
+}
+
+// listedChallenge makes d, decided for a client on a list marked to
+// challenge by the entry ban, Challenged when it is Allowed; a refusal
+// (Limited, Banned) stands, and so does an already Challenged stream.
+func listedChallenge(d *Decision, ban *Ban) {
+	if d.Status == Allowed {
+		d.Status, d.Ban, d.Remaining = Challenged, ban, 0
+	}
+}
+
 // BlockListMatches returns, for each of Config.BlockLists that holds
 // addr (unmapped first), the entry that does, in Config order; nil when
 // none does or addr is not valid. It reads the sets in force, as

@@ -240,6 +240,9 @@ func (p *Protector) request(ctx context.Context, r *http.Request, n int64) (d De
 	if p.screened(&d, a, err) {
 		return d, nil
 	}
+	if d.Ban != nil { // on a list marked to challenge (listChallenged)
+		return p.listedRequest(ctx, r, a, n, d.Ban)
+	}
 	if p.cfg.ConsumerFunc != nil || p.cfg.KeyFunc != nil {
 		return p.consumerRequest(ctx, r, a, n)
 	}
@@ -271,6 +274,12 @@ func (p *Protector) screen(d *Decision, a netip.Addr, err error) bool {
 		if p.allowedHere(a) {
 			d.Status, d.Addr = Safe, a
 			return true
+		}
+		if hit.Challenge && p.chal != nil {
+			// Counted as any client is; decide leaves Challenged in
+			// place of Allowed, and Verify lets a pass through.
+			p.listChallenged(d, &hit)
+			return false
 		}
 		p.blocked(d, a, &hit)
 		return true
@@ -358,6 +367,9 @@ func (p *Protector) VerifyAddr(ctx context.Context, addr netip.Addr) (d Decision
 	if p.screened(&d, a, err) {
 		p.decided(&d)
 		return d, nil
+	}
+	if d.Ban != nil { // on a list marked to challenge (listChallenged)
+		return p.listedAddr(ctx, a, d.Ban)
 	}
 	err = p.decide(ctx, &d, p.agg.Key(a), a, 1)
 	p.decided(&d)

@@ -75,6 +75,14 @@ type List struct {
 	// may shrink to nothing on purpose; a list with no set in force yet
 	// takes any load.
 	MinShare float64
+	// Challenge marks the list's entries to challenge rather than block:
+	// a listed client is Challenged (the proof-of-work page of
+	// Config.Challenge) instead of Blocked, is counted as any client is,
+	// and is served while it holds a valid pass. An address that a
+	// blocking list holds too is Blocked, whatever the order of the
+	// lists. Under a protector without Config.Challenge the entries are
+	// Blocked: the list asks for a proof the protector cannot ask for.
+	Challenge bool
 	// Cache is, for a URL, a file where the last good copy is kept
 	// (beside it, Cache+".meta" holds its validators) [none]. New loads
 	// it before anything is fetched, so a restart while the list's server
@@ -131,6 +139,9 @@ type Match struct {
 	Entry   netip.Prefix // the entry, as the list gave it (the widest of the list that holds the address)
 	Note    string       // what the list says of the entry: an SBL reference, a CrowdSec scenario
 	Expires time.Time    // when the entry leaves the list, if the list says; else zero
+	// Challenge: the list is marked to challenge (List.Challenge), not
+	// to block.
+	Challenge bool
 }
 
 // Stats is one list's state, in Stats.BlockLists. The zero value
@@ -165,6 +176,7 @@ type Lists struct {
 
 type activeList struct {
 	name, source string
+	challenge    bool // List.Challenge
 	src          Source
 	own          *listSource          // nil for a live source
 	set          *atomic.Pointer[Set] // the set in force, when the list hands it over; else nil
@@ -202,7 +214,7 @@ func Open(cfg []List, clock func() time.Time, log *slog.Logger) (*Lists, error) 
 			return nil, fmt.Errorf("[%d] %q: the name is given twice", i, c.Name)
 		}
 		seen[c.Name] = true
-		a := &activeList{name: c.Name}
+		a := &activeList{name: c.Name, challenge: c.Challenge}
 		switch {
 		case c.Source != nil:
 			a.src, a.source = c.Source, c.Name
@@ -294,14 +306,17 @@ func (bl *Lists) Close() {
 // A Hit is the entry of a list that holds an address, as Find reports it.
 // The zero Hit is no entry.
 type Hit struct {
-	List  string // the list's Name
-	Entry Entry
+	List      string // the list's Name
+	Entry     Entry
+	Challenge bool // the list is marked to challenge (List.Challenge)
 }
 
 // Find reports whether a list holds a (a normalised address: unmapped,
 // no zone), as the pipeline asks on every request, and writes the entry
 // of the first that does into hit: written only on a hit, which most
-// requests are not. Each list's set is read as it is in force.
+// requests are not. A list that blocks wins over one marked Challenge,
+// whatever their order: hit is a challenge only when no blocking list
+// holds a. Each list's set is read as it is in force.
 func (bl *Lists) Find(a netip.Addr, hit *Hit) bool {
 	if bl == nil {
 		return false
@@ -312,6 +327,7 @@ func (bl *Lists) Find(a netip.Addr, hit *Hit) bool {
 		b := a.As4()
 		x = binary.BigEndian.Uint32(b[:])
 	}
+	found := false
 	for _, l := range bl.lists {
 		var s *Set
 		if l.set != nil { // a file, a URL, a SetPointer: the set without an interface call
@@ -319,15 +335,18 @@ func (bl *Lists) Find(a netip.Addr, hit *Hit) bool {
 		} else {
 			s = l.src.BlockSet()
 		}
-		if is4 && s.misses4(x) {
+		if is4 && s.misses4(x) || found && l.challenge {
 			continue
 		}
 		if i, ok := s.find(a); ok {
-			*hit = Hit{List: l.name, Entry: s.entry(i)}
-			return true
+			*hit = Hit{List: l.name, Entry: s.entry(i), Challenge: l.challenge}
+			if !l.challenge {
+				return true
+			}
+			found = true // a blocking list after it may hold a too
 		}
 	}
-	return false
+	return found
 }
 
 // Matches returns, for each list that holds a (a normalised address),
@@ -340,7 +359,7 @@ func (bl *Lists) Matches(a netip.Addr) []Match {
 	var out []Match
 	for _, l := range bl.lists {
 		if e, ok := l.src.BlockSet().Match(a); ok {
-			out = append(out, Match{List: l.name, Source: l.source, Entry: e.Prefix, Note: e.Note, Expires: e.Expires})
+			out = append(out, Match{List: l.name, Source: l.source, Entry: e.Prefix, Note: e.Note, Expires: e.Expires, Challenge: l.challenge})
 		}
 	}
 	return out
@@ -356,7 +375,7 @@ func (bl *Lists) Entries() []Match {
 	var out []Match
 	for _, l := range bl.lists {
 		for _, e := range l.src.BlockSet().Entries() {
-			out = append(out, Match{List: l.name, Source: l.source, Entry: e.Prefix, Note: e.Note, Expires: e.Expires})
+			out = append(out, Match{List: l.name, Source: l.source, Entry: e.Prefix, Note: e.Note, Expires: e.Expires, Challenge: l.challenge})
 		}
 	}
 	return out

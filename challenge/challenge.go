@@ -20,6 +20,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -111,6 +112,31 @@ type Challenger struct {
 
 	mu    sync.Mutex
 	spent map[[sha256.Size]byte]int64 // a spent nonce's MAC → its expiry, Unix seconds
+
+	// scratch holds *scratch: what checking a token needs, reused, so
+	// that a check allocates nothing.
+	scratch sync.Pool
+}
+
+// scratch is the memory of one check of a token: its HMAC, keyed, and
+// buffers for the token and its decoded payload.
+type scratch struct {
+	h       hash.Hash
+	tok     [b64EncodedMax]byte
+	payload [1 + 8 + 16 + MaxKeyLen]byte // the type byte, then the payload
+	mac     [sha256.Size]byte
+}
+
+// b64EncodedMax bounds the tokens open reads: the longest payload and
+// its MAC, in base64url (rounded up to whole groups), and the dot.
+const b64EncodedMax = (8+16+MaxKeyLen+2)/3*4 + 1 + (sha256.Size+2)/3*4
+
+func (c *Challenger) getScratch() *scratch {
+	if sc, ok := c.scratch.Get().(*scratch); ok {
+		sc.h.Reset()
+		return sc
+	}
+	return &scratch{h: hmac.New(sha256.New, c.secret)}
 }
 
 // New checks cfg, fills in its defaults and returns a Challenger. It
@@ -185,7 +211,9 @@ func (c *Challenger) Pass(key string) (value string, expires time.Time) {
 // answered before; a nonce that passes is spent. The checks run in
 // that order, and the error is the first that fails.
 func (c *Challenger) Verify(key, nonce, answer string) error {
-	payload, mac, err := c.open(typeNonce, nonce, 8+16)
+	sc := c.getScratch()
+	defer c.scratch.Put(sc)
+	payload, mac, err := c.open(sc, typeNonce, nonce, 8+16)
 	if err != nil {
 		return err
 	}
@@ -209,7 +237,9 @@ func (c *Challenger) Verify(key, nonce, answer string) error {
 // CheckPass checks a pass for key: its signature, its expiry, and that
 // it was made for key (ErrKey: a genuine pass carried to another key).
 func (c *Challenger) CheckPass(key, value string) error {
-	payload, _, err := c.open(typePass, value, 8)
+	sc := c.getScratch()
+	defer c.scratch.Put(sc)
+	payload, _, err := c.open(sc, typePass, value, 8)
 	if err != nil {
 		return err
 	}
@@ -250,7 +280,10 @@ func (c *Challenger) Spent() int {
 	return len(c.spent)
 }
 
-var b64 = base64.RawURLEncoding
+// b64 is the tokens' encoding: base64url without padding, strict, so that
+// a token has one spelling (trailing bits of a last character must be
+// zero).
+var b64 = base64.RawURLEncoding.Strict()
 
 func (c *Challenger) mac(typ byte, payload []byte) [sha256.Size]byte {
 	h := hmac.New(sha256.New, c.secret)
@@ -267,25 +300,28 @@ func (c *Challenger) sign(typ byte, payload []byte) string {
 }
 
 // open checks the signature of a token of typ whose payload is at least
-// min bytes, and returns the payload and its MAC.
-func (c *Challenger) open(typ byte, token string, min int) ([]byte, [sha256.Size]byte, error) {
+// min bytes, and returns the payload (in sc, valid until sc is put
+// back) and its MAC. It allocates nothing.
+func (c *Challenger) open(sc *scratch, typ byte, token string, min int) ([]byte, [sha256.Size]byte, error) {
 	var m [sha256.Size]byte
-	p, s, ok := strings.Cut(token, ".")
-	if !ok || len(p) > b64.EncodedLen(8+16+MaxKeyLen) || b64.DecodedLen(len(s)) != sha256.Size {
+	i := strings.IndexByte(token, '.')
+	if i < 0 || i > b64.EncodedLen(8+16+MaxKeyLen) || b64.DecodedLen(len(token)-i-1) != sha256.Size {
 		return nil, m, ErrMalformed
 	}
-	payload, err := b64.DecodeString(p)
-	if err != nil || len(payload) < min {
+	tok := sc.tok[:copy(sc.tok[:], token)]
+	n, err := b64.Decode(sc.payload[1:], tok[:i])
+	if err != nil || n < min {
 		return nil, m, ErrMalformed
 	}
-	if n, err := b64.Decode(m[:], []byte(s)); err != nil || n != sha256.Size {
+	if k, err := b64.Decode(m[:], tok[i+1:]); err != nil || k != sha256.Size {
 		return nil, m, ErrMalformed
 	}
-	want := c.mac(typ, payload)
-	if !hmac.Equal(m[:], want[:]) {
+	sc.payload[0] = typ
+	sc.h.Write(sc.payload[:1+n])
+	if !hmac.Equal(m[:], sc.h.Sum(sc.mac[:0])) {
 		return nil, m, ErrSignature
 	}
-	return payload, m, nil
+	return sc.payload[1 : 1+n], m, nil
 }
 
 // validAnswer reports whether answer is a decimal number of 1 to 20

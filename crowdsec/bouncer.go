@@ -12,7 +12,10 @@
 // GET /v1/decisions/stream?startup=true once, for every decision in
 // force, then every Interval for what changed since (new decisions and
 // deleted or expired ones). It takes decisions of scope Ip and Range
-// whose type is one of Options.Types (ban by default); each ends when the
+// whose type is one of Options.Types (ban by default), and feeds those
+// of Options.ChallengeTypes (captcha by default) to a second list,
+// marked to challenge (ChallengeList): a protector with Config.Challenge
+// gives those clients its proof-of-work page. Each ends when the
 // LAPI deletes it or its duration runs out, whichever comes first. While
 // the LAPI cannot be reached the last set stays in force (a CrowdSec
 // restart must not open the door), the change of state is logged once
@@ -62,6 +65,10 @@ const MinInterval = time.Second
 // decisions (Decision.Ban.By), protectctl check and metrics.
 const Name = "crowdsec"
 
+// ChallengeName is the name of the list of the decisions to challenge
+// (ChallengeList).
+const ChallengeName = "crowdsec-captcha"
+
 // maxBody bounds one answer of the LAPI: a startup with the community
 // blocklist is a few megabytes, and 64 MiB holds about 400,000
 // decisions. An answer is read as it arrives, one decision at a time,
@@ -79,10 +86,13 @@ type Options struct {
 	// Interval is how often the LAPI is asked for what changed
 	// [DefaultInterval]; at least MinInterval.
 	Interval time.Duration
-	// Types are the decision types refused [ban]. CrowdSec's other
-	// common type, captcha, asks for a challenge protect cannot give:
-	// listing it here refuses those clients outright.
+	// Types are the decision types refused [ban]. Listing captcha here
+	// refuses those clients outright instead of challenging them.
 	Types []string
+	// ChallengeTypes are the decision types challenged, through
+	// ChallengeList [captcha, unless Types lists it]; a type may not be
+	// in both. Write []string{} for none.
+	ChallengeTypes []string
 	// Client makes the requests [a client with a timeout of Interval,
 	// at least 5s].
 	Client *http.Client
@@ -99,9 +109,10 @@ type Options struct {
 type Bouncer struct {
 	opts   Options
 	stream *url.URL
-	types  map[string]bool
+	types  map[string]bool // true: refused; false: challenged
 
 	set     atomic.Pointer[protect.BlockSet]
+	chal    challengeSource // the decisions to challenge (ChallengeList)
 	up      atomic.Bool
 	errors  atomic.Uint64
 	checked atomic.Int64 // the clock's Unix nanoseconds of the last answered poll; 0 before
@@ -122,9 +133,10 @@ type Bouncer struct {
 
 // decision is one decision in force.
 type decision struct {
-	prefix   netip.Prefix
-	scenario string
-	end      time.Time
+	prefix    netip.Prefix
+	scenario  string
+	end       time.Time
+	challenge bool // of a ChallengeTypes type
 }
 
 // New checks opts and returns a Bouncer with no decision yet.
@@ -148,6 +160,7 @@ func New(opts Options) (*Bouncer, error) {
 	if len(opts.Types) == 0 {
 		opts.Types = []string{"ban"}
 	}
+	defaultChallenge := opts.ChallengeTypes == nil
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: max(opts.Interval, 5*time.Second)}
 	}
@@ -161,6 +174,16 @@ func New(opts Options) (*Bouncer, error) {
 	for _, t := range opts.Types {
 		b.types[strings.ToLower(t)] = true
 	}
+	if defaultChallenge && !b.types["captcha"] { // captcha in Types: refused, as it asks
+		opts.ChallengeTypes = []string{"captcha"}
+	}
+	for _, t := range opts.ChallengeTypes {
+		if b.types[strings.ToLower(t)] {
+			return nil, fmt.Errorf("crowdsec: type %q is in both Types and ChallengeTypes", t)
+		}
+		b.types[strings.ToLower(t)] = false
+	}
+	b.chal.b = b
 	return b, nil
 }
 
@@ -169,6 +192,28 @@ func New(opts Options) (*Bouncer, error) {
 func (b *Bouncer) BlockList() protect.BlockList {
 	return protect.BlockList{Name: Name, Source: b}
 }
+
+// ChallengeList returns the list of the decisions of ChallengeTypes,
+// named ChallengeName and marked to challenge (protect.BlockList's
+// Challenge), for Config.BlockLists beside BlockList. Give it to a
+// protector with Config.Challenge: without one its entries are Blocked.
+func (b *Bouncer) ChallengeList() protect.BlockList {
+	return protect.BlockList{Name: ChallengeName, Source: &b.chal, Challenge: true}
+}
+
+// challengeSource is the source of ChallengeList: the bouncer's second
+// set, with its status.
+type challengeSource struct {
+	b   *Bouncer
+	set atomic.Pointer[protect.BlockSet]
+}
+
+func (c *challengeSource) BlockSet() *protect.BlockSet                        { return c.set.Load() }
+func (c *challengeSource) BlockSetPointer() *atomic.Pointer[protect.BlockSet] { return &c.set }
+func (c *challengeSource) BlockSourceStatus() protect.BlockSourceStatus {
+	return c.b.BlockSourceStatus()
+}
+func (c *challengeSource) String() string { return c.b.String() }
 
 // String returns the LAPI's URL: the list's source in protectctl check.
 func (b *Bouncer) String() string {
@@ -324,10 +369,11 @@ type streamAnswer struct {
 
 // added is a new decision of an answer, with the time left it was given.
 type added struct {
-	id       int64
-	prefix   netip.Prefix
-	scenario string
-	left     time.Duration
+	id        int64
+	prefix    netip.Prefix
+	scenario  string
+	left      time.Duration
+	challenge bool
 }
 
 // apiDecision is a decision as the LAPI writes it.
@@ -462,7 +508,8 @@ func eachDecision(dec *json.Decoder, f func(*apiDecision)) error {
 // names are shared through scenarios, as thousands of decisions name a
 // few.
 func (b *Bouncer) keep(d *apiDecision, scenarios map[string]string) (added, bool) {
-	if !b.types[strings.ToLower(d.Type)] {
+	refused, ok := b.types[strings.ToLower(d.Type)]
+	if !ok {
 		return added{}, false
 	}
 	p, ok := decisionPrefix(d.Scope, d.Value)
@@ -480,7 +527,7 @@ func (b *Bouncer) keep(d *apiDecision, scenarios map[string]string) (added, bool
 			scenarios[sc] = sc
 		}
 	}
-	return added{id: d.ID, prefix: p, scenario: sc, left: left}, true
+	return added{id: d.ID, prefix: p, scenario: sc, left: left, challenge: !refused}, true
 }
 
 // apply applies one answer at now: deletions first, then new decisions,
@@ -502,7 +549,7 @@ func (b *Bouncer) apply(ans *streamAnswer, now time.Time) {
 			sc = a.scenario
 			b.scenarios[sc] = sc
 		}
-		b.decisions[a.id] = decision{prefix: a.prefix, scenario: sc, end: now.Add(a.left)}
+		b.decisions[a.id] = decision{prefix: a.prefix, scenario: sc, end: now.Add(a.left), challenge: a.challenge}
 		b.changed = true
 	}
 }
@@ -535,6 +582,7 @@ func decisionPrefix(scope, value string) (netip.Prefix, bool) {
 // counted in Errors and logged once, and the last set stays in force.
 func (b *Bouncer) rebuild(now time.Time) {
 	entries := make([]protect.BlockEntry, 0, len(b.decisions))
+	var challenges []protect.BlockEntry
 	b.nextEnd = time.Time{}
 	for id, d := range b.decisions {
 		if !now.Before(d.end) {
@@ -544,19 +592,29 @@ func (b *Bouncer) rebuild(now time.Time) {
 		if b.nextEnd.IsZero() || d.end.Before(b.nextEnd) {
 			b.nextEnd = d.end
 		}
-		entries = append(entries, protect.BlockEntry{Prefix: d.prefix, Note: d.scenario, Expires: d.end})
+		e := protect.BlockEntry{Prefix: d.prefix, Note: d.scenario, Expires: d.end}
+		if d.challenge {
+			challenges = append(challenges, e)
+		} else {
+			entries = append(entries, e)
+		}
 	}
 	b.changed = false
-	set := protect.NewBlockSet(entries)
-	if err := set.CheckCoverage(); err != nil {
+	set, cset := protect.NewBlockSet(entries), protect.NewBlockSet(challenges)
+	err := set.CheckCoverage()
+	if err == nil {
+		err = cset.CheckCoverage()
+	}
+	if err != nil {
 		b.errors.Add(1)
 		if !b.tooWide {
 			b.tooWide = true
 			b.opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "protect/crowdsec: decisions refused; the last set stays in force",
-				slog.String("list", Name), slog.String("lapi", b.String()), slog.Int("decisions", len(entries)), slog.String("err", err.Error()))
+				slog.String("list", Name), slog.String("lapi", b.String()), slog.Int("decisions", len(entries)+len(challenges)), slog.String("err", err.Error()))
 		}
 		return
 	}
 	b.tooWide = false
 	b.set.Store(set)
+	b.chal.set.Store(cset)
 }

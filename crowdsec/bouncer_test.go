@@ -62,7 +62,8 @@ func poll(t *testing.T, b *crowdsec.Bouncer) {
 }
 
 // Against a real LAPI: cscli decisions add --ip and --range are refused
-// after one poll, a captcha is not (it is not a ban), and cscli decisions
+// after one poll, a captcha is not (it is not a ban) but is challenged by
+// a protector with the challenge and ChallengeList, and cscli decisions
 // delete lifts each after one poll.
 func TestBouncerFollowsTheLAPI(t *testing.T) {
 	l := crowdsectest.Shared(t)
@@ -90,6 +91,31 @@ func TestBouncerFollowsTheLAPI(t *testing.T) {
 	if len(m) != 1 || m[0].List != "crowdsec" || m[0].Source != l.URL || m[0].Entry.String() != "192.0.2.77/32" ||
 		m[0].Note != "test ip" || time.Until(m[0].Expires) < 59*time.Minute || time.Until(m[0].Expires) > time.Hour {
 		t.Errorf("BlockListMatches(192.0.2.77) = %+v, want crowdsec's 192.0.2.77/32, reason test ip, an hour left", m)
+	}
+	// With the challenge and ChallengeList, the captcha is the page; the
+	// bans still block.
+	pc, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler), Challenge: &protect.ChallengeConfig{Secret: []byte("0123456789abcdef")},
+		BlockLists: []protect.BlockList{b.BlockList(), b.ChallengeList()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	for addr, want := range map[string]protect.Status{"2001:db8::77": protect.Challenged, "192.0.2.77": protect.Blocked, "192.0.2.78": protect.Allowed} {
+		if got := status(t, pc, addr); got != want {
+			t.Errorf("VerifyAddr(%s) with the challenge = %v, want %v; matches %+v, challenge set %d", addr, got, want, pc.BlockListMatches(netip.MustParseAddr(addr)), b.ChallengeList().Source.BlockSet().Len())
+		}
+	}
+	if d, _ := pc.VerifyAddr(t.Context(), netip.MustParseAddr("2001:db8::77")); d.Ban == nil || d.Ban.By != crowdsec.ChallengeName {
+		t.Errorf("VerifyAddr(2001:db8::77) with the challenge = by %+v, want by %s", d.Ban, crowdsec.ChallengeName)
+	}
+	// Types listing captcha refuses it outright, and ChallengeList is empty.
+	bb, err := crowdsec.New(crowdsec.Options{URL: l.URL, Key: l.Bouncer(t), Types: []string{"ban", "captcha"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, bb)
+	if got := status(t, newProtector(t, bb), "2001:db8::77"); got != protect.Blocked || bb.ChallengeList().Source.BlockSet().Len() != 0 {
+		t.Errorf("VerifyAddr(2001:db8::77) with Types ban, captcha = %v, challenge entries %d; want blocked, 0", got, bb.ChallengeList().Source.BlockSet().Len())
 	}
 	d, _ := p.VerifyAddr(t.Context(), netip.MustParseAddr("198.51.100.9"))
 	if d.StatusCode() != 403 || d.RetryAfter != 0 || d.Ban == nil || d.Ban.By != "crowdsec" || d.Ban.Key.String() != "198.51.100.0/24" {
@@ -251,6 +277,7 @@ func TestNewErrors(t *testing.T) {
 		{crowdsec.Options{URL: "127.0.0.1:8080", Key: "k"}, `URL "127.0.0.1:8080"`},
 		{crowdsec.Options{URL: "http://u:secret@127.0.0.1:8080", Key: "k"}, "the key goes in Key"},
 		{crowdsec.Options{URL: "http://127.0.0.1:8080", Key: "k", Interval: time.Millisecond}, "Interval 1ms: want at least 1s"},
+		{crowdsec.Options{URL: "http://127.0.0.1:8080", Key: "k", Types: []string{"ban", "captcha"}, ChallengeTypes: []string{"Captcha"}}, `type "Captcha" is in both Types and ChallengeTypes`},
 	}
 	for _, tt := range tests {
 		_, err := crowdsec.New(tt.opts)

@@ -12,12 +12,13 @@ import (
 )
 
 // envBlockLists reads HTTP_PROTECT_BLOCKLISTS: a comma list of entries
-// [NAME=][FORMAT[:MINCOUNT]:]PATH-OR-URL, such as
+// [NAME=][challenge:][FORMAT[:MINCOUNT]:]PATH-OR-URL, such as
 //
 //	spamhaus:/etc/protect/drop.txt,firehol=netset:https://iplists.firehol.org/files/firehol_level1.netset,ipsum:3:/var/lib/protect/ipsum.txt
 //
 // FORMAT is plain (the default), netset, spamhaus or ipsum; MINCOUNT is
-// IPsum's. NAME defaults to the file's name without its extension
+// IPsum's. "challenge:" marks the list to challenge rather than block
+// (BlockList.Challenge): "suspect=challenge:ipsum:1:/var/lib/ipsum.txt". NAME defaults to the file's name without its extension
 // ("drop"). A URL list keeps its last good copy in
 // HTTP_PROTECT_BLOCKLIST_DIR, as NAME.cache, when that is set.
 func envBlockLists(c *settings, v string) error {
@@ -47,6 +48,9 @@ func parseBlockListEntry(e string) (protect.BlockList, error) {
 	var l protect.BlockList
 	if name, rest, ok := strings.Cut(e, "="); ok && !strings.ContainsAny(name, ":/") {
 		l.Name, e = name, rest
+	}
+	if rest, ok := strings.CutPrefix(e, "challenge:"); ok {
+		l.Challenge, e = true, rest
 	}
 	if head, rest, ok := strings.Cut(e, ":"); ok && head != "http" && head != "https" {
 		f, err := protect.ParseFormat(head)

@@ -11,7 +11,7 @@ import (
 func TestBlockListsFromEnv(t *testing.T) {
 	c, err := Read([]string{
 		"HTTP_PROTECT_BLOCKLIST_DIR=/var/lib/protect",
-		"HTTP_PROTECT_BLOCKLISTS=spamhaus:/etc/protect/drop.txt, firehol=netset:https://iplists.firehol.org/files/firehol_level1.netset,ipsum:3:/var/lib/ipsum.txt,/etc/mine.list,https://example.com/lists/bad.txt?x=1",
+		"HTTP_PROTECT_BLOCKLISTS=spamhaus:/etc/protect/drop.txt, firehol=netset:https://iplists.firehol.org/files/firehol_level1.netset,ipsum:3:/var/lib/ipsum.txt,/etc/mine.list,https://example.com/lists/bad.txt?x=1,suspect=challenge:ipsum:1:/var/lib/ipsum1.txt,challenge:/etc/tor.txt",
 	}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +22,8 @@ func TestBlockListsFromEnv(t *testing.T) {
 		{Name: "ipsum", Path: "/var/lib/ipsum.txt", Format: protect.FormatIPsum, MinCount: 3},
 		{Name: "mine", Path: "/etc/mine.list"},
 		{Name: "bad", URL: "https://example.com/lists/bad.txt?x=1", Cache: "/var/lib/protect/bad.cache"},
+		{Name: "suspect", Path: "/var/lib/ipsum1.txt", Format: protect.FormatIPsum, MinCount: 1, Challenge: true},
+		{Name: "tor", Path: "/etc/tor.txt", Challenge: true},
 	}
 	if !reflect.DeepEqual(c.BlockLists, want) {
 		t.Errorf("BlockLists = %+v,\nwant %+v", c.BlockLists, want)
@@ -50,7 +52,7 @@ func TestBlockListsFromEnvErrors(t *testing.T) {
 // New would take the source of, or is an error: never a list with no
 // name, or with both a path and a URL.
 func FuzzBlockListEntry(f *testing.F) {
-	for _, s := range []string{"spamhaus:/etc/drop.txt", "drop=netset:https://x/y.netset", "ipsum:3:/a/b.txt", "https://x", "a=b:c", "/"} {
+	for _, s := range []string{"spamhaus:/etc/drop.txt", "s=challenge:netset:/a.netset", "drop=netset:https://x/y.netset", "ipsum:3:/a/b.txt", "https://x", "a=b:c", "/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, e string) {

@@ -17,6 +17,8 @@
 //	ON_STORE_ERROR        local, open or closed
 //	STORE_TIMEOUT         at most 10s
 //	DRY_RUN, BAN_STATUS, UNKNOWN_STATUS
+//	CHALLENGE, CHALLENGE_AFTER, CHALLENGE_SECRET, CHALLENGE_DIFFICULTY, CHALLENGE_PASS_TTL
+//	                      Config.Challenge, on when any is set (CHALLENGE=true alone: the defaults)
 //
 // Names lists them. A duration is a Go duration with days ("90s", "2d12h";
 // ParseDuration) or a bare number of seconds. A name under the prefix

@@ -226,6 +226,7 @@ var envVars = [...]envVar{
 	{"STATE_FILE", "", envString(func(c *settings) *string { return &c.stateFile })},
 	{"REDIS_WAIT_REPLICAS", "", envWaitReplicas}, // redis_wait.go
 	{"REDIS_WAIT_TIMEOUT", "", envWaitTimeout},
+	challengeVars[0], challengeVars[1], challengeVars[2], challengeVars[3], challengeVars[4], // challenge.go
 }
 
 // Names returns the names, without a prefix, of every variable
@@ -286,7 +287,10 @@ type Options struct {
 // ON_STORE_ERROR (local, open, closed), STORE_TIMEOUT, DRY_RUN,
 // BAN_STATUS, UNKNOWN_STATUS, STATE_FILE (a memory store's state file),
 // REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT (redisstore's
-// Options.WaitReplicas and WaitTimeout).
+// Options.WaitReplicas and WaitTimeout), and the challenge's CHALLENGE
+// (true or false), CHALLENGE_AFTER, CHALLENGE_SECRET (16 bytes or more,
+// the same on every instance), CHALLENGE_DIFFICULTY and
+// CHALLENGE_PASS_TTL, any of which turns Config.Challenge on.
 //
 // It is strict, because a typo that silently applies a default is a
 // limit nobody set:
@@ -364,7 +368,7 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 			continue
 		}
 		if err := ev.set(&c, v); err != nil {
-			errs = append(errs, configErr("%s%s=%q: %v", prefix, ev.name, v, err))
+			errs = append(errs, configErr("%s%s=%s: %v", prefix, ev.name, shown(ev.name, v), err))
 		}
 	}
 	unknown := make([]string, 0, len(vars))
@@ -389,6 +393,7 @@ func configFromVars(prefix string, vars map[string]string, opts Options) (protec
 	}
 	errs = append(errs, validate(prefix, c.Config, vars0)...)
 	errs = append(errs, redisWaitErrors(prefix, &c, vars0, opts)...)
+	errs = append(errs, challengeErrors(prefix, &c, vars0)...)
 	if opts.RedisURL != "" {
 		c.redisURL = opts.RedisURL
 	}
@@ -430,6 +435,8 @@ type settings struct {
 	blockListDir string // where URL lists keep their last good copy (blocklists.go)
 	// REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT (redis_wait.go)
 	redisWait redisWait
+	// challengeOff: CHALLENGE=false (challenge.go)
+	challengeOff bool
 }
 
 func configErr(format string, args ...any) error {
@@ -639,7 +646,7 @@ func validate(prefix string, c protect.Config, vars map[string]string) []error {
 			return f
 		})
 		if v := strings.TrimSpace(vars[ev.name]); v != "" {
-			out = append(out, configErr("%s=%q: %s", name, v, reason))
+			out = append(out, configErr("%s=%s: %s", name, shown(ev.name, v), reason))
 		} else {
 			out = append(out, configErr("%s (unset, so %s): %s", name, ce.Value, reason))
 		}

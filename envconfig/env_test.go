@@ -43,6 +43,11 @@ func TestReadReadsEveryName(t *testing.T) {
 		"HTTP_PROTECT_UNKNOWN_STATUS=400",
 		"HTTP_PROTECT_REDIS_WAIT_REPLICAS=1",
 		"HTTP_PROTECT_REDIS_WAIT_TIMEOUT=20ms",
+		"HTTP_PROTECT_CHALLENGE=true",
+		"HTTP_PROTECT_CHALLENGE_AFTER=60",
+		"HTTP_PROTECT_CHALLENGE_SECRET=0123456789abcdef",
+		"HTTP_PROTECT_CHALLENGE_DIFFICULTY=12",
+		"HTTP_PROTECT_CHALLENGE_PASS_TTL=30m",
 		"PATH=/usr/bin",
 		"=C:=C:\\",
 	}
@@ -57,6 +62,7 @@ func TestReadReadsEveryName(t *testing.T) {
 		EscalationThreshold: 4, IPv6Escalation: []int{48}, IPv4Escalation: []int{16},
 		Namespace: "api:", BanNamespace: "bans:", Name: "api", OnStoreError: protect.FailClosed, StoreTimeout: 50 * time.Millisecond, DryRun: true,
 		BanStatus: 429, UnknownStatus: 400,
+		Challenge:  &protect.ChallengeConfig{After: 60, Secret: []byte("0123456789abcdef"), Difficulty: 12, PassTTL: 30 * time.Minute},
 		BlockLists: []protect.BlockList{{Name: "drop", URL: "https://www.spamhaus.org/drop/drop.txt", Format: protect.FormatSpamhaus, Cache: "/var/lib/protect/drop.cache"}},
 	}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[1] != "192.0.2.15" || len(c.SafeNetworks) != 1 || c.SafeNetworks[0] != "192.0.2.0/24" {

@@ -64,7 +64,8 @@ func crowdsecOptions(env []string) (*crowdsec.Options, error) {
 }
 
 // startBouncer makes the bouncer s.crowdsec asks for, logging to log,
-// adds its list to s.cfg.BlockLists, and when poll is set polls the LAPI
+// adds its list to s.cfg.BlockLists (and, with the challenge on, its
+// list of captcha decisions, which get the page), and when poll is set polls the LAPI
 // until ctx ends or the returned stop is called; stop waits for the
 // poller. Without s.crowdsec it does nothing.
 func startBouncer(ctx context.Context, s *settings, log *slog.Logger, poll bool) (stop func()) {
@@ -79,6 +80,9 @@ func startBouncer(ctx context.Context, s *settings, log *slog.Logger, poll bool)
 		return func() {}
 	}
 	s.cfg.BlockLists = append(s.cfg.BlockLists, b.BlockList())
+	if s.cfg.Challenge != nil { // captcha decisions: the page; without the challenge, ignored
+		s.cfg.BlockLists = append(s.cfg.BlockLists, b.ChallengeList())
+	}
 	if !poll {
 		return func() {}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/httpprotect/protect/challenge"
 	"github.com/httpprotect/protect/internal/crowdsectest"
 )
 
@@ -166,5 +167,52 @@ func TestHangupReloadsBlockLists(t *testing.T) {
 	eventually(t, d, "192.0.2.99", 403, "SIGHUP after a rewrite")
 	if n := len(d.log.lines(t, "SIGHUP: block lists checked")); n != 1 {
 		t.Errorf("%d lines say the lists were checked, want 1", n)
+	}
+}
+
+// A real LAPI's captcha decision gives the challenge page, not 403
+// Blocked, under protectd with the challenge on; a ban decision beside
+// it still blocks; the client served the page is served with the pass
+// it buys. Without the challenge, captcha decisions are not enforced.
+func TestCrowdsecCaptcha(t *testing.T) {
+	l := crowdsectest.Start(t)
+	cs := func() []string { // a bouncer of its own: the LAPI keeps each one's place in the stream
+		return []string{envCrowdsecURL + "=" + l.URL, envCrowdsecKey + "=" + l.Bouncer(t), envCrowdsecInterval + "=1s"}
+	}
+	d := startDaemon(t, append([]string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1000",
+		"HTTP_PROTECT_CHALLENGE_SECRET=0123456789abcdef", "HTTP_PROTECT_CHALLENGE_DIFFICULTY=4"}, cs()...)...)
+	plain := startDaemon(t, append([]string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"}, cs()...)...)
+	l.Cscli(t, "decisions", "add", "--ip", "192.0.2.77", "--type", "captcha", "--duration", "1h")
+	l.Cscli(t, "decisions", "add", "--ip", "192.0.2.78", "--duration", "1h")
+	eventually(t, d, "192.0.2.78", 403, "cscli decisions add --ip (ban)")
+
+	verify := "http://" + d.addr + "/verify"
+	a := get(t, http.DefaultClient, verify, "X-Forwarded-For", "192.0.2.77", "X-Forwarded-Uri", "/p")
+	if a.header.Get(hdrCode) != "challenged" {
+		t.Fatalf("/verify for 192.0.2.77 of a captcha decision = %d %s %q, want the page", a.code, a.header.Get(hdrCode), a.body)
+	}
+	nonce := challengePage(t, "/verify for 192.0.2.77", a, "/p")
+	found := false
+	for _, line := range d.log.lines(t, "refused") {
+		if line["code"] == "challenged" && line["list"] == "crowdsec-captcha" && line["entry"] == "192.0.2.77" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no refused line names the list crowdsec-captcha and the entry 192.0.2.77; log:\n%s", d.log)
+	}
+
+	a = postAnswer(t, noJSClient("127.0.0.1"), "http://"+d.addr, nonce, challenge.Solve(nonce, 4), "/p", "X-Forwarded-For", "192.0.2.77")
+	pass := passOf(a)
+	if pass == nil || a.code != http.StatusSeeOther {
+		t.Fatalf("POST the answer for 192.0.2.77 = %d %q, want 303 and the pass", a.code, a.header.Values("Set-Cookie"))
+	}
+	if a := get(t, http.DefaultClient, verify, "X-Forwarded-For", "192.0.2.77", "Cookie", pass.Name+"="+pass.Value); a.code != 200 {
+		t.Fatalf("/verify for 192.0.2.77 with the pass = %d %q, want 200", a.code, a.body)
+	}
+
+	eventually(t, plain, "192.0.2.78", 403, "cscli decisions add --ip (ban), without the challenge")
+	if got, code := verifyAs(t, plain, "192.0.2.77"); got != 200 {
+		t.Fatalf("/verify for 192.0.2.77 of a captcha decision without the challenge = %d %q, want 200", got, code)
 	}
 }

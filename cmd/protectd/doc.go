@@ -61,6 +61,10 @@
 //	HTTP_PROTECT_CROWDSEC_KEY       a bouncer key, from cscli bouncers add NAME
 //	HTTP_PROTECT_CROWDSEC_INTERVAL  how often it asks for new decisions [10s, at least 1s]
 //
+// A list written challenge:PATH in HTTP_PROTECT_BLOCKLISTS challenges its
+// addresses instead (see The challenge below); so do CrowdSec's captcha
+// decisions, as the list crowdsec-captcha, when the challenge is on.
+//
 // SIGHUP checks every list file and URL at once, beside their Refresh:
 // the lists side by side, each within 30 seconds, so that a slow list's
 // server delays only its own list. A SIGHUP while a reload runs asks for
@@ -92,7 +96,8 @@
 // request may pass. When it may not, it answers with the decision's status
 // (429, 403 for a ban, 503), Retry-After, Cache-Control: no-store and a
 // problem+json body with a code (rate_limited, banned, unknown_client,
-// unavailable, quota_exceeded, unknown_plan). Every answer carries
+// unavailable, quota_exceeded, unknown_plan, blocked), or the challenge's
+// page (below). Every answer carries
 // X-Protect-Status, the status the client is to get, and,
 // when a key was counted, X-Protect-Key; a refusal also carries
 // X-Protect-Code, the problem's code.
@@ -102,6 +107,37 @@
 // protectd then refuses with that status, and puts the real status in
 // X-Protect-Status and the problem body in X-Protect-Problem, for the proxy
 // to answer the client with.
+//
+// # The challenge
+//
+// With the challenge on (docs/challenge.md), a client past its threshold,
+// or on a list marked to challenge, gets a proof-of-work page instead of a
+// refusal; a browser solves it and is served with the pass cookie it buys.
+//
+//	HTTP_PROTECT_CHALLENGE             true: on, with the defaults [off]; any of
+//	                                   the four below turns it on too
+//	HTTP_PROTECT_CHALLENGE_AFTER       the count past which a client is
+//	                                   challenged [HTTP_PROTECT_MAX_REQUESTS]
+//	HTTP_PROTECT_CHALLENGE_SECRET      the HMAC key of nonces and passes, 16 bytes
+//	                                   or more, the same on every instance
+//	                                   [random, made at start, logged as a warning]
+//	HTTP_PROTECT_CHALLENGE_DIFFICULTY  leading zero bits of the work, 1 to 32 [15]
+//	HTTP_PROTECT_CHALLENGE_PASS_TTL    how long a pass lasts [1h]
+//
+// /verify answers a challenged client 403 with the page (text/html, its
+// Content-Security-Policy, X-Protect-Code: challenged), returning to the
+// original URI; under X-Protect-Refusal-Status it answers 401 with no
+// body instead, and the proxy fetches the page:
+//
+//	GET /challenge         the page for the key in X-Protect-Key, returning to
+//	                       X-Original-URI; from a trusted proxy only
+//	POST /.protect/challenge  the page's answer, which the proxy passes on:
+//	                       a right one sets the pass cookie protect_pass and
+//	                       answers 303; any other counts one failure
+//
+// The proxy sends the client's Cookie header with each check: a valid
+// pass lets the client through, still counted. examples/proxies has the
+// nginx, Caddy, HAProxy and Envoy configs.
 //
 // # gRPC: Envoy and Istio
 //
@@ -113,7 +149,7 @@
 // envoy.service.auth.v3.Authorization/Check (Envoy's ext_authz filter and
 // Istio's CUSTOM action: the client from the request's source address and
 // X-Forwarded-For, denied_response with the status, headers and
-// problem+json body /verify answers with). Under
+// problem+json body /verify answers with, or the challenge's page). Under
 // HTTP_PROTECT_ON_STORE_ERROR=closed a dead store makes ShouldRateLimit
 // fail with the gRPC code Unavailable, for Envoy's failure_mode_deny to
 // decide. docs/envoy.md gives every rule. Keep this listener private too:

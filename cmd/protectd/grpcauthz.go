@@ -15,6 +15,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/code"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/status"
+
+	"github.com/httpprotect/protect"
 )
 
 // authzService is envoy.service.auth.v3.Authorization: Envoy's ext_authz
@@ -36,7 +38,11 @@ type authzService struct {
 // Allowed: ok_response, the RateLimit fields added to the response, and
 // X-Protect-Key set on the upstream request. Refused: denied_response
 // with the decision's status, its headers (Retry-After, the RateLimit
-// fields, Cache-Control, Content-Type) and its problem+json body. Under
+// fields, Cache-Control, Content-Type) and its problem+json body;
+// Challenged, with the challenge on: 403 and the page, with its headers
+// (Content-Security-Policy among them), returning to the request's path.
+// A valid pass in the request's Cookie header lets the client through,
+// as /verify does. Under
 // FailClosed a dead store is such a refusal, 503: an answer, not an
 // error, so Envoy's failure_mode_allow cannot open it.
 func (s *authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
@@ -61,7 +67,11 @@ func (s *authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*au
 		}, nil
 	}
 	var body bytes.Buffer
-	d.WriteResponse(&recorder{h: h, body: &body})
+	if d.Status == protect.Challenged && s.v.chal != nil {
+		s.v.writePage(&recorder{h: h, body: &body}, &d, req.GetAttributes().GetRequest().GetHttp().GetPath())
+	} else {
+		d.WriteResponse(&recorder{h: h, body: &body})
+	}
 	httpCode := d.StatusCode()
 	attrs := append(refusalAttrs(d, httpCode),
 		slog.String("method", clip(r.Method)), slog.String("uri", clip(req.GetAttributes().GetRequest().GetHttp().GetPath())),
@@ -83,8 +93,9 @@ func (s *authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*au
 }
 
 // request is the HTTP request Verify is asked about: the source address
-// as its peer, and of its headers only the forwarding header, so that no
-// other header the client wrote can steer the decision.
+// as its peer, and of its headers only the forwarding header and the
+// Cookie header (for the challenge's pass, the one cookie read), so
+// that no other header the client wrote can steer the decision.
 func (s *authzService) request(ctx context.Context, req *authv3.CheckRequest) *http.Request {
 	attrs := req.GetAttributes()
 	hreq := attrs.GetRequest().GetHttp()
@@ -93,24 +104,33 @@ func (s *authzService) request(ctx context.Context, req *authv3.CheckRequest) *h
 		r.RemoteAddr = net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
 	}
 	name := http.CanonicalHeaderKey(s.v.p.Config().ProxyHeader)
+	keep := func(k string) (string, bool) {
+		switch {
+		case strings.EqualFold(k, name):
+			return name, true
+		case s.v.chal != nil && strings.EqualFold(k, "Cookie"):
+			return "Cookie", true
+		}
+		return "", false
+	}
 	if hm := hreq.GetHeaderMap(); hm != nil {
 		// header_map (Envoy's encode_raw_headers) keeps every line.
 		for _, hv := range hm.GetHeaders() {
-			if strings.EqualFold(hv.GetKey(), name) {
+			if k, ok := keep(hv.GetKey()); ok {
 				v := hv.GetValue()
 				if raw := hv.GetRawValue(); len(raw) > 0 {
 					v = string(raw)
 				}
-				r.Header[name] = append(r.Header[name], v)
+				r.Header[k] = append(r.Header[k], v)
 			}
 		}
 		return r
 	}
 	// headers: Envoy joins a header's lines with commas, which keeps an
-	// X-Forwarded-For list in order.
+	// X-Forwarded-For list in order (and Cookie's with "; ").
 	for k, v := range hreq.GetHeaders() {
-		if strings.EqualFold(k, name) {
-			r.Header[name] = append(r.Header[name], v)
+		if k, ok := keep(k); ok {
+			r.Header[k] = append(r.Header[k], v)
 		}
 	}
 	return r

@@ -35,9 +35,10 @@ func startHAProxy(t *testing.T, bin, protectd, app, mode string, rules ...string
 		"lua-load /etc/haproxy/protect.lua", "lua-load "+lua,
 		"http-request lua.protect 127.0.0.1:8089 closed", "http-request lua.protect "+protectd+" "+mode,
 		"server app 127.0.0.1:3000", "server app "+app,
+		"server protectd 127.0.0.1:8089", "server protectd "+protectd,
 		"bind 127.0.0.1:8080", "bind "+listen,
 	).Replace(string(conf))
-	for _, want := range []string{lua, "lua.protect " + protectd, "server app " + app, "bind " + listen} {
+	for _, want := range []string{lua, "lua.protect " + protectd, "server app " + app, "server protectd " + protectd, "bind " + listen} {
 		if !strings.Contains(replaced, want) {
 			t.Fatalf("haproxy.cfg with its addresses replaced = %s; want %q in it: the addresses are not where the test expects them", replaced, want)
 		}

@@ -140,7 +140,13 @@ type answer struct {
 
 func get(t *testing.T, c *http.Client, url string, header ...string) answer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), "GET", url, nil)
+	return send(t, c, "GET", url, "", header...)
+}
+
+// send sends a request of method with body and the header pairs.
+func send(t *testing.T, c *http.Client, method, url, body string, header ...string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

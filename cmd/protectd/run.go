@@ -94,6 +94,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) (cod
 		c := v.p.Config()
 		fmt.Fprintf(stdout, "listen %s, %s store, %d plans, max_requests %d, ttl %v, ban_limit %d, trusted_proxies %q\n",
 			s.listen, store, len(s.plans), c.MaxRequests, c.TTL, c.BanLimit, c.TrustedProxies)
+		if cc := c.Challenge; cc != nil {
+			fmt.Fprintf(stdout, "challenge: after %d, difficulty %d, pass_ttl %v\n", cc.After, cc.Difficulty, cc.PassTTL)
+		}
 		if storeErr != nil {
 			fmt.Fprintf(stderr, "protectd: %v\n", storeErr)
 			return exitFailure

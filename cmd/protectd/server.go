@@ -35,7 +35,9 @@ const (
 // newHandler routes protectd's paths. /verify and every path below it
 // go to v without ServeMux's path cleaning: Envoy appends the original
 // path, which may hold "//" or "..", and a redirect would reach the
-// client as the answer. /metrics serves the protector's counters and the
+// client as the answer. With the challenge on, the answer path
+// (/.protect/challenge) goes to the protector's Middleware, which
+// answers it, and GET /challenge serves the page (challenge.go). /metrics serves the protector's counters and the
 // Go runtime's and process's, from a registry of its own.
 func newHandler(v *verifier) http.Handler {
 	reg := prometheus.NewRegistry()
@@ -49,12 +51,19 @@ func newHandler(v *verifier) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write([]byte("ok\n"))
 	})
+	if v.chal != nil {
+		mux.HandleFunc("GET "+challengePagePath, v.servePage)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == verifyPath || strings.HasPrefix(p, verifyPath+"/") {
+		p := r.URL.Path
+		switch {
+		case p == verifyPath || strings.HasPrefix(p, verifyPath+"/"):
 			v.ServeHTTP(w, r)
-			return
+		case v.chal != nil && p == v.chal.path: // the page's answer, which the proxy passes on
+			v.chal.answer.ServeHTTP(w, r)
+		default:
+			mux.ServeHTTP(w, r)
 		}
-		mux.ServeHTTP(w, r)
 	})
 }
 

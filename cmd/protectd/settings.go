@@ -122,9 +122,11 @@ func loadSettingsLog(env []string, log *slog.Logger) (settings, error) {
 	if s.crowdsec, err = crowdsecOptions(env); err != nil {
 		errs = append(errs, err)
 	}
-	if s.crowdsec != nil && slices.ContainsFunc(s.cfg.BlockLists, func(l protect.BlockList) bool { return l.Name == crowdsec.Name }) {
-		errs = append(errs, fmt.Errorf("%s=%q: a list named %q, the name %s's decisions take; name the file otherwise with NAME=PATH",
-			envBlockLists, shorten(strings.TrimSpace(vars[envBlockLists])), crowdsec.Name, envCrowdsecURL))
+	for _, name := range []string{crowdsec.Name, crowdsec.ChallengeName} {
+		if s.crowdsec != nil && slices.ContainsFunc(s.cfg.BlockLists, func(l protect.BlockList) bool { return l.Name == name }) {
+			errs = append(errs, fmt.Errorf("%s=%q: a list named %q, the name %s's decisions take; name the file otherwise with NAME=PATH",
+				envBlockLists, shorten(strings.TrimSpace(vars[envBlockLists])), name, envCrowdsecURL))
+		}
 	}
 	if s.sinks, err = loadSinks(env); err != nil {
 		errs = append(errs, err)

@@ -54,6 +54,8 @@ type verifier struct {
 	// listener. Only refusals reach it: an allowed request costs it
 	// nothing.
 	refused *admin.Refused
+	// chal serves the challenge (challenge.go); nil when it is off.
+	chal *challenger
 }
 
 // newVerifier makes the protector of s, which logs to log.
@@ -64,11 +66,16 @@ func newVerifier(s settings, log *slog.Logger) (*verifier, error) {
 	}
 	s.cfg.Logger = log
 	s.cfg.ConsumerFunc = v.consumerFunc
+	challengeSecret(&s.cfg, log)
 	p, err := protect.New(s.cfg)
 	if err != nil {
 		return nil, err
 	}
 	v.p = p
+	if v.chal, err = newChallenger(p); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -112,6 +119,10 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if d.Status == protect.Challenged && v.chal != nil {
+		v.challenged(w, r, &d)
+		return
+	}
 	code := d.StatusCode()
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
@@ -149,7 +160,7 @@ func refusalAttrs(d protect.Decision, code int) []slog.Attr {
 	if d.Policy != "" {
 		attrs = append(attrs, slog.String("policy", d.Policy))
 	}
-	if d.Status == protect.Blocked && d.Ban != nil { // which list, and which of its entries
+	if (d.Status == protect.Blocked || d.Status == protect.Challenged) && d.Ban != nil { // which list, and which of its entries
 		attrs = append(attrs, slog.String("list", d.Ban.By), slog.Any("entry", d.Ban.Key))
 	}
 	if d.Err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/httpprotect/protect/internal/needs"
@@ -42,4 +44,18 @@ func Start(t *testing.T, width, height int, timeout time.Duration) context.Conte
 		t.Fatalf("chromium: viewport %d×%d: %v", width, height, err)
 	}
 	return ctx
+}
+
+// ClearCookies forgets every cookie of the browser.
+var ClearCookies = chromedp.Action[chromedp.Void](func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+	_, err := cdp.Call(ctx, t, network.ClearBrowserCookies, cdp.Empty{})
+	return chromedp.Void{}, err
+})
+
+// Cookies returns the browser's cookies.
+func Cookies(ctx context.Context) ([]*network.Cookie, error) {
+	res, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+	})
+	return res.Cookies, err
 }

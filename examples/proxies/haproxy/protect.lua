@@ -1,7 +1,7 @@
 -- protect.lua: an HAProxy (2.6+) action that asks protectd about each
 -- request before HAProxy passes it on, and gives a refused client
 -- protectd's own answer: its status (429, 403, 503), Retry-After, the
--- RateLimit fields and the problem+json body.
+-- RateLimit fields and the problem+json body, or the challenge's page.
 --
 -- In haproxy.cfg (global section, then a frontend):
 --
@@ -17,8 +17,9 @@
 -- HAProxy saw it (X-Forwarded-For: whatever the client wrote there is
 -- never sent), the original method and URI, and a consumer and plan if
 -- the configuration named them in the variables txn.protect_consumer and
--- txn.protect_plan after its own authentication. No client header,
--- cookie or credential reaches protectd.
+-- txn.protect_plan after its own authentication, and the client's Cookie
+-- header, for the challenge's pass. No other client header or
+-- credential reaches protectd.
 --
 -- When protectd lets the request through, the app's request gets
 -- X-Protect-Key (what was counted) and the variables txn.protect_ratelimit
@@ -34,7 +35,7 @@ local unavailable = '{"type":"about:blank","title":"Service Unavailable","status
 -- The headers of protectd's refusal that the client gets; X-Protect-*
 -- never does.
 local refusal_headers = {"retry-after", "ratelimit", "ratelimit-policy", "cache-control",
-	"content-type", "x-content-type-options"}
+	"content-type", "x-content-type-options", "content-security-policy", "referrer-policy"}
 
 -- first returns a response header's value (HAProxy gives each name a
 -- list of values), or nil.
@@ -52,6 +53,12 @@ local function protect(txn, dst, mode)
 		["x-original-method"] = {txn.f:method()},
 		["x-original-uri"] = {txn.f:url()},
 	}
+	-- The challenge's pass cookie, which protectd checks for a client it
+	-- challenges.
+	local cookie = txn.f:req_fhdr("cookie")
+	if cookie ~= nil and cookie ~= "" then
+		headers["cookie"] = {cookie}
+	end
 	local consumer = txn:get_var("txn.protect_consumer")
 	if consumer ~= nil then
 		headers["x-protect-consumer"] = {consumer}
