@@ -93,6 +93,14 @@ type Options struct {
 	// ChallengeList [captcha, unless Types lists it]; a type may not be
 	// in both. Write []string{} for none.
 	ChallengeTypes []string
+	// SkipPushed leaves out the decisions that a protect Machine pushed
+	// (their scenario begins with ScenarioPrefix) [false: kept]. Set it
+	// where the protector that enforces this bouncer's lists has those
+	// bans in its own store (protectd sets it when it is the Machine of
+	// the same LAPI): taken back, a ban would be refused a second time
+	// as Blocked, past its lift until the Machine's deletion reached
+	// the LAPI, and for its whole length if that deletion never did.
+	SkipPushed bool
 	// Client makes the requests [a client with a timeout of Interval,
 	// at least 5s].
 	Client *http.Client
@@ -510,6 +518,9 @@ func eachDecision(dec *json.Decoder, f func(*apiDecision)) error {
 func (b *Bouncer) keep(d *apiDecision, scenarios map[string]string) (added, bool) {
 	refused, ok := b.types[strings.ToLower(d.Type)]
 	if !ok {
+		return added{}, false
+	}
+	if b.opts.SkipPushed && strings.HasPrefix(d.Scenario, ScenarioPrefix) {
 		return added{}, false
 	}
 	p, ok := decisionPrefix(d.Scope, d.Value)

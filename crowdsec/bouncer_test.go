@@ -268,6 +268,34 @@ func TestBouncerStreamForms(t *testing.T) {
 	}
 }
 
+// With SkipPushed, the decisions a protect Machine pushed (scenario
+// protect/...) are left out, and every other kept; without it, kept.
+func TestBouncerSkipPushed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"new":[{"id":1,"duration":"1h","scope":"Ip","type":"ban","value":"192.0.2.1","scenario":"protect/credential stuffing"},
+			{"id":2,"duration":"1h","scope":"Ip","type":"ban","value":"192.0.2.2","scenario":"crowdsecurity/ssh-bf"},
+			{"id":3,"duration":"1h","scope":"Ip","type":"ban","value":"192.0.2.3","scenario":"protectorate/x"}],"deleted":null}`))
+	}))
+	t.Cleanup(srv.Close)
+	for _, skip := range []bool{false, true} {
+		b, err := crowdsec.New(crowdsec.Options{URL: srv.URL, Key: "k", SkipPushed: skip, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newProtector(t, b)
+		poll(t, b)
+		want := map[string]protect.Status{"192.0.2.1": protect.Blocked, "192.0.2.2": protect.Blocked, "192.0.2.3": protect.Blocked}
+		if skip {
+			want["192.0.2.1"] = protect.Allowed
+		}
+		for addr, w := range want {
+			if got := status(t, p, addr); got != w {
+				t.Errorf("SkipPushed %v: VerifyAddr(%s) = %v, want %v", skip, addr, got, w)
+			}
+		}
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		opts crowdsec.Options

@@ -45,7 +45,9 @@ func crowdsecOptions(env []string) (*crowdsec.Options, error) {
 		// Never quote the key.
 		return nil, fmt.Errorf("%s and %s: set both (the key is a bouncer's, from cscli bouncers add NAME), or neither", envCrowdsecURL, envCrowdsecKey)
 	}
-	opts := &crowdsec.Options{URL: url, Key: key}
+	// A machine pushes protect's bans to the same LAPI: taking them back
+	// would refuse a lifted client until the machine's deletion lands.
+	opts := &crowdsec.Options{URL: url, Key: key, SkipPushed: machine != ""}
 	if interval != "" {
 		d, err := envconfig.EnvDuration(interval)
 		if err != nil {

@@ -53,6 +53,20 @@ func TestCrowdsecMachineSettings(t *testing.T) {
 	if s.crowdsec != nil || s.sinks.machine == nil {
 		t.Errorf("loadSettings(URL, MACHINE_ID, PASSWORD): bouncer %v, machine %v; want no bouncer and a machine", s.crowdsec, s.sinks.machine)
 	}
+	// Pull and push on one LAPI: the bouncer leaves out what the machine
+	// pushed; pull alone, it keeps every decision.
+	for _, tc := range []struct {
+		env  []string
+		skip bool
+	}{
+		{[]string{url, envCrowdsecKey + "=0123456789abcdef", id, pw}, true},
+		{[]string{url, envCrowdsecKey + "=0123456789abcdef"}, false},
+	} {
+		s, err := loadSettings(append(tc.env, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"))
+		if err != nil || s.crowdsec == nil || s.crowdsec.SkipPushed != tc.skip {
+			t.Errorf("loadSettings(%q) = bouncer %+v, %v; want SkipPushed %v", tc.env, s.crowdsec, err, tc.skip)
+		}
+	}
 	// The bouncer still asks for its key with an interval.
 	_, err = loadSettings([]string{url, id, pw, envCrowdsecInterval + "=5s", "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"})
 	if got, want := errText(err), envCrowdsecURL+" and "+envCrowdsecKey+": set both"; !strings.Contains(got, want) || strings.Contains(got, machinePassword) {
