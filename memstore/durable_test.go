@@ -26,7 +26,8 @@ import (
 )
 
 // BenchmarkRestoreBans measures OpenMemoryStore on a file of automatic
-// bans: PROTECT_RESTORE_BANS of them [100,000], so that a plain run of
+// bans and a full journal (100,000 events, the default JournalLength):
+// PROTECT_RESTORE_BANS bans [100,000], so that a plain run of
 // every benchmark stays short. The design's bar is 1M under a second:
 //
 //	PROTECT_RESTORE_BANS=1000000 go test -run '^$' -bench RestoreBans .
@@ -74,7 +75,8 @@ func cpuTime() time.Duration {
 }
 
 // writeBans writes n automatic bans of an hour, from now, to a new state
-// file at path, as a store would have written them.
+// file at path, as a store would have written them, with the journal's
+// events of the newest (as many as it keeps by default).
 func writeBans(b *testing.B, path string, n int) {
 	b.Helper()
 	s, err := OpenMemoryStore(MemoryOptions{Path: path, Logger: discardLogger()})
@@ -108,6 +110,27 @@ func writeBans(b *testing.B, path string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+	// The journal's events of the newest bans, as many as it keeps.
+	run := uint64(created.UnixNano())
+	err = db.Update(func(tx *bolt.Tx) error {
+		st := beginState(tx)
+		events := tx.Bucket(bucketJournal)
+		events.FillPercent = 1
+		from := max(n-defaultJournalLength, 0)
+		for i := from; i < n; i++ {
+			a := netip.AddrFrom4([4]byte{byte(11 + i>>24), byte(i >> 16), byte(i >> 8), byte(i)})
+			ban.Key = Key{Prefix: netip.PrefixFrom(a, 32)}
+			v := appendEventValue(nil, store.EventBan, created.UnixNano(), run, &ban, created.Add(time.Hour).UnixNano())
+			if err := events.Put(appendJournalKey(nil, "protect:", run+uint64(i-from)), v); err != nil {
+				return err
+			}
+			st.rec.events++
+		}
+		return st.finish()
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 

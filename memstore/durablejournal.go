@@ -179,7 +179,7 @@ func (r *restorer) event(k, v []byte) error {
 		return nil
 	}
 	r.runs[ns] = restoredRun{run: d.run, seq: seq}
-	held := &heldBan{}
+	held := r.newHeld()
 	loc := r.s.epoch.Location()
 	held.ban = store.Ban{Key: d.key, Range: d.rng, Reason: d.ban.reason, Source: d.ban.source, By: d.ban.by,
 		Created: unixTime(d.ban.created, loc), Offense: d.ban.offense}
