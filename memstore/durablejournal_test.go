@@ -333,3 +333,58 @@ func journalThenWait(t *testing.T, sp Space) {
 		t.Fatalf("Lift = %v, %v", ok, err)
 	}
 }
+
+// A journal restored from a state file is a span of events for each run
+// that wrote them, then this run's: a cursor reads on across spans from
+// the last event of one to the first of the next, and one between them
+// (an event the file lost) or before the oldest reads as gone.
+func TestJournalSpans(t *testing.T) {
+	const run = 201 + runGap // this run's first event
+	for _, tc := range []struct {
+		name   string
+		length int // JournalLength
+		since  string
+		want   []uint64
+		err    error
+	}{
+		{"from the oldest", 10, "", []uint64{100, 101, 102, 200, 201, run, run + 1}, nil},
+		{"the one before the oldest", 10, "99", []uint64{100, 101, 102, 200, 201, run, run + 1}, nil},
+		{"within a span", 10, "100", []uint64{101, 102, 200, 201, run, run + 1}, nil},
+		{"the last of a span", 10, "102", []uint64{200, 201, run, run + 1}, nil},
+		{"the last restored", 10, "201", []uint64{run, run + 1}, nil},
+		{"this run's", 10, seqCursor(run), []uint64{run + 1}, nil},
+		{"the newest", 10, seqCursor(run + 1), nil, nil},
+		{"before the oldest", 10, "98", nil, store.ErrCursorGone},
+		{"lost after a span", 10, "103", nil, store.ErrCursorGone},
+		{"lost before a span", 10, "199", nil, store.ErrCursorGone},
+		{"before this run's first", 10, seqCursor(run - 1), nil, store.ErrCursorGone},
+		{"past the newest", 10, seqCursor(run + 2), nil, store.ErrBadCursor},
+		{"trimmed by length", 5, "", []uint64{102, 200, 201, run, run + 1}, nil},
+		{"trimmed, the one before the oldest", 5, "101", []uint64{102, 200, 201, run, run + 1}, nil},
+		{"trimmed away", 5, "100", nil, store.ErrCursorGone},
+		{"a span trimmed whole", 3, "201", []uint64{run, run + 1}, nil},
+		{"a span trimmed whole, its last", 3, "102", nil, store.ErrCursorGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newEventLog(tc.length, time.Hour, 1000)
+			for _, seq := range []uint64{100, 101, 102, 200, 201} {
+				l.restoreEntry(seq, logEntry{b: &heldBan{}, kind: store.EventBan})
+				l.high = seq
+			}
+			l.resume()
+			l.add(store.EventLift, &heldBan{}, 0)
+			l.add(store.EventLift, &heldBan{}, 0)
+			evs, err := l.read(tc.since, 100, 0, func(seq uint64, _ *logEntry) store.Event {
+				return store.Event{Cursor: seqCursor(seq)}
+			})
+			var got []uint64
+			for _, e := range evs {
+				n, _ := strconv.ParseUint(e.Cursor, 10, 64)
+				got = append(got, n)
+			}
+			if !slices.Equal(got, tc.want) || !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+				t.Errorf("read(%q) = %v, %v; want %v, %v", tc.since, got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

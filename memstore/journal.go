@@ -195,9 +195,11 @@ func (l *eventLog) runFirst() uint64 { return l.next - uint64(l.n-l.nold) }
 // is no longer held (trimmed, or, between runs, lost from the state
 // file). after is below next. l.mu is held.
 func (l *eventLog) seen(after uint64) (int, bool) {
+	// Past the first span held, the event before a span's first is none
+	// this store numbered: the run before lost it, or it never was.
 	k := 0
 	for _, sp := range l.old {
-		if after+1 < sp.first {
+		if after+1 < sp.first || k > 0 && after < sp.first {
 			return 0, false
 		}
 		if after < sp.first+uint64(sp.n) {
@@ -205,10 +207,8 @@ func (l *eventLog) seen(after uint64) (int, bool) {
 		}
 		k += sp.n
 	}
-	// Past the restored spans, the event before this run's first is
-	// none this store numbered: the run before lost it, or it never was.
-	first := l.runFirst()
-	if after+1 < first || len(l.old) > 0 && after < first {
+	first := l.runFirst() // a span too, after the restored ones
+	if after+1 < first || k > 0 && after < first {
 		return 0, false
 	}
 	return k + int(after+1-first), true
