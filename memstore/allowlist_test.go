@@ -1,11 +1,7 @@
 package memstore
 
 import (
-	"bufio"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -24,37 +20,9 @@ var allowScope = store.Scope{Namespace: "allow:", Limits: store.Limits{TTL: time
 // state file are there after the process is killed (SIGKILL, no Close),
 // with their reasons and ends, and hold for Take at once.
 func TestStateFileKeepsAllows(t *testing.T) {
-	if path := os.Getenv(crashEnv); path != "" {
-		allowThenWait(t, path)
-		return
-	}
-	path := filepath.Join(t.TempDir(), "protect.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStateFileKeepsAllows$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && sc.Text() != "written" {
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-
-	s, err := Open(Options{Path: path, Logger: discardLogger()})
-	if err != nil {
-		t.Fatalf("Open(%s) after SIGKILL = %v", path, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	sp, err := s.Space(allowScope)
-	if err != nil {
-		t.Fatal(err)
+	sp := crashed(t, "TestStateFileKeepsAllows", crashEnv, allowThenWait)
+	if sp == nil {
+		return // the child
 	}
 	al := sp.(store.Allowlist)
 	list, err := al.Allows(t.Context())
@@ -75,17 +43,8 @@ func TestStateFileKeepsAllows(t *testing.T) {
 	}
 }
 
-// allowThenWait is the child: it writes three entries and removes one,
-// syncs the state file, says so and waits to be killed.
-func allowThenWait(t *testing.T, path string) {
-	s, err := Open(Options{Path: path, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := s.Space(allowScope)
-	if err != nil {
-		t.Fatal(err)
-	}
+// allowThenWait is the child: it writes three entries and removes one.
+func allowThenWait(t *testing.T, sp Space) {
 	al := sp.(store.Allowlist)
 	for _, e := range []store.Ban{
 		{Key: store.Key{Prefix: netip.MustParsePrefix("192.0.2.1/32")}, Reason: "monitor"},
@@ -99,11 +58,6 @@ func allowThenWait(t *testing.T, path string) {
 	if _, ok, err := al.Disallow(t.Context(), store.Key{Prefix: netip.MustParsePrefix("203.0.113.9/32")}); !ok || err != nil {
 		t.Fatalf("Disallow = %v, %v", ok, err)
 	}
-	if err := s.journal.sync(); err != nil {
-		t.Fatal(err)
-	}
-	os.Stdout.WriteString("written\n")
-	select {} // killed here
 }
 
 // A Take that checked the allowlist before an entry was added, and then

@@ -8,9 +8,9 @@ import (
 )
 
 // The bookmarks of a ban namespace's journal (store.Bookmarks): a map in
-// memory, as the journal itself is, and not in the state file: a cursor
-// names an event of this process's journal, which a restart does not
-// keep, so a bookmark kept across it would name nothing.
+// memory, written to the state file when there is one, as the journal is
+// (durablejournal.go): a bookmark set is noted for the writer, and comes
+// back at open with its expiry.
 
 // maxBookmarks bounds a namespace's bookmarks; past it, a new name is
 // refused rather than an old one forgotten.
@@ -87,5 +87,6 @@ func (sp *memSpace) saveBookmark(ctx context.Context, name string, old *string, 
 		}
 	}
 	b.m[name] = bookmark{text: text, expires: now + int64(ttl)}
+	sp.s.journal.noteMark(sp.bns.id, name)
 	return true, nil
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // A memory store with a state file keeps its bans, lifts, offense
-// histories and plan states in one bbolt file (crash-safe, one file,
-// pure Go) and restores them when the file is opened again.
+// histories, plan states, journals and bookmarks in one bbolt file
+// (crash-safe, one file, pure Go) and restores them when the file is
+// opened again.
 //
 // The request path never touches the file. Where a ban, a lift or an
 // offense history changes, the store notes the key in a list (an append
@@ -62,7 +63,11 @@ var (
 	bucketBans     = []byte("bans")
 	bucketOffenses = []byte("offenses")
 	bucketPlans    = []byte("plans")
+	bucketJournal  = []byte("journal")   // the journals' events (durablejournal.go)
+	bucketMarks    = []byte("bookmarks") // the journals' bookmarks
 	metaFormat     = []byte("format")
+	// dataBuckets are the buckets of records, all but meta.
+	dataBuckets = [][]byte{bucketBans, bucketOffenses, bucketPlans, bucketJournal, bucketMarks}
 )
 
 // ErrStateFileLocked is the error of Open on a state file that
@@ -71,16 +76,22 @@ var ErrStateFileLocked = errors.New("protect: state file is locked")
 
 // Open returns a memory store that keeps its bans (key and
 // range bans, automatic and manual, permanent ones too), lifts, offense
-// histories and plan states (quota usage, rate state) in the file
+// histories, plan states (quota usage, rate state), journals
+// (store.Journal) and their bookmarks (store.Bookmarks) in the file
 // opt.Path, made if missing, and restores them from it: a restored ban
 // ends when it would have ended, never earlier, never later; one that
-// ended while the file was closed is dropped. Stream counters are not
+// ended while the file was closed is dropped. A journal comes back with
+// its events numbered as they were, bounded by opt.JournalLength (the
+// oldest dropped), so that a cursor or a bookmark of the run before reads
+// on; a bookmark comes back with its expiry. Stream counters are not
 // kept: they live for a TTL of seconds.
 //
-// A ban reaches the file within 100 ms of the decision that wrote it, a
-// plan state within a second; no request waits for the disk. What a
-// kill -9 loses is what had not reached it then. Close writes the rest and
-// closes the file; what it cannot write (a full disk) is its error.
+// A ban reaches the file within 100 ms of the decision that wrote it,
+// with its journal event, and so does a bookmark; the journal event of a
+// ban found over, and a plan state, within a second. No request waits
+// for the disk. What a kill -9 loses is what had not reached it then.
+// Close writes the rest and closes the file; what it cannot write (a
+// full disk) is its error.
 //
 // One process at a time holds the file: a second open, by another
 // process or by this one, fails at once with an error that wraps
@@ -152,6 +163,7 @@ func openStore(opt Options, db *bolt.DB, pre *precheck, log *slog.Logger) (*Stor
 	pre.report(log, opt.Path, st)
 	log.Info("protect: state restored", slog.String("file", opt.Path),
 		slog.Int("bans", st.bans), slog.Int("offenses", st.offenses), slog.Int("plans", st.plans),
+		slog.Int("events", st.events), slog.Int("bookmarks", st.marks),
 		slog.Int("expired", st.expired), slog.Int("skipped", st.skipped),
 		slog.Duration("took", time.Since(start)))
 	s.journal = newJournal(s, db, opt.Path, log)
@@ -178,7 +190,10 @@ func prepareStateFile(db *bolt.DB) error {
 		if v := meta.Get(metaFormat); len(v) != 1 || v[0] != recordVersion {
 			return fmt.Errorf("format %x, want %d: not a state file of this version of protect", v, recordVersion)
 		}
-		ready = tx.Bucket(bucketBans) != nil && tx.Bucket(bucketOffenses) != nil && tx.Bucket(bucketPlans) != nil
+		ready = true
+		for _, b := range dataBuckets {
+			ready = ready && tx.Bucket(b) != nil
+		}
 		return nil
 	})
 	if err != nil || ready {
@@ -197,7 +212,7 @@ func prepareStateFile(db *bolt.DB) error {
 		case len(v) != 1 || v[0] != recordVersion:
 			return fmt.Errorf("format %x, want %d: written by another version of protect", v, recordVersion)
 		}
-		for _, b := range [][]byte{bucketBans, bucketOffenses, bucketPlans} {
+		for _, b := range dataBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -267,6 +282,7 @@ type journal struct {
 	addrs  dirtyKeys[addrKey]
 	names  dirtyKeys[nameKey]
 	ranges dirtyKeys[rangeRef]
+	marks  dirtyKeys[markRef]
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
@@ -278,22 +294,29 @@ type journal struct {
 	spareA  []addrKey
 	spareN  []nameKey
 	spareR  []rangeRef
+	spareM  []markRef
+	logs    map[uint64]*logMark // by namespace id (durablejournal.go)
+	spaces  []*memNamespace
+	entries []logEntry
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// diskOp puts val at key in bucket, or deletes key when val is nil.
+// diskOp puts val at key in bucket, or deletes key when val is nil;
+// with upto, it deletes every key from key up to (not including) upto.
 type diskOp struct {
 	bucket []byte
 	key    []byte
 	val    []byte
+	upto   []byte
 }
 
 func newJournal(s *Store, db *bolt.DB, path string, log *slog.Logger) *journal {
 	j := &journal{s: s, db: db, path: path, log: log,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), syncs: make(chan chan error)}
-	j.addrs.wake, j.names.wake, j.ranges.wake = j.wake, j.wake, j.wake
+	j.addrs.wake, j.names.wake, j.ranges.wake, j.marks.wake = j.wake, j.wake, j.wake, j.wake
+	j.startLogs()
 	return j
 }
 
@@ -359,6 +382,7 @@ func (j *journal) close() error {
 		j.s.addrs.stopNotes()
 		j.s.names.stopNotes()
 		j.ranges.stop()
+		j.marks.stop()
 		for i := range j.s.plans.shards {
 			sh := &j.s.plans.shards[i]
 			sh.mu.Lock()
@@ -428,6 +452,10 @@ func (j *journal) flush(plans bool) error {
 		ops = append(ops, op)
 	}
 	j.spareR = rs
+	// The bookmarks before the journals: a bookmark's event is written
+	// with it or before it.
+	ops = j.markOps(ops, now, base)
+	ops = j.eventOps(ops, now, base)
 	if plans {
 		ops = j.planOps(ops, s.micros(now), nsName)
 	}
@@ -436,9 +464,16 @@ func (j *journal) flush(plans bool) error {
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		st := beginState(tx)
-		for _, op := range ops {
-			if err := st.put(op.bucket, op.key, op.val); err != nil {
-				return err
+		// The ranges last: a range deletes what the journal trimmed,
+		// which a put of a flush before (retried here) may write.
+		for _, ranges := range []bool{false, true} {
+			for _, op := range ops {
+				if (op.upto != nil) != ranges {
+					continue
+				}
+				if err := st.apply(op); err != nil {
+					return err
+				}
 			}
 		}
 		return st.finish()
@@ -493,6 +528,9 @@ func lastOps(ops []diskOp) []diskOp {
 	for i := len(ops) - 1; i >= 0; i-- {
 		op := ops[i]
 		id := string(op.bucket) + "\x00" + string(op.key) // no bucket's name holds a NUL
+		if op.upto != nil {
+			id += "\x00" + string(op.upto) // a range, apart from the record at its start
+		}
 		if _, dup := seen[id]; dup {
 			continue
 		}

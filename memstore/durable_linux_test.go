@@ -54,12 +54,12 @@ func TestStateFileFullDisk(t *testing.T) {
 	if err == nil || err.Error() != want || !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Close() on the full disk = %v, want %q", err, want)
 	}
-	if pending != 3000 { // a ban record and an offense record for each
-		t.Errorf("records pending = %d, want 3000", pending)
+	if pending != 4500 { // a ban record, an offense record and an event for each
+		t.Errorf("records pending = %d, want 4500", pending)
 	}
 	line := log.only(t, "protect: state file write failed; retrying")
 	wantLine := map[string]any{"level": "ERROR", "msg": "protect: state file write failed; retrying", "file": path,
-		"records": 3000.0, "error": "write " + path + ": no space left on device"}
+		"records": 4500.0, "error": "write " + path + ": no space left on device"}
 	if !reflect.DeepEqual(line, wantLine) {
 		t.Errorf("log line = %v\nwant %v", line, wantLine)
 	}

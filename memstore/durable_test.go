@@ -20,12 +20,14 @@ import (
 	"time"
 
 	"github.com/httpprotect/protect/internal/logtest"
+	"github.com/httpprotect/protect/store"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // BenchmarkRestoreBans measures OpenMemoryStore on a file of automatic
-// bans: PROTECT_RESTORE_BANS of them [100,000], so that a plain run of
+// bans and a full journal (100,000 events, the default JournalLength):
+// PROTECT_RESTORE_BANS bans [100,000], so that a plain run of
 // every benchmark stays short. The design's bar is 1M under a second:
 //
 //	PROTECT_RESTORE_BANS=1000000 go test -run '^$' -bench RestoreBans .
@@ -73,7 +75,8 @@ func cpuTime() time.Duration {
 }
 
 // writeBans writes n automatic bans of an hour, from now, to a new state
-// file at path, as a store would have written them.
+// file at path, as a store would have written them, with the journal's
+// events of the newest (as many as it keeps by default).
 func writeBans(b *testing.B, path string, n int) {
 	b.Helper()
 	s, err := OpenMemoryStore(MemoryOptions{Path: path, Logger: discardLogger()})
@@ -107,6 +110,27 @@ func writeBans(b *testing.B, path string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+	// The journal's events of the newest bans, as many as it keeps.
+	run := uint64(created.UnixNano())
+	err = db.Update(func(tx *bolt.Tx) error {
+		st := beginState(tx)
+		events := tx.Bucket(bucketJournal)
+		events.FillPercent = 1
+		from := max(n-defaultJournalLength, 0)
+		for i := from; i < n; i++ {
+			a := netip.AddrFrom4([4]byte{byte(11 + i>>24), byte(i >> 16), byte(i >> 8), byte(i)})
+			ban.Key = Key{Prefix: netip.PrefixFrom(a, 32)}
+			v := appendEventValue(nil, store.EventBan, created.UnixNano(), run, &ban, created.Add(time.Hour).UnixNano())
+			if err := events.Put(appendJournalKey(nil, "protect:", run+uint64(i-from)), v); err != nil {
+				return err
+			}
+			st.rec.events++
+		}
+		return st.finish()
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -231,6 +255,20 @@ func fileMeta(t *testing.T, path string) (pageSize int, txid uint64) {
 	return db.Info().PageSize, txid
 }
 
+// bansLeaf reports whether leaf page id of path holds ban records (its
+// first key one of an address), not journal events.
+func bansLeaf(t *testing.T, path string, id int) bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psize, _ := fileMeta(t, path)
+	_, k, _ := leafElem(data[id*psize:(id+1)*psize], 0)
+	dk, err := decodeDiskKey(k, nil)
+	return err == nil && dk.kind == kindAddr
+}
+
 // overwrite writes 4 KB... of seeded random bytes over page id of path.
 func overwrite(t *testing.T, path string, id int64, size int, seed uint64) {
 	t.Helper()
@@ -252,9 +290,9 @@ func overwrite(t *testing.T, path string, id int64, size int, seed uint64) {
 const damagedMsg = "protect: state file damaged: moved aside, what could be read restored"
 
 // wantDamaged checks the one error line of a damaged file (lost -1:
-// not known), and that
+// not known; eventsLost, the journal's), and that
 // the file moved aside is the damaged one, byte for byte.
-func wantDamaged(t *testing.T, log *jsonLog, path string, damaged []byte, damage string, bans, lost int) {
+func wantDamaged(t *testing.T, log *jsonLog, path string, damaged []byte, damage string, bans, lost, eventsLost int) {
 	t.Helper()
 	line := log.only(t, damagedMsg)
 	moved, _ := line["moved_to"].(string)
@@ -262,6 +300,7 @@ func wantDamaged(t *testing.T, log *jsonLog, path string, damaged []byte, damage
 		"bans": float64(bans), "offenses": 0.0, "plans": 0.0}
 	if lost >= 0 { // else the file's record of itself is lost too
 		want["bans_lost"], want["offenses_lost"], want["plans_lost"] = float64(lost), 0.0, 0.0
+		want["journal_lost"], want["bookmarks_lost"] = float64(eventsLost), 0.0
 	}
 	if !reflect.DeepEqual(line, want) {
 		t.Errorf("log line = %v\nwant %v", line, want)
@@ -297,7 +336,7 @@ func TestStateFileDamage(t *testing.T) {
 				if err != nil || p == nil {
 					return nil
 				}
-				if p.Type == "leaf" && p.Count > 4 { // the root's leaf holds the 4 buckets
+				if p.Type == "leaf" && p.Count > 6 && bansLeaf(t, path, id) { // the root's leaf holds the 6 buckets
 					leaf, held = id, p.Count
 				}
 			}
@@ -313,7 +352,7 @@ func TestStateFileDamage(t *testing.T) {
 		if len(got) != 2000-held {
 			t.Errorf("bans restored = %d, want %d: all but the %d of page %d", len(got), 2000-held, held, leaf)
 		}
-		wantDamaged(t, log, path, damaged, fmt.Sprintf("page %d: identifies as %d", leaf, ne.Uint64(damaged[leaf*psize:])), 2000-held, held)
+		wantDamaged(t, log, path, damaged, fmt.Sprintf("page %d: identifies as %d", leaf, ne.Uint64(damaged[leaf*psize:])), 2000-held, held, 0)
 	})
 	t.Run("truncated to half", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "protect.db")
@@ -332,7 +371,7 @@ func TestStateFileDamage(t *testing.T) {
 		if len(got) != 0 {
 			t.Errorf("bans restored = %d, want 0: the root page is past the cut", len(got))
 		}
-		wantDamaged(t, log, path, damaged, fmt.Sprintf("page %d: past the end of the file (%d bytes)", m.root, len(damaged)), 0, -1)
+		wantDamaged(t, log, path, damaged, fmt.Sprintf("page %d: past the end of the file (%d bytes)", m.root, len(damaged)), 0, -1, -1)
 	})
 	t.Run("random newest meta page", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "protect.db")
@@ -351,7 +390,7 @@ func TestStateFileDamage(t *testing.T) {
 				t.Errorf("ban %d of the first transaction not restored", i)
 			}
 		}
-		wantDamaged(t, log, path, damaged, fmt.Sprintf("meta page %d not valid, transaction %d read from meta page %d; transaction %d lost", txid%2, txid-1, 1-txid%2, txid), 98, 102)
+		wantDamaged(t, log, path, damaged, fmt.Sprintf("meta page %d not valid, transaction %d read from meta page %d; transaction %d lost", txid%2, txid-1, 1-txid%2, txid), 98, 102, 102)
 	})
 	t.Run("zero length", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "protect.db")
@@ -387,7 +426,8 @@ func TestStateFileCloseReportsFailedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Close()
-	want := fmt.Sprintf("protect: state file %s: 2 records not written at close: database not open", path)
+	// A ban record, an offense record and the ban's event.
+	want := fmt.Sprintf("protect: state file %s: 3 records not written at close: database not open", path)
 	if err == nil || err.Error() != want || !errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		t.Errorf("Close() = %v, want %q", err, want)
 	}
@@ -406,6 +446,10 @@ func FuzzStateRecord(f *testing.F) {
 		{appendDiskKey(nil, "api:", kindName, Key{Name: "cus_alpha"}), appendOffenseValue(nil, []int64{1, 2, 3}, 4)},
 		{appendDiskKey(nil, "", kindName, Key{Name: "acme"}), appendPlanValue(nil, 99, []planSlot{{name: "monthly", quota: Monthly, a: 40, b: 99}, {name: "rate", a: 5, b: 1}})},
 		{[]byte{0xff, 0xff}, []byte{recordVersion, 200}},
+		{appendJournalKey(nil, "protect:", 1<<60), appendEventValue(nil, store.EventLift, created.UnixNano(), 1<<60, &Ban{Key: Key{Prefix: netip.MustParsePrefix("203.0.113.7/32")}, Reason: "r", Source: SourceManual}, created.Add(time.Hour).UnixNano())},
+		{appendJournalKey(nil, "api:", 7), appendEventValue(nil, store.EventAllow, 1, 7, &Ban{Key: Key{Prefix: netip.MustParsePrefix("2001:db8::/48")}, Range: true}, 0)},
+		{appendMarkKey(nil, "protect:", "lapi:key"), appendEventValue(nil, store.EventBan, 1, 7, &Ban{Key: Key{Name: "cus_alpha"}}, 0)},
+		{appendMarkKey(nil, "protect:", "lapi:key"), appendMarkValue(nil, `{"acked":"12"}`, created.UnixNano())},
 	} {
 		f.Add(seed.key, seed.val)
 	}
@@ -427,6 +471,31 @@ func FuzzStateRecord(f *testing.F) {
 			t2, e2, err := decodeOffenseValue(appendOffenseValue(nil, times, exp))
 			if err != nil || e2 != exp || !reflect.DeepEqual(t2, times) {
 				t.Fatalf("decodeOffenseValue(appendOffenseValue(%v, %d)) = %v, %d, %v; want them back", times, exp, t2, e2, err)
+			}
+		}
+		if ns, seq, err := decodeJournalKey(key, nil); err == nil {
+			n2, s2, err := decodeJournalKey(appendJournalKey(nil, ns, seq), nil)
+			if err != nil || n2 != ns || s2 != seq {
+				t.Fatalf("decodeJournalKey(appendJournalKey(%q, %d)) = %q, %d, %v; want them back", ns, seq, n2, s2, err)
+			}
+		}
+		if d, err := decodeEventValue(val, nil); err == nil {
+			b := Ban{Key: d.key, Range: d.rng, Reason: d.ban.reason, Source: d.ban.source, By: d.ban.by, Created: time.Unix(0, d.ban.created), Offense: d.ban.offense}
+			again, err := decodeEventValue(appendEventValue(nil, d.kind, d.t, d.run, &b, d.ban.end), nil)
+			if err != nil || again != d {
+				t.Fatalf("decodeEventValue(appendEventValue(%+v)) = %+v, %v; want it back", d, again, err)
+			}
+		}
+		if ns, name, err := decodeMarkKey(key, nil); err == nil {
+			n2, m2, err := decodeMarkKey(appendMarkKey(nil, ns, name), nil)
+			if err != nil || n2 != ns || m2 != name {
+				t.Fatalf("decodeMarkKey(appendMarkKey(%q, %q)) = %q, %q, %v; want them back", ns, name, n2, m2, err)
+			}
+		}
+		if text, exp, err := decodeMarkValue(val); err == nil {
+			t2, e2, err := decodeMarkValue(appendMarkValue(nil, text, exp))
+			if err != nil || t2 != text || e2 != exp {
+				t.Fatalf("decodeMarkValue(appendMarkValue(%q, %d)) = %q, %d, %v; want them back", text, exp, t2, e2, err)
 			}
 		}
 		if exp, slots, err := decodePlanValue(val); err == nil {
@@ -585,9 +654,10 @@ func TestStateFileFailingWriteKeepsOneOpPerRecord(t *testing.T) {
 			t.Fatalf("flush %d to a closed file succeeded", i)
 		}
 	}
-	// One plan record, one ban record and one offense record.
-	if n := len(j.pending); n > 3 {
-		t.Errorf("after 100 failed flushes of one plan key and one ban the writer holds %d ops, want 3", n)
+	// One plan record, one ban record and one offense record, and the
+	// journal's 100 events (which Options.JournalLength bounds).
+	if n := len(j.pending); n > 103 {
+		t.Errorf("after 100 failed flushes of one plan key and one ban the writer holds %d ops, want 103", n)
 	}
 }
 

@@ -550,7 +550,7 @@ func precheckFile(path string, now time.Time) (*precheck, error) {
 func writeSalvage(db *bolt.DB, c *fileCheck) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		st := beginState(tx)
-		for _, b := range [][]byte{bucketBans, bucketOffenses, bucketPlans} {
+		for _, b := range dataBuckets {
 			for _, kv := range c.recs[string(b)] {
 				if err := st.put(b, kv[0], kv[1]); err != nil {
 					return err
@@ -581,7 +581,7 @@ func (pc *precheck) report(log *slog.Logger, path string, st restoreStats) {
 		attrs := []any{slog.String("file", path), slog.String("moved_to", pc.movedTo), slog.String("damage", damage),
 			slog.Int("bans", st.bans), slog.Int("offenses", st.offenses), slog.Int("plans", st.plans)}
 		if rec != nil {
-			for _, b := range [][]byte{bucketBans, bucketOffenses, bucketPlans} {
+			for _, b := range dataBuckets {
 				attrs = append(attrs, slog.Int64(string(b)+"_lost", lost(*rec.count(b), len(c.recs[string(b)]))))
 			}
 		}
@@ -590,7 +590,7 @@ func (pc *precheck) report(log *slog.Logger, path string, st restoreStats) {
 		rec := c.state
 		same := rec.txid == c.meta.txid
 		attrs := []any{slog.String("file", path), slog.Uint64("txid", c.meta.txid), slog.Uint64("txid_recorded", rec.txid)}
-		for _, b := range [][]byte{bucketBans, bucketOffenses, bucketPlans} {
+		for _, b := range dataBuckets {
 			n := c.counts[string(b)]
 			same = same && uint64(n) == *rec.count(b)
 			attrs = append(attrs, slog.Int(string(b), n), slog.Uint64(string(b)+"_recorded", *rec.count(b)))

@@ -67,22 +67,172 @@ func decodeDiskKey(b []byte, intern func([]byte) string) (diskKey, error) {
 	if r.err != nil {
 		return diskKey{}, r.err
 	}
-	switch dk.kind {
+	k, err := decodeKey(dk.kind, rest)
+	if err != nil {
+		return diskKey{}, err
+	}
+	dk.key = k
+	return dk, nil
+}
+
+// decodeKey decodes a key of kind from its bytes.
+func decodeKey(kind byte, b []byte) (store.Key, error) {
+	switch kind {
 	case kindName:
-		if len(rest) == 0 {
-			return diskKey{}, fmt.Errorf("%w: empty name", errRecord)
+		if len(b) == 0 {
+			return store.Key{}, fmt.Errorf("%w: empty name", errRecord)
 		}
-		dk.key.Name = string(rest)
+		return store.Key{Name: string(b)}, nil
 	case kindAddr, kindRange, kindAllowKey, kindAllowRange:
 		var p netip.Prefix
-		if err := p.UnmarshalBinary(rest); err != nil || !p.IsValid() || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
-			return diskKey{}, fmt.Errorf("%w: bad prefix", errRecord)
+		if err := p.UnmarshalBinary(b); err != nil || !p.IsValid() || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+			return store.Key{}, fmt.Errorf("%w: bad prefix", errRecord)
 		}
-		dk.key.Prefix = p
+		return store.Key{Prefix: p}, nil
 	default:
-		return diskKey{}, fmt.Errorf("%w: key kind %d", errRecord, dk.kind)
+		return store.Key{}, fmt.Errorf("%w: key kind %d", errRecord, kind)
 	}
-	return dk, nil
+}
+
+// A journal event's record (durablejournal.go) is keyed by its
+// namespace (length first) and its sequence number (8 bytes, big
+// endian, so that a namespace's events are in order). Its value is the
+// event: its kind, its time, the number of its run's first event, and
+// the ban it names (its key, whether a range, and the ban's record).
+//
+// A bookmark's record is keyed by its namespace and its name; its value
+// is its text and its expiry.
+
+// seqBytes is the size of a sequence number in a journal record's key.
+const seqBytes = 8
+
+// appendJournalKey encodes the key of event seq of namespace ns.
+func appendJournalKey(b []byte, ns string, seq uint64) []byte {
+	b = appendStr(b, ns)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// decodeJournalKey decodes a journal record's key.
+func decodeJournalKey(b []byte, intern func([]byte) string) (ns string, seq uint64, err error) {
+	r := reader{b: b, intern: intern}
+	ns = r.str()
+	rest := r.rest()
+	switch {
+	case r.err != nil:
+		return "", 0, r.err
+	case len(rest) != seqBytes:
+		return "", 0, fmt.Errorf("%w: sequence number of %d bytes", errRecord, len(rest))
+	}
+	seq = binary.BigEndian.Uint64(rest)
+	if seq == 0 || seq > maxSeq {
+		return "", 0, fmt.Errorf("%w: sequence number %d", errRecord, seq)
+	}
+	return ns, seq, nil
+}
+
+// diskEvent is a journal record's value, decoded: times in Unix ns.
+type diskEvent struct {
+	kind store.EventKind
+	t    int64
+	run  uint64 // the sequence number of the first event of its run
+	key  store.Key
+	rng  bool
+	ban  diskBan
+}
+
+// appendEventValue encodes an event of kind at t (Unix ns) about b,
+// ending at end (Unix ns, 0: permanent), of the run whose first event
+// is numbered run.
+func appendEventValue(buf []byte, kind store.EventKind, t int64, run uint64, b *store.Ban, end int64) []byte {
+	buf = append(buf, recordVersion, byte(kind))
+	buf = binary.AppendVarint(buf, t)
+	buf = binary.AppendUvarint(buf, run)
+	kk := byte(kindAddr)
+	switch {
+	case b.Range:
+		kk = kindRange
+	case !b.Key.Prefix.IsValid():
+		kk = kindName
+	}
+	buf = append(buf, kk)
+	if kk == kindName {
+		buf = appendStr(buf, b.Key.Name)
+	} else {
+		pb, _ := b.Key.Prefix.MarshalBinary() // a valid prefix always marshals
+		buf = binary.AppendUvarint(buf, uint64(len(pb)))
+		buf = append(buf, pb...)
+	}
+	return appendBanValue(buf, b, end)
+}
+
+// decodeEventValue decodes a journal record's value; intern is as for
+// decodeDiskKey.
+func decodeEventValue(v []byte, intern func([]byte) string) (diskEvent, error) {
+	r := reader{b: v}
+	r.version()
+	var d diskEvent
+	d.kind = store.EventKind(r.byte())
+	if d.t = r.varint(); d.t < 0 {
+		r.fail("negative time")
+	}
+	d.run = r.uvarint()
+	kk := r.byte()
+	kb := r.bytes()
+	ban := r.rest()
+	if r.err != nil {
+		return diskEvent{}, r.err
+	}
+	if d.kind.String() == "" {
+		return diskEvent{}, fmt.Errorf("%w: event kind %d", errRecord, d.kind)
+	}
+	if d.run == 0 || d.run > maxSeq {
+		return diskEvent{}, fmt.Errorf("%w: run %d", errRecord, d.run)
+	}
+	if kk != kindAddr && kk != kindRange && kk != kindName {
+		return diskEvent{}, fmt.Errorf("%w: key kind %d", errRecord, kk)
+	}
+	k, err := decodeKey(kk, kb)
+	if err != nil {
+		return diskEvent{}, err
+	}
+	d.key, d.rng = k, kk == kindRange
+	if d.ban, err = decodeBanValue(ban, intern); err != nil {
+		return diskEvent{}, err
+	}
+	return d, nil
+}
+
+// appendMarkKey encodes the key of bookmark name of namespace ns.
+func appendMarkKey(b []byte, ns, name string) []byte {
+	return append(appendStr(b, ns), name...)
+}
+
+// decodeMarkKey decodes a bookmark record's key.
+func decodeMarkKey(b []byte, intern func([]byte) string) (ns, name string, err error) {
+	r := reader{b: b, intern: intern}
+	ns = r.str()
+	rest := r.rest()
+	if r.err != nil {
+		return "", "", r.err
+	}
+	return ns, string(rest), nil
+}
+
+// appendMarkValue encodes a bookmark's text and expiry (Unix ns).
+func appendMarkValue(buf []byte, text string, exp int64) []byte {
+	buf = append(buf, recordVersion)
+	buf = appendStr(buf, text)
+	return binary.AppendVarint(buf, exp)
+}
+
+// decodeMarkValue decodes a bookmark record's value.
+func decodeMarkValue(v []byte) (text string, exp int64, err error) {
+	r := reader{b: v}
+	r.version()
+	text = r.str()
+	exp = r.varint()
+	r.end()
+	return text, exp, r.err
 }
 
 // Sources as one byte.
@@ -299,6 +449,21 @@ func (r *reader) str() string {
 		return r.intern(b)
 	}
 	return string(b)
+}
+
+// bytes reads a length and as many bytes, without copying them.
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.fail("bytes past the end")
+		return nil
+	}
+	b := r.b[:n]
+	r.b = r.b[n:]
+	return b
 }
 
 func (r *reader) rest() []byte {

@@ -16,6 +16,7 @@ import (
 // restoreStats counts what a restore read.
 type restoreStats struct {
 	bans, offenses, plans int
+	events, marks         int
 	expired, skipped      int
 }
 
@@ -28,7 +29,8 @@ type restorer struct {
 	now    int64 // ticks
 	base   int64 // the epoch in Unix ns
 	st     restoreStats
-	gone   [][2][]byte // bucket and key of the expired records, to delete
+	gone   [][2][]byte                   // bucket and key of the expired records, to delete
+	runs   map[*memNamespace]restoredRun // the last event read of each journal
 	ranges map[*memNamespace][]store.RangeEntry
 	allows map[*memNamespace][]store.RangeEntry
 	// The last namespace met, and the strings seen: records come sorted
@@ -65,7 +67,7 @@ func (r *restorer) newHeld() *heldBan {
 func (s *Store) restore(db *bolt.DB, path string, log *slog.Logger, nbans int) (restoreStats, error) {
 	r := &restorer{s: s, path: path, log: log, now: s.now(), base: s.epoch.UnixNano(),
 		ranges: make(map[*memNamespace][]store.RangeEntry), allows: make(map[*memNamespace][]store.RangeEntry),
-		strs: make(map[string]string)}
+		strs: make(map[string]string), runs: make(map[*memNamespace]restoredRun)}
 	r.in = r.intern
 	err := db.View(func(tx *bolt.Tx) error {
 		bans := tx.Bucket(bucketBans)
@@ -79,12 +81,19 @@ func (s *Store) restore(db *bolt.DB, path string, log *slog.Logger, nbans int) (
 		if err := tx.Bucket(bucketOffenses).ForEach(r.offense); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketPlans).ForEach(r.plan)
+		if err := tx.Bucket(bucketPlans).ForEach(r.plan); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketJournal).ForEach(r.event); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMarks).ForEach(r.mark)
 	})
 	if err != nil {
 		return r.st, err
 	}
 	r.insertAddrBans()
+	r.resumeLogs()
 	for ns, entries := range r.ranges {
 		ns.ranges.Store(store.NewRangeSet(entries))
 	}

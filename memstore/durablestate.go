@@ -23,20 +23,26 @@ var metaState = []byte("state")
 type stateRecord struct {
 	txid                  uint64
 	bans, offenses, plans uint64
+	events, marks         uint64
 }
 
 func (r stateRecord) encode() []byte {
 	b := []byte{recordVersion}
-	for _, v := range []uint64{r.txid, r.bans, r.offenses, r.plans} {
+	for _, v := range []uint64{r.txid, r.bans, r.offenses, r.plans, r.events, r.marks} {
 		b = binary.AppendUvarint(b, v)
 	}
 	return b
 }
 
+// decodeStateRecord decodes a state record; one that counts no journal
+// and no bookmarks (a file that held none) counts them 0.
 func decodeStateRecord(v []byte) (stateRecord, error) {
 	r := reader{b: v}
 	r.version()
 	st := stateRecord{txid: r.uvarint(), bans: r.uvarint(), offenses: r.uvarint(), plans: r.uvarint()}
+	if r.err == nil && len(r.b) > 0 {
+		st.events, st.marks = r.uvarint(), r.uvarint()
+	}
 	r.end()
 	return st, r.err
 }
@@ -48,6 +54,10 @@ func (r *stateRecord) count(bucket []byte) *uint64 {
 		return &r.bans
 	case string(bucketOffenses):
 		return &r.offenses
+	case string(bucketJournal):
+		return &r.events
+	case string(bucketMarks):
+		return &r.marks
 	default:
 		return &r.plans
 	}
@@ -68,7 +78,7 @@ func beginState(tx *bolt.Tx) *stateTx {
 		st.rec = rec
 		return st
 	}
-	for _, b := range [][]byte{bucketBans, bucketOffenses, bucketPlans} {
+	for _, b := range dataBuckets {
 		*st.rec.count(b) = uint64(countKeys(tx.Bucket(b)))
 	}
 	return st

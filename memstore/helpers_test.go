@@ -4,7 +4,11 @@ package memstore
 // had in package protect: the tests read as the code they test.
 
 import (
+	"bufio"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/httpprotect/protect/internal/testclock"
@@ -94,4 +98,58 @@ func mustPlan(t testing.TB, name string, limits ...PlanLimit) *Plan {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// crashed runs the test called name again in a child process with env
+// set to a state file's path; the child opens the file, calls child
+// with its space of allowScope, syncs the file, says "written" and
+// waits. crashed kills it then (SIGKILL: no Close), as a crash would,
+// opens the file and returns its space of allowScope.
+func crashed(t *testing.T, name, env string, child func(t *testing.T, sp Space)) Space {
+	t.Helper()
+	if path := os.Getenv(env); path != "" {
+		s, sp := openAllowScope(t, path)
+		child(t, sp)
+		if err := s.journal.sync(); err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("written\n")
+		select {} // killed here
+	}
+	path := filepath.Join(t.TempDir(), "protect.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$")
+	cmd.Env = append(os.Environ(), env+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "written" {
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	_, sp := openAllowScope(t, path)
+	return sp
+}
+
+// openAllowScope opens the state file path, closed in t.Cleanup, and
+// returns it and its space of allowScope.
+func openAllowScope(t *testing.T, path string) (*MemoryStore, Space) {
+	t.Helper()
+	s, err := Open(Options{Path: path, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sp, err := s.Space(allowScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, sp
 }

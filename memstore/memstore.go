@@ -36,8 +36,8 @@ type Options struct {
 	// Clock tells the time [time.Now]. Tests inject a fake one.
 	Clock func() time.Time
 	// Path names the state file that keeps bans, lifts, offense
-	// histories and plan state across restarts (see Open,
-	// which opens it; New ignores it) [none: memory only].
+	// histories, plan state, journals and bookmarks across restarts
+	// (see Open, which opens it; New ignores it) [none: memory only].
 	Path string
 	// JournalLength caps the events each ban namespace's journal keeps
 	// (Space.Events, store.Journal), the oldest going first [100,000]. An
@@ -45,7 +45,8 @@ type Options struct {
 	// its strings, shared by that ban's events) once the ban is lifted or
 	// over: 120 bytes an event for bans written and lifted
 	// (TestJournalBytes), at most some 22 MB a ban namespace at the
-	// default.
+	// default. With a state file the file keeps as many, and an open
+	// with a smaller JournalLength drops the oldest.
 	JournalLength int
 	// JournalAge is how long the journal keeps an event [7 days].
 	JournalAge time.Duration

@@ -159,3 +159,54 @@ func eventList(evs []store.Event) string {
 	}
 	return out + "]"
 }
+
+// A store whose Journal and Bookmarks outlive a restart (Env.Reopen)
+// keeps a reader's place: after the restart its bookmark is there, and
+// its cursor reads on to the events after it, in order, a lift made just
+// before the restart included; the events written after the restart
+// follow them. A store without Reopen, Journal or Bookmarks skips the
+// test.
+func testJournalRestart(t *testing.T, env *Env) {
+	if env.Reopen == nil {
+		t.Skip("Env.Reopen is nil: nothing to check")
+	}
+	ctx := t.Context()
+	lim := limits(env.Unit)
+	sp := env.space(t, "restart:", lim)
+	j, ok := sp.(store.Journal)
+	bm, marks := sp.(store.Bookmarks)
+	if !ok || !marks {
+		t.Skipf("%T is not a store.Journal and store.Bookmarks: nothing to check", sp)
+	}
+	k1, _ := host("192.0.2.70")
+	k2, _ := host("192.0.2.71")
+	k3, _ := host("192.0.2.72")
+	b1 := addBan(t, sp, store.Ban{Key: k1, Reason: "before", Source: store.SourceManual}, 60*env.Unit)
+	place := lastCursor(readJournal(t, j, ""))
+	if err := bm.SetBookmark(ctx, "reader", place, 60*env.Unit); err != nil {
+		t.Fatalf("SetBookmark(reader) = %v", err)
+	}
+	if _, ok, err := sp.Lift(ctx, k1); !ok || err != nil {
+		t.Fatalf("Lift(%s) = %v, %v; want lifted", k1, ok, err)
+	}
+	b2 := addBan(t, sp, store.Ban{Key: k2, Reason: "before the restart", Source: store.SourceManual}, 60*env.Unit)
+
+	env.Store, env.probe = env.Reopen(t), nil
+	sp = env.space(t, "restart:", lim)
+	j, bm = sp.(store.Journal), sp.(store.Bookmarks)
+	if got, ok, err := bm.Bookmark(ctx, "reader"); got != place || !ok || err != nil {
+		t.Fatalf("Bookmark(reader) after a restart = %q, %v, %v; want %q, true, nil", got, ok, err, place)
+	}
+	b3 := addBan(t, sp, store.Ban{Key: k3, Reason: "after the restart", Source: store.SourceManual}, 60*env.Unit)
+	evs := readJournal(t, j, place)
+	want := []store.Event{{Kind: store.EventLift, Ban: b1}, {Kind: store.EventBan, Ban: b2}, {Kind: store.EventBan, Ban: b3}}
+	if len(evs) != len(want) {
+		t.Fatalf("journal after the reader's place, across a restart = %s, want %s", eventList(evs), eventList(want))
+	}
+	for i, e := range evs {
+		if e.Kind != want[i].Kind || !sameBan(e.Ban, want[i].Ban) {
+			t.Fatalf("event %d after a restart = %+v, want %s of %+v", i, e, want[i].Kind, want[i].Ban)
+		}
+	}
+	checkCursors(t, j, place, evs)
+}

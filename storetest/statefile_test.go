@@ -7,6 +7,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/internal/testclock"
+	"github.com/httpprotect/protect/store"
 	"github.com/httpprotect/protect/storetest"
 )
 
@@ -15,13 +16,24 @@ import (
 func TestMemoryStoreStateFile(t *testing.T) {
 	storetest.RunEnv(t, func(t *testing.T) storetest.Env {
 		clk := testclock.At(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-		s, err := protect.OpenMemoryStore(protect.MemoryOptions{
+		opt := protect.MemoryOptions{
 			Path: filepath.Join(t.TempDir(), "protect.db"), Clock: clk.Now, SweepInterval: -1, Logger: discard,
-		})
+		}
+		s, err := protect.OpenMemoryStore(opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		return storetest.Env{Store: s, Wait: clk.Advance, Now: clk.Now}
+		reopen := func(t *testing.T) store.Store {
+			t.Helper()
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close() = %v", err)
+			}
+			if s, err = protect.OpenMemoryStore(opt); err != nil {
+				t.Fatalf("OpenMemoryStore after Close = %v", err)
+			}
+			return s
+		}
+		return storetest.Env{Store: s, Wait: clk.Advance, Now: clk.Now, Reopen: reopen}
 	})
 }

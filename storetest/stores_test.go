@@ -118,9 +118,15 @@ func TestMiniredis(t *testing.T) {
 		m.SetTime(clk.Now())
 		c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 		t.Cleanup(func() { c.Close() })
-		s := redisstore.New(c, redisstore.Options{Clock: clk.Now, RangeRefresh: -1, Logger: discard})
+		opt := redisstore.Options{Clock: clk.Now, RangeRefresh: -1, Logger: discard}
+		s := redisstore.New(c, opt)
 		t.Cleanup(func() { s.Close() })
-		return storetest.Env{Store: s, Now: clk.Now, Wait: func(d time.Duration) {
+		reopen := func(t *testing.T) store.Store { // a restart of the service, not of Redis
+			s.Close()
+			s = redisstore.New(c, opt)
+			return s
+		}
+		return storetest.Env{Store: s, Now: clk.Now, Reopen: reopen, Wait: func(d time.Duration) {
 			clk.Advance(d)
 			m.SetTime(clk.Now())
 			m.FastForward(d)

@@ -24,7 +24,8 @@
 // the stream beside a plan; that concurrent calls on one key see
 // every count exactly once; and, for a store whose spaces are a
 // store.Journal, the events of bans written, lifted and over, and their
-// cursors.
+// cursors; and, for a store that keeps them across a restart
+// (Env.Reopen), that a reader's bookmark and cursor read on after it.
 //
 // On real time a store reads its clock at moments the suite cannot see,
 // so every time it reports (a RetryAfter, a Reset) is checked against
@@ -97,6 +98,11 @@ type Env struct {
 	// clock that lags by more is allowed for as far as it is seen to lag,
 	// and no further. Ignored with Now: then every time is exact.
 	Lag time.Duration
+	// Reopen closes Store and returns the store again as a restart makes
+	// it, on what Store kept (its state file, its server), for the tests
+	// of what a restart keeps [nil: they are skipped]. The suite does not
+	// close what it returns either.
+	Reopen func(t *testing.T) store.Store
 
 	probe store.Space // where storeNow writes, once bound
 }
@@ -157,6 +163,7 @@ var tests = []struct {
 	{"Journal", testJournal},
 	{"Allowlist", testAllowlist},
 	{"Bookmarks", testBookmarks},
+	{"JournalRestart", testJournalRestart},
 	{"PlanBucket", testPlanBucket},
 	{"PlanRefusedCostsNothing", testPlanRefusedCostsNothing},
 	{"PlanKeysApart", testPlanKeysApart},

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -92,4 +94,73 @@ func TestRunStateFileFullDiskAtShutdown(t *testing.T) {
 	if len(lines[0]) != 3 || lines[0]["level"] != "ERROR" || !re.MatchString(msg) {
 		t.Errorf("log line = %v, want level ERROR, msg \"store close\", err matching %s", lines[0], re)
 	}
+}
+
+// A bouncer of the Local API keeps its place across a restart of
+// protectd on the same HTTP_PROTECT_STATE_FILE: its first pull after the
+// restart, on a new connection, carries the lift made after its last
+// pull and before the restart. A bouncer that opens a connection for
+// each pull gets each change in two answers (TestLAPINewConnections),
+// and then nothing.
+func TestRunStateFileKeepsBouncerPlaces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "protect.db")
+	env := []string{"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1", "HTTP_PROTECT_MAX_REQUESTS=1", "HTTP_PROTECT_BAN_LIMIT=2",
+		"HTTP_PROTECT_STATE_FILE=" + path, envLAPIListen + "=127.0.0.1:0", envLAPIKeys + "=" + keyA,
+		envAdminListen + "=127.0.0.1:0", envAdminToken + "=" + adminToken}
+	d := startDaemon(t, env...)
+	for range 3 {
+		verifyFrom(t, d, "203.0.113.7")
+	}
+	if got, want := bouncerPull(t, d, "?startup=true"), "new 203.0.113.7"; got != want {
+		t.Fatalf("startup pull = %q, want %q", got, want)
+	}
+	lift := "http://" + adminAddr(t, d) + "/v1/bans?target=203.0.113.7"
+	if code, body := adminDo(t, http.DefaultClient, "DELETE", lift, "Bearer "+adminToken); code != 200 {
+		t.Fatalf("DELETE %s = %d %s, want 200", lift, code, body)
+	}
+	if code := d.stop(); code != exitOK {
+		t.Fatalf("d.stop() = exit %d, want 0; log:\n%s", code, d.log)
+	}
+
+	d = startDaemon(t, env...)
+	for i, want := range []string{"deleted 203.0.113.7", "deleted 203.0.113.7", ""} {
+		if got := bouncerPull(t, d, ""); got != want {
+			t.Errorf("pull %d after the restart = %q, want %q; log:\n%s", i+1, got, want, d.log)
+		}
+	}
+}
+
+// bouncerPull asks d's Local API for the stream with query, as keyA's
+// bouncer, on a connection of its own, and returns the decisions'
+// values as "new V…" and "deleted V…", in that order, space separated.
+func bouncerPull(t *testing.T, d *daemon, query string) string {
+	t.Helper()
+	lines := d.log.lines(t, "crowdsec local api")
+	if len(lines) != 1 {
+		t.Fatalf("protectd logged %d %q lines, want 1; log:\n%s", len(lines), "crowdsec local api", d.log)
+	}
+	url := "http://" + lines[0]["addr"].(string) + "/v1/decisions/stream" + query
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-Api-Key", keyA)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var answer struct{ New, Deleted []struct{ Value string } }
+	if err := json.Unmarshal(body, &answer); res.StatusCode != 200 || err != nil {
+		t.Fatalf("GET %s = %d %s (%v), want 200 and a stream answer", url, res.StatusCode, body, err)
+	}
+	var parts []string
+	for _, l := range []struct {
+		name string
+		ds   []struct{ Value string }
+	}{{"new", answer.New}, {"deleted", answer.Deleted}} {
+		for _, dd := range l.ds {
+			parts = append(parts, l.name+" "+dd.Value)
+		}
+	}
+	return strings.Join(parts, " ")
 }
