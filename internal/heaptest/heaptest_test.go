@@ -16,8 +16,11 @@ const size = 32 << 20
 func TestLiveAndPeaks(t *testing.T) {
 	before := Live()
 	sink = make([]byte, size)
-	if kept := int64(Live()) - int64(before); kept < size {
-		t.Errorf("Live grew by %d bytes keeping %d, want at least that", kept, size)
+	// Less what the runtime and the test binary freed meanwhile, a few
+	// bytes to a few kilobytes: a hundredth is far more than that, and
+	// far less than what is kept.
+	if kept := int64(Live()) - int64(before); kept < size-size/100 {
+		t.Errorf("Live grew by %d bytes keeping %d, want about that", kept, size)
 	}
 	sink = nil
 	for _, tt := range []struct {
