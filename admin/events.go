@@ -11,7 +11,8 @@ import (
 
 // EventRecord is one event of a ban list's journal (store.Journal) as
 // protectctl and the admin API show it: what happened (Kind: ban, lift,
-// expire, allow, disallow), when, and to which ban or allowlist entry.
+// expire, allow, disallow, allow-expire), when, and to which ban or
+// allowlist entry.
 type EventRecord struct {
 	// Cursor is the event's place in its journal: pass it back as since
 	// to read what came after.

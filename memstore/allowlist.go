@@ -80,9 +80,11 @@ func (sp *memSpace) Disallow(_ context.Context, k store.Key) (store.Ban, bool, e
 	e, ok := al.Find(p, t)
 	var b store.Ban
 	if ok {
+		// The set before the event, as for a lift: a reader that finds
+		// the event finds the entry gone.
 		b = e.Ban
-		sp.bns.events.add(store.EventDisallow, &heldBan{ban: b, end: e.End}, t)
 		sp.bns.allows.Store(store.NewRangeSet(al.Without(p)))
+		sp.bns.events.add(store.EventDisallow, &heldBan{ban: b, end: e.End}, t)
 	}
 	sp.s.mu.Unlock()
 	if ok {
@@ -97,12 +99,35 @@ func (sp *memSpace) Holds(addr netip.Addr) bool {
 	return al != nil && allowed(al, addr, sp.s.now())
 }
 
-// Allows implements store.Allowlist.
+// Allows implements store.Allowlist. It journals the end of each entry
+// over, as the sweep does, so that a listing never shows an entry gone
+// before its end is in the journal.
 func (sp *memSpace) Allows(context.Context) ([]store.Ban, error) {
-	live := sp.bns.allows.Load().Live(sp.s.now())
+	t := sp.s.now()
+	sp.s.mu.Lock()
+	sp.s.sweepAllows(sp.bns, t)
+	sp.s.mu.Unlock()
+	live := sp.bns.allows.Load().Live(t)
 	out := make([]store.Ban, 0, len(live))
 	for _, e := range live {
 		out = append(out, e.Ban)
 	}
 	return out, nil
+}
+
+// sweepAllows drops the entries of ns's allowlist over at ticks t, and
+// journals the end of each. The caller holds s.mu.
+func (s *Store) sweepAllows(ns *memNamespace, t int64) {
+	old := ns.allows.Load()
+	swept := old.Swept(t)
+	if swept == old {
+		return
+	}
+	ns.allows.Store(swept)
+	for _, e := range old.Without(netip.Prefix{}) {
+		if !e.Live(t) {
+			ns.events.add(store.EventAllowExpire, &heldBan{ban: e.Ban, end: e.End}, t)
+			s.journal.noteAllow(ns.id, e.Prefix)
+		}
+	}
 }

@@ -264,3 +264,37 @@ func TestJournalRangeLiftAfterSet(t *testing.T) {
 		<-done
 	}
 }
+
+// An allowlist entry's end is journaled once, by the sweep, never before
+// its end; one removed before is a disallow, and not journaled again.
+func TestJournalAllowExpire(t *testing.T) {
+	s, clk := newTestMemoryStore(t, MemoryOptions{})
+	sp := memSpaceFor(t, s, "ns:", testLimits())
+	ctx := t.Context()
+	al := sp.(store.Allowlist)
+	short, long := addrKeyFor(1), Key{Prefix: netip.MustParsePrefix("192.0.2.0/24")}
+	for _, e := range []struct {
+		k      Key
+		length time.Duration
+	}{{short, time.Minute}, {long, time.Hour}} {
+		if _, err := al.Allow(ctx, Ban{Key: e.k, Range: e.k.Prefix.Bits() < 32}, e.length); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.sweep()
+	clk.Advance(time.Minute + time.Second)
+	s.sweep()
+	s.sweep()
+	if _, ok, err := al.Disallow(ctx, long); !ok || err != nil {
+		t.Fatalf("Disallow(%s) = %v, %v; want found", long, ok, err)
+	}
+	clk.Advance(time.Hour)
+	s.sweep()
+	evs := events(t, sp, "")
+	if got, want := kinds(evs), "allow@10.0.0.1 allow@192.0.2.0/24 allow-expire@10.0.0.1 disallow@192.0.2.0/24"; got != want {
+		t.Fatalf("journal = %s\nwant      %s", got, want)
+	}
+	if e := evs[2]; e.Time.Before(e.Ban.Expires) {
+		t.Fatalf("%s journaled at %v, before its end %v", e.Kind, e.Time, e.Ban.Expires)
+	}
+}

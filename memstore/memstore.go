@@ -326,7 +326,7 @@ func (s *Store) sweep() {
 			}
 		}
 		ns.ranges.Store(swept)
-		ns.allows.Store(ns.allows.Load().Swept(t))
+		s.sweepAllows(ns, t)
 	}
 	s.mu.Unlock()
 }

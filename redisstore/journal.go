@@ -493,7 +493,7 @@ func (sp *redisSpace) eventOf(m *redis.XMessage, pos journalPos, cluster bool) (
 	if err != nil {
 		b = malformedBan(k, isRange, field("rec"), err)
 	}
-	if kind == store.EventAllow || kind == store.EventDisallow {
+	if kind == store.EventAllow || kind == store.EventDisallow || kind == store.EventAllowExpire {
 		b.Source = "" // an allowlist entry has none (allows.lua)
 	}
 	return store.Event{Cursor: pos.cursor(cluster), Kind: kind, Time: time.UnixMilli(int64(ms)).UTC(), Ban: b}, true

@@ -24,12 +24,17 @@ const (
 	EventAllow
 	// EventDisallow is an allowlist entry removed before its end.
 	EventDisallow
+	// EventAllowExpire is an allowlist entry that reached its end. A
+	// store journals it when it notices, as EventExpire: by a sweep, or
+	// when the allowlist is next listed, never before Expires.
+	EventAllowExpire
 )
 
-var eventKindNames = [...]string{"", "ban", "lift", "expire", "allow", "disallow"}
+var eventKindNames = [...]string{"", "ban", "lift", "expire", "allow", "disallow", "allow-expire"}
 
 // String returns the kind's name as the admin API writes it: "ban",
-// "lift", "expire", "allow" or "disallow"; "" for the zero EventKind and
+// "lift", "expire", "allow", "disallow" or "allow-expire"; "" for the
+// zero EventKind and
 // for kinds this package does not know.
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) {

@@ -15,7 +15,8 @@ import (
 // ban; refuses an operator's ban of what an entry covers (ErrAllowed)
 // and a consumer's entry (ErrNotAllowable); lists its entries; counts
 // again once an entry is removed or over; and, when it keeps a Journal,
-// journals EventAllow and EventDisallow. A store without Allowlist skips
+// journals EventAllow, EventDisallow, and EventAllowExpire once a listing
+// finds an entry over. A store without Allowlist skips
 // the test.
 func testAllowlist(t *testing.T, env *Env) {
 	ctx := t.Context()
@@ -104,11 +105,12 @@ func testAllowlist(t *testing.T, env *Env) {
 	}
 	var got []string
 	for _, e := range readJournal(t, j, since) {
-		if e.Kind == store.EventAllow || e.Kind == store.EventDisallow {
+		if e.Kind == store.EventAllow || e.Kind == store.EventDisallow || e.Kind == store.EventAllowExpire {
 			got = append(got, e.Kind.String()+" "+e.Ban.Key.String())
 		}
 	}
-	want := []string{"allow " + hk.String(), "allow " + rng.String(), "disallow " + hk.String()}
+	// The range's entry ended; the listing above noticed it.
+	want := []string{"allow " + hk.String(), "allow " + rng.String(), "disallow " + hk.String(), "allow-expire " + rng.String()}
 	if !slices.Equal(got, want) {
 		t.Fatalf("journal of the allowlist = %q, want %q", got, want)
 	}

@@ -118,7 +118,8 @@
 //
 //	events [-follow] [-since DURATION] [-after CURSOR] [-json]
 //		Print the journal of the service's ban list, oldest first: each
-//		ban written, lift, ban that ended, allow and disallow, with its time, target,
+//		ban written, lift, ban that ended, allow, disallow and allowlist
+//		entry that ended (allow-expire), with its time, target,
 //		source, author, end and reason. -since keeps the events of the
 //		last while (1h, 2d); -after those after the event with that
 //		cursor (-json shows each event's). -follow goes on printing

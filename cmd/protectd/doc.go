@@ -240,7 +240,8 @@
 // /v1/decisions/stream (startup=true, then what changed since that key's
 // last pull) and GET /v1/decisions (ip=, range= and contains=, scope=,
 // value=, type=), checking X-Api-Key (403 when wrong). The webhook posts
-// each event of the journal (ban, lift, expiry, allow, disallow) written
+// each event of the journal (ban, lift, expiry, allow, disallow,
+// allow-expire) written
 // after protectd started,
 // in batches of up to 100 as {"events": [...]}, each signed in
 // X-Protect-Signature ("sha256=" and the hex of the HMAC-SHA256 of the

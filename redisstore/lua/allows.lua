@@ -7,8 +7,8 @@
 -- and ARGV[6] the reason; or 'remove' with ARGV[3] the prefix (both of
 -- its fields). A put journals an allow, a remove a disallow.
 -- A hash field cannot expire by itself, so every call but 'put' drops the
--- entries over (unjournaled, as the memory store's end); one that does
--- not parse is kept. Returns {now ms, field, record, ...}: every entry
+-- entries over, journaling each as 'allow-expire' (as the memory store
+-- does when it sweeps or lists); one that does not parse is kept. Returns {now ms, field, record, ...}: every entry
 -- for 'list', the one written for 'put', those removed for 'remove'.
 local now = now_ms()
 local jl = journal_opts(ARGV[1])
@@ -36,6 +36,7 @@ for i = 1, #all, 2 do
   local expires = ban_expires(all[i + 1])
   if expires ~= nil and expires ~= 0 and expires <= now then
     redis.call('HDEL', KEYS[1], all[i])
+    entry_journal('allow-expire', all[i], all[i + 1])
   elseif ARGV[2] == 'list' or all[i] == 'key:' .. ARGV[3] or all[i] == 'range:' .. ARGV[3] then
     out[#out + 1] = all[i]
     out[#out + 1] = all[i + 1]
