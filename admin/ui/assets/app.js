@@ -53,8 +53,14 @@
     return d.toISOString().replace("T", " ").slice(0, 19);
   }
 
-  // api calls the admin API; a lost session reloads the page (the login form).
+  // api calls the admin API. A lost session reloads the page once, which
+  // shows the login form; a 401 again right after the reload (the page is
+  // served but the API refuses the browser, as a proxy's header can make
+  // it) stops the calls and says so, never reloading in a loop.
+  const RELOADED = "protect-dashboard-reloaded";
+  let refused = false;
   async function api(method, path, body) {
+    if (refused) throw new Error("refused by the admin API");
     const opt = { method, headers: {}, credentials: "same-origin" };
     if (method !== "GET") opt.headers["X-CSRF-Token"] = csrf;
     if (body !== undefined) {
@@ -63,9 +69,21 @@
     }
     const res = await fetch(path, opt);
     if (res.status === 401) {
-      location.reload();
+      if (sessionStorage.getItem(RELOADED) === null) {
+        sessionStorage.setItem(RELOADED, "1");
+        location.reload();
+      } else {
+        refused = true;
+        clearTimeout(toast.timer);
+        const t = $("#toast");
+        t.textContent = "The admin API refuses this session (401) though the page is served: log out and in again, " +
+          "and check that no proxy sends an Authorization: Bearer header of its own.";
+        t.className = "error";
+        t.hidden = false;
+      }
       throw new Error("logged out");
     }
+    sessionStorage.removeItem(RELOADED);
     const text = await res.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
