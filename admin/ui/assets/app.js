@@ -258,21 +258,32 @@
       return;
     }
     bans.total = Number(out.res.headers.get("X-Total-Count") || out.data.length);
+    // With several ban lists a row names its list, and its Lift sends
+    // it: a key banned in two lists is two rows, each lifted alone.
+    const lists = new Set(out.data.map((b) => b.ban_namespace));
+    if (last) for (const p of last.protectors) lists.add(p.ban_namespace);
+    const several = lists.size > 1;
+    $("#bans-list").hidden = !several;
     const rows = out.data.map((b) => {
       const box = el("input");
       box.type = "checkbox";
       box.value = target(b.key);
+      box.dataset.ns = b.ban_namespace || "";
       box.className = "pick";
       const lift = el("button", "Lift", "danger");
       lift.type = "button";
       lift.dataset.target = target(b.key);
+      lift.dataset.ns = b.ban_namespace || "";
+      const list = el("td", b.ban_namespace, "key");
+      list.hidden = !several;
       const tr = row([wrapTd(box), el("td", target(b.key), "key"), el("td", b.malformed ? "damaged: " + b.malformed : b.reason, "wrap"),
         el("td", b.source), el("td", b.by), el("td", b.created ? ago(b.created) : "", "num"),
-        el("td", b.permanent ? "permanent" : duration(b.seconds_left), "num"), el("td", b.offense, "num"), wrapTd(lift)]);
+        el("td", b.permanent ? "permanent" : duration(b.seconds_left), "num"), el("td", b.offense, "num"), list, wrapTd(lift)]);
       tr.dataset.key = b.key;
+      if (several) tr.dataset.list = b.ban_namespace;
       return tr;
     });
-    fill($("#bans-table tbody"), rows, 9, "no ban matches");
+    fill($("#bans-table tbody"), rows, 10, "no ban matches");
     const from = bans.total ? bans.offset + 1 : 0, to = bans.offset + out.data.length;
     const count = $("#bans-count");
     count.textContent = nf.format(from) + "–" + nf.format(to) + " of " + nf.format(bans.total);
@@ -294,14 +305,26 @@
     td.appendChild(child);
     return td;
   }
-  async function lift(ts) {
-    if (ts.length === 0) return;
-    const p = new URLSearchParams();
-    for (const t of ts) p.append("target", t);
-    p.set("by", "dashboard");
+  // lift lifts picks ({target, ns}): one DELETE per ban list, each naming
+  // its list (namespace=), so that only the bans picked go, never the
+  // same key's ban in another list.
+  async function lift(picks) {
+    if (picks.length === 0) return;
+    const byList = new Map();
+    for (const p of picks) {
+      if (!byList.has(p.ns)) byList.set(p.ns, []);
+      byList.get(p.ns).push(p.target);
+    }
+    let lifted = 0;
     try {
-      const out = await api("DELETE", "v1/bans?" + p);
-      toast("lifted " + out.data.length + " ban" + (out.data.length === 1 ? "" : "s"));
+      for (const [ns, ts] of byList) {
+        const p = new URLSearchParams();
+        for (const t of ts) p.append("target", t);
+        if (ns) p.set("namespace", ns);
+        p.set("by", "dashboard");
+        lifted += (await api("DELETE", "v1/bans?" + p)).data.length;
+      }
+      toast("lifted " + lifted + " ban" + (lifted === 1 ? "" : "s"));
     } catch (e) {
       toast(e.message, true);
     }
@@ -337,7 +360,7 @@
     const tbody = $("#bans-table tbody");
     tbody.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-target]");
-      if (b) lift([b.dataset.target]);
+      if (b) lift([{ target: b.dataset.target, ns: b.dataset.ns }]);
     });
     tbody.addEventListener("change", () => {
       $("#lift-selected").disabled = !tbody.querySelector("input.pick:checked");
@@ -347,7 +370,7 @@
       $("#lift-selected").disabled = !e.target.checked || !tbody.querySelector("input.pick");
     });
     $("#lift-selected").addEventListener("click", () => {
-      lift([...tbody.querySelectorAll("input.pick:checked")].map((c) => c.value));
+      lift([...tbody.querySelectorAll("input.pick:checked")].map((c) => ({ target: c.value, ns: c.dataset.ns })));
     });
     $("#ban-form").addEventListener("submit", async (e) => {
       e.preventDefault();
