@@ -126,7 +126,9 @@ type Filter struct {
 	// (covers) read it; Admin.Bans ignores it.
 	Covers netip.Addr
 	// Match keeps the bans whose key holds it, ignoring case ("" keeps
-	// every one); Reason those whose reason holds it. Service.Bans and
+	// every one); "consumer:NAME", a consumer's key as the dashboard
+	// shows it, keeps the consumers' bans whose key holds NAME. Reason
+	// keeps those whose reason holds it. Service.Bans and
 	// GET /v1/bans (q, reason) read them; Admin.Bans ignores them.
 	Match, Reason string
 	// Sort orders a listing of Service.Bans as ParseSort reads it; "" is

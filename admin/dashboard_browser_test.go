@@ -99,4 +99,15 @@ func TestDashboardBrowserTwoLists(t *testing.T) {
 	if bans, err := admin.New(ps[0]).Bans(context.Background(), admin.Filter{}); err != nil || len(bans) != 1 || bans[0].Key.String() != "203.0.113.1" {
 		t.Fatalf("web: bans after lifting the ticked row = %v, %v; want 203.0.113.1 alone", bans, err)
 	}
+	// A partial IPv6 address is searched as text (covers= would be 400),
+	// and a consumer's key as the table shows it finds it.
+	for _, target := range []string{"2001:db8::5", "consumer:acme"} {
+		if _, err := ps[0].Ban(context.Background(), target, protect.BanOptions{For: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ q, key string }{{"2001:db8:", "2001:db8::/64"}, {"consumer:acme", "acme"}} {
+		do("search "+tc.q, chromedp.SetValue(chromedp.CSS("#bans-q"), tc.q), chromedp.Click(chromedp.CSS(`#ban-search button[type="submit"]`)))
+		wait("the search of "+tc.q, `document.querySelectorAll("#bans-table tbody tr").length === 1 && document.querySelector('#bans-table tr[data-key="`+tc.key+`"]') !== null`)
+	}
 }

@@ -38,13 +38,16 @@ func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, err
 	}
 	out := []BanRecord{}
 	match, reason := strings.ToLower(f.Match), strings.ToLower(f.Reason)
+	// "consumer:NAME" is a consumer's key as the dashboard and protectctl
+	// show it: the consumers' keys that hold NAME.
+	match, consumers := strings.CutPrefix(match, "consumer:")
 	for _, a := range s.lists() {
 		bans, err := a.Bans(ctx, Filter{Within: f.Within, Source: f.Source})
 		if err != nil {
 			return nil, 0, err
 		}
 		for _, r := range a.Records(bans) {
-			if contains(r.Key, match) && contains(r.Reason, reason) && covers(r.Key, f.Covers) {
+			if contains(r.Key, match) && contains(r.Reason, reason) && covers(r.Key, f.Covers) && !(consumers && isAddressKey(r.Key)) {
 				out = append(out, r)
 			}
 		}
@@ -79,6 +82,13 @@ func covers(key string, addr netip.Addr) bool {
 	}
 	p, ok := keyPrefix(key)
 	return ok && p.Contains(addr.Unmap())
+}
+
+// isAddressKey reports whether a ban's key is an address or a range, not
+// a consumer.
+func isAddressKey(k string) bool {
+	_, ok := keyPrefix(k)
+	return ok
 }
 
 // contains reports whether s holds lower, which is in lower case; ""

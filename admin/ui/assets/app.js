@@ -330,13 +330,23 @@
     }
     loadBans();
   }
+  // ipv6 reports whether s is a whole IPv6 address (the URL parser reads
+  // it): a partial one such as 2001:db8: is searched as text.
+  function ipv6(s) {
+    try {
+      new URL("http://[" + s + "]/");
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }
   function setupBans() {
     $("#ban-search").addEventListener("submit", (e) => {
       e.preventDefault();
       // An address finds the bans that refuse it, a CIDR the bans inside
       // it, any other text the keys that hold it.
       const q = $("#bans-q").value.trim();
-      const addr = /^\d{1,3}(\.\d{1,3}){3}$/.test(q) || (/^[0-9a-fA-F:.]+$/.test(q) && q.split(":").length > 2);
+      const addr = /^\d{1,3}(\.\d{1,3}){3}$/.test(q) || (/^[0-9a-fA-F:.]+$/.test(q) && q.split(":").length > 2 && ipv6(q));
       bans.covers = addr ? q : "";
       bans.within = !addr && q.includes("/") ? q : "";
       bans.q = !addr && !q.includes("/") ? q : "";
