@@ -99,6 +99,16 @@
     return s.split(/[\s,]+/).filter((t) => t !== "");
   }
 
+  // refusedCount shows the refusals of a key that are certain, count −
+  // error: a key that took another's place in the table inherited the
+  // other's count, which the title gives as the most it may have been.
+  function refusedCount(k) {
+    const td = el("td", nf.format(k.count - k.error), "num");
+    if (k.error > 0) td.title = "at least " + nf.format(k.count - k.error) + ", at most " + nf.format(k.count) +
+      " (" + nf.format(k.error) + " may be another key's, whose place it took)";
+    return td;
+  }
+
   // ---- now ----
   const HISTORY = 300; // seconds the chart holds
   const samples = []; // {t, counts: {status: total over protectors}}
@@ -187,7 +197,7 @@
     $("#chart-span").textContent = rs.length ? "· the last " + duration(Math.round((rs[rs.length - 1].t - samples[0].t) / 1000)) : "· starting";
     // Refused keys.
     fill($("#refused tbody"), last.refused.map((k) => row([el("td", k.key, "key"), el("td", k.status, "dot s-" + k.status),
-      el("td", nf.format(k.count), "num"), el("td", ago(k.last), "num")])), 4, "nothing refused in the last minutes");
+      refusedCount(k), el("td", ago(k.last), "num")])), 4, "nothing refused in the last minutes");
   }
   function drawChart(rs, statuses) {
     const svg = $("#chart");
