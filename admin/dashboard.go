@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/httpprotect/protect"
@@ -161,8 +162,10 @@ var errBadOrigin = errors.New("want scheme://host[:port], scheme http or https, 
 // starts when the page opens, its window growing from a minute to the
 // last five.
 //
-// Logging out clears the cookie in the browser; a copy of it stays
-// valid until it expires, unless the token changes.
+// Logging out clears the cookie in the browser, and this dashboard
+// refuses a copy of it until it would have expired (a stream it opened
+// ends at its next write); another process serving the same token, or
+// this one after a restart, knows nothing of the logout.
 func Dashboard(cfg DashboardConfig, ps ...*protect.Protector) http.Handler {
 	d := &dashboard{cfg: cfg, api: Handler(ps...), log: slog.New(slog.DiscardHandler)}
 	d.pages, d.pagesErr = template.ParseFS(ui, "ui/*.html")
@@ -225,6 +228,9 @@ type dashboard struct {
 
 	origins []string // cfg.Origins, as ParseOrigin returns them
 	hosts   []string // their host[:port]
+
+	mu      sync.Mutex
+	revoked map[string]time.Time // sessions logged out here, until their end
 
 	pages    *template.Template // ui/*.html
 	pagesErr error              // parsing them
@@ -441,7 +447,45 @@ func (d *dashboard) newSession(exp time.Time) string {
 // has not ended.
 func (d *dashboard) sessionOK(v string) bool {
 	exp, ok := d.sessionEnd(v)
-	return ok && d.cfg.Clock().Before(exp)
+	return ok && d.cfg.Clock().Before(exp) && !d.isRevoked(v)
+}
+
+// maxRevoked bounds the sessions a dashboard remembers as logged out:
+// past it, the one that ends soonest is forgotten (and valid again until
+// its end, as every session was before logouts were remembered).
+const maxRevoked = 4096
+
+// revoke remembers that session, which ends at end, was logged out: it
+// is refused until then, on this dashboard (not on another process
+// serving the same token, nor after a restart).
+func (d *dashboard) revoke(session string, end time.Time) {
+	now := d.cfg.Clock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.revoked == nil {
+		d.revoked = make(map[string]time.Time)
+	}
+	if len(d.revoked) >= maxRevoked { // rare: a scan at a logout
+		soonest := ""
+		for s, e := range d.revoked {
+			if !now.Before(e) {
+				delete(d.revoked, s)
+			} else if soonest == "" || e.Before(d.revoked[soonest]) {
+				soonest = s
+			}
+		}
+		if len(d.revoked) >= maxRevoked {
+			delete(d.revoked, soonest)
+		}
+	}
+	d.revoked[session] = end
+}
+
+func (d *dashboard) isRevoked(session string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.revoked[session]
+	return ok
 }
 
 // sessionEnd returns when v, a session this dashboard signed, ends; false
@@ -532,6 +576,10 @@ func (d *dashboard) logout(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, http.StatusForbidden, CodeForbidden, "a logout needs the dashboard's CSRF token")
 		return
 	}
+	if err == nil && d.sessionOK(c.Value) {
+		end, _ := d.sessionEnd(c.Value)
+		d.revoke(c.Value, end)
+	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: d.secure(r)})
 	seeDashboard(w)
@@ -551,25 +599,27 @@ var errSessionEnded = errors.New("admin dashboard: the session has ended")
 
 // streamWithin serves the events stream of a session no longer than the
 // session lasts: its context ends when the session does, and no write
-// goes out after it (the check of each write follows Clock, which a
-// timer alone would not).
+// goes out after it, nor after its logout (the check of each write
+// follows Clock, which a timer alone would not; a logged-out stream
+// ends at its next event or heartbeat).
 func (d *dashboard) streamWithin(w http.ResponseWriter, r *http.Request, session string) {
 	end, _ := d.sessionEnd(session) // authorized checked it
 	ctx, cancel := context.WithTimeout(r.Context(), end.Sub(d.cfg.Clock()))
 	defer cancel()
-	d.api.ServeHTTP(&sessionWriter{ResponseWriter: w, end: end, clock: d.cfg.Clock, cancel: cancel}, r.WithContext(ctx))
+	live := func() bool { return d.cfg.Clock().Before(end) && !d.isRevoked(session) }
+	d.api.ServeHTTP(&sessionWriter{ResponseWriter: w, live: live, cancel: cancel}, r.WithContext(ctx))
 }
 
-// sessionWriter refuses every write after end, ending the request.
+// sessionWriter refuses every write once its session is over (ended or
+// logged out), ending the request.
 type sessionWriter struct {
 	http.ResponseWriter
-	end    time.Time
-	clock  func() time.Time
+	live   func() bool
 	cancel context.CancelFunc
 }
 
 func (s *sessionWriter) Write(b []byte) (int, error) {
-	if !s.clock().Before(s.end) {
+	if !s.live() {
 		s.cancel()
 		return 0, errSessionEnded
 	}

@@ -273,3 +273,47 @@ func TestDashboardStreamEndsWithSession(t *testing.T) {
 		t.Fatalf("the stream of a session that has ended is still open 10s on")
 	}
 }
+
+// A logout ends the session on the server too: a copy of the cookie is
+// 401 after it, and a stream it opened sends nothing more.
+func TestDashboardLogoutEndsSession(t *testing.T) {
+	d := newDash(t)
+	srv := httptest.NewServer(d.h)
+	t.Cleanup(srv.Close)
+	cookie, csrf := d.login(t)
+	name, value, _ := strings.Cut(cookie, "=")
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.AddCookie(&http.Cookie{Name: name, Value: value})
+	res, err := srv.Client().Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET /v1/events with the session = %v, %v; want 200", res, err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	body := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(res.Body)
+		body <- string(b)
+	}()
+	w := d.do("POST", "/logout", url.Values{"csrf": {csrf}}.Encode(), "Cookie", cookie, "Content-Type", "application/x-www-form-urlencoded")
+	if w.Code != 303 {
+		t.Fatalf("POST /logout = %d, want 303", w.Code)
+	}
+	for _, path := range []string{"/ui/now", "/v1/bans"} {
+		if w := d.do("GET", path, "", "Cookie", cookie); w.Code != 401 {
+			t.Errorf("GET %s with a copy of the logged-out cookie = %d, want 401", path, w.Code)
+		}
+	}
+	if w := d.do("GET", "/", "", "Cookie", cookie); !strings.Contains(w.Body.String(), `<form id="login"`) {
+		t.Errorf("GET / with a copy of the logged-out cookie = %d, want the login form", w.Code)
+	}
+	d.p.Ban(context.Background(), "203.0.113.78", protect.BanOptions{For: time.Hour, Reason: "after logout"})
+	select {
+	case got := <-body:
+		if strings.Contains(got, "after logout") {
+			t.Errorf("the stream of a logged-out session delivered %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the stream of a logged-out session is still open 10s on")
+	}
+}
