@@ -242,59 +242,23 @@ func TestDashboardReadNeedsOwnPage(t *testing.T) {
 // event goes out after it.
 func TestDashboardStreamEndsWithSession(t *testing.T) {
 	d := newDashCfg(t, admin.DashboardConfig{Token: dashToken, SessionLength: time.Minute})
-	srv := httptest.NewServer(d.h)
-	t.Cleanup(srv.Close)
 	w := d.do("POST", "/login", url.Values{"token": {dashToken}}.Encode(), "Content-Type", "application/x-www-form-urlencoded")
 	c := w.Result().Cookies()
 	if len(c) != 1 {
 		t.Fatalf("POST /login = %d, cookies %v; want one", w.Code, c)
 	}
-	req, _ := http.NewRequest("GET", srv.URL+"/v1/events?follow=true", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.AddCookie(c[0])
-	res, err := srv.Client().Do(req)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("GET /v1/events with the session = %v, %v; want 200", res, err)
-	}
-	t.Cleanup(func() { res.Body.Close() })
-	body := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(res.Body)
-		body <- string(b)
-	}()
+	body := d.stream(t, c[0].Name+"="+c[0].Value)
 	d.clock.Advance(time.Minute)
 	d.p.Ban(context.Background(), "203.0.113.77", protect.BanOptions{For: time.Hour, Reason: "after expiry"})
-	select {
-	case got := <-body:
-		if strings.Contains(got, "after expiry") {
-			t.Errorf("the stream of a session that has ended delivered %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the stream of a session that has ended is still open 10s on")
-	}
+	ended(t, body, "after expiry", "a session that has ended")
 }
 
 // A logout ends the session on the server too: a copy of the cookie is
 // 401 after it, and a stream it opened sends nothing more.
 func TestDashboardLogoutEndsSession(t *testing.T) {
 	d := newDash(t)
-	srv := httptest.NewServer(d.h)
-	t.Cleanup(srv.Close)
 	cookie, csrf := d.login(t)
-	name, value, _ := strings.Cut(cookie, "=")
-	req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.AddCookie(&http.Cookie{Name: name, Value: value})
-	res, err := srv.Client().Do(req)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("GET /v1/events with the session = %v, %v; want 200", res, err)
-	}
-	t.Cleanup(func() { res.Body.Close() })
-	body := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(res.Body)
-		body <- string(b)
-	}()
+	body := d.stream(t, cookie)
 	w := d.do("POST", "/logout", url.Values{"csrf": {csrf}}.Encode(), "Cookie", cookie, "Content-Type", "application/x-www-form-urlencoded")
 	if w.Code != 303 {
 		t.Fatalf("POST /logout = %d, want 303", w.Code)
@@ -308,12 +272,40 @@ func TestDashboardLogoutEndsSession(t *testing.T) {
 		t.Errorf("GET / with a copy of the logged-out cookie = %d, want the login form", w.Code)
 	}
 	d.p.Ban(context.Background(), "203.0.113.78", protect.BanOptions{For: time.Hour, Reason: "after logout"})
+	ended(t, body, "after logout", "a logged-out session")
+}
+
+// stream opens the events stream of d with cookie (name=value) and
+// returns the stream's whole body once it ends.
+func (d *dash) stream(t *testing.T, cookie string) <-chan string {
+	t.Helper()
+	srv := httptest.NewServer(d.h)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cookie", cookie)
+	res, err := srv.Client().Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET /v1/events with the session = %v, %v; want 200", res, err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	body := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(res.Body)
+		body <- string(b)
+	}()
+	return body
+}
+
+// ended checks that a stream ends within 10s without holding text.
+func ended(t *testing.T, body <-chan string, text, what string) {
+	t.Helper()
 	select {
 	case got := <-body:
-		if strings.Contains(got, "after logout") {
-			t.Errorf("the stream of a logged-out session delivered %q", got)
+		if strings.Contains(got, text) {
+			t.Errorf("the stream of %s delivered %q", what, got)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the stream of a logged-out session is still open 10s on")
+		t.Fatalf("the stream of %s is still open 10s on", what)
 	}
 }
