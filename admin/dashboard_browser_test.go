@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/httpprotect/protect"
@@ -109,5 +111,39 @@ func TestDashboardBrowserTwoLists(t *testing.T) {
 	for _, tc := range []struct{ q, key string }{{"2001:db8:", "2001:db8::/64"}, {"consumer:acme", "acme"}} {
 		do("search "+tc.q, chromedp.SetValue(chromedp.CSS("#bans-q"), tc.q), chromedp.Click(chromedp.CSS(`#ban-search button[type="submit"]`)))
 		wait("the search of "+tc.q, `document.querySelectorAll("#bans-table tbody tr").length === 1 && document.querySelector('#bans-table tr[data-key="`+tc.key+`"]') !== null`)
+	}
+}
+
+// A proxy that adds an Authorization: Bearer header of its own, not the
+// admin token, makes every API call 401: the page reloads once, and the
+// login form says why, rather than the dashboard reloading forever.
+func TestDashboardBrowserForeignBearer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser")
+	}
+	p, err := protect.New(protect.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	srv := httptest.NewServer(admin.Dashboard(admin.DashboardConfig{Token: dashToken, Logger: slog.New(slog.DiscardHandler)}, p))
+	t.Cleanup(srv.Close)
+	ctx := browsertest.Start(t, 1100, 660, 2*time.Minute)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.SetValue(chromedp.CSS("#token"), dashToken),
+		chromedp.Click(chromedp.CSS("#login button")),
+		chromedp.WaitVisible(chromedp.CSS("#page-now"))); err != nil {
+		t.Fatalf("chromium: login: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer not-the-admin-token"}}); err != nil {
+		t.Fatalf("chromium: the proxy's header: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#login-error"))); err != nil {
+		t.Fatalf("chromium: the login form after the API's 401: %v", err)
+	}
+	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#login-error").textContent + " | reloaded " + sessionStorage.getItem("protect-dashboard-reloaded")`))
+	if want := "wrong bearer token"; err != nil || !strings.Contains(msg, want) || !strings.HasSuffix(msg, "| reloaded 1") {
+		t.Fatalf("after the proxy's header: the page says %q, %v; want the login form saying %q, reloaded once", msg, err, want)
 	}
 }
