@@ -56,19 +56,51 @@ type BanRecord struct {
 
 // Record converts a ban, with the time it has left at now.
 func Record(b protect.Ban, now time.Time) BanRecord {
+	return banRecord(&b, b.Key.String(), now, nil)
+}
+
+// banRecord is Record of b, whose key reads key, taking the record's
+// Expires and SecondsLeft from ends (nil: an allocation each).
+func banRecord(b *protect.Ban, key string, now time.Time, ends *endSlab) BanRecord {
 	if b.Malformed != "" {
-		return BanRecord{Key: b.Key.String(), Range: b.Range, Malformed: b.Malformed}
+		return BanRecord{Key: key, Range: b.Range, Malformed: b.Malformed}
 	}
 	r := BanRecord{
-		Key: b.Key.String(), Range: b.Range, Reason: b.Reason, Source: string(b.Source), By: b.By,
+		Key: key, Range: b.Range, Reason: b.Reason, Source: string(b.Source), By: b.By,
 		Created: b.Created.UTC(), Permanent: b.Permanent(), Offense: b.Offense,
 	}
 	if !b.Permanent() {
-		exp := b.Expires.UTC()
-		left := ceilSeconds(b.Left(now))
-		r.Expires, r.SecondsLeft = &exp, &left
+		r.Expires, r.SecondsLeft = ends.end(b.Expires.UTC(), ceilSeconds(b.Left(now)))
 	}
 	return r
+}
+
+// endSlab hands out the Expires and SecondsLeft of many records from
+// arrays of many, rather than two allocations a record. The zero value
+// starts with small arrays; a nil one allocates each.
+type endSlab struct {
+	exp  []time.Time
+	left []int64
+}
+
+// newEndSlab returns an endSlab with room for n records.
+func newEndSlab(n int) *endSlab {
+	return &endSlab{exp: make([]time.Time, 0, n), left: make([]int64, 0, n)}
+}
+
+// end returns pointers to a copy of exp and of left. A full array is
+// never grown in place, for the pointers handed out point into it: the
+// next ones come from a new array.
+func (s *endSlab) end(exp time.Time, left int64) (*time.Time, *int64) {
+	if s == nil {
+		return &exp, &left
+	}
+	if len(s.exp) == cap(s.exp) {
+		n := max(64, 2*cap(s.exp))
+		s.exp, s.left = make([]time.Time, 0, n), make([]int64, 0, n)
+	}
+	s.exp, s.left = append(s.exp, exp), append(s.left, left)
+	return &s.exp[len(s.exp)-1], &s.left[len(s.left)-1]
 }
 
 // ceilSeconds rounds d up to whole seconds, without overflowing near
@@ -102,8 +134,9 @@ func (a *Admin) record(b protect.Ban) *BanRecord {
 // Records converts bans; an empty list is [] in JSON, never null.
 func Records(bans []protect.Ban, now time.Time) []BanRecord {
 	out := make([]BanRecord, 0, len(bans))
-	for _, b := range bans {
-		out = append(out, Record(b, now))
+	ends := newEndSlab(len(bans))
+	for i := range bans {
+		out = append(out, banRecord(&bans[i], bans[i].Key.String(), now, ends))
 	}
 	return out
 }
@@ -126,7 +159,9 @@ type Filter struct {
 	// (covers) read it; Admin.Bans ignores it.
 	Covers netip.Addr
 	// Match keeps the bans whose key holds it, ignoring case ("" keeps
-	// every one); Reason those whose reason holds it. Service.Bans and
+	// every one); "consumer:NAME", a consumer's key as the dashboard
+	// shows it, keeps the consumers' bans whose key holds NAME. Reason
+	// keeps those whose reason holds it. Service.Bans and
 	// GET /v1/bans (q, reason) read them; Admin.Bans ignores them.
 	Match, Reason string
 	// Sort orders a listing of Service.Bans as ParseSort reads it; "" is

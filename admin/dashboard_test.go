@@ -29,19 +29,18 @@ type dash struct {
 
 func newDash(t *testing.T) *dash {
 	t.Helper()
-	clock := testclock.New()
-	p, err := protect.New(protect.Config{Clock: clock.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return &dash{h: admin.Dashboard(admin.DashboardConfig{Token: dashToken, Clock: clock.Now}, p), p: p, clock: clock}
+	return newDashCfg(t, admin.DashboardConfig{Token: dashToken})
 }
 
-// do sends one request; hdr are name, value pairs.
+// do sends one request; hdr are name, value pairs, and a pair named
+// Host sets the request's Host.
 func (d *dash) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, strings.NewReader(body))
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			r.Host = hdr[i+1]
+			continue
+		}
 		r.Header.Add(hdr[i], hdr[i+1])
 	}
 	w := httptest.NewRecorder()
@@ -333,9 +332,9 @@ func TestDashboardNoToken(t *testing.T) {
 	}{
 		{"a tool", nil, 201},
 		{"a tool with a bearer token", []string{"Authorization", "Bearer anything"}, 201},
-		{"a page of the same origin", []string{"Sec-Fetch-Site", "same-origin", "Origin", "http://example.com"}, 201},
-		{"a cross-site form", []string{"Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"}, 403},
-		{"another origin", []string{"Origin", "http://evil.example"}, 403},
+		{"a page of the same origin", []string{"Host", "127.0.0.1:8090", "Sec-Fetch-Site", "same-origin", "Origin", "http://127.0.0.1:8090"}, 201},
+		{"a cross-site form", []string{"Host", "127.0.0.1:8090", "Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"}, 403},
+		{"another origin", []string{"Host", "127.0.0.1:8090", "Origin", "http://evil.example"}, 403},
 	} {
 		if w := d.do("POST", "/v1/bans", ban, tc.hdr...); w.Code != tc.want {
 			t.Errorf("POST /v1/bans without a token, from %s = %d %s, want %d", tc.name, w.Code, w.Body, tc.want)
@@ -346,7 +345,7 @@ func TestDashboardNoToken(t *testing.T) {
 		t.Fatalf("POST /login without a token = %d, cookies %v; want a session", w.Code, w.Result().Cookies())
 	}
 	cookie := admin.SessionCookie + "=" + w.Result().Cookies()[0].Value
-	if w := d.do("POST", "/v1/bans", ban, "Cookie", cookie, "Sec-Fetch-Site", "same-origin"); w.Code != 403 {
+	if w := d.do("POST", "/v1/bans", ban, "Host", "localhost:8090", "Cookie", cookie, "Sec-Fetch-Site", "same-origin"); w.Code != 403 {
 		t.Errorf("POST /v1/bans with a session and no CSRF token = %d, want 403", w.Code)
 	}
 }

@@ -80,6 +80,11 @@ func (h *handler) followEvents(w http.ResponseWriter, r *http.Request, svc *Serv
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx would hold the stream back
 	w.WriteHeader(http.StatusOK)
+	// The status goes now, not with the first event: a client sees the
+	// stream open at once, however quiet the journal.
+	if rc.Flush() != nil {
+		return
+	}
 	var buf bytes.Buffer
 	var idle time.Duration // since the last write
 	for {

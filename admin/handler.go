@@ -69,7 +69,8 @@ type BanRequest struct {
 // A listing of bans is sorted (sort: as ParseSort reads it, soonest
 // expiry first by default) and cut to the page of limit bans after offset; q and
 // reason keep the bans whose key or reason holds that text, ignoring
-// case, and covers the bans that refuse an address (Filter.Covers). The
+// case (q=consumer:NAME, a consumer's key as the dashboard shows it,
+// the consumers' keys that hold NAME), and covers the bans that refuse an address (Filter.Covers). The
 // X-Total-Count header counts the bans the filters select,
 // whatever the page (Service.BansPage).
 //

@@ -36,17 +36,36 @@ func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, err
 	if f.Offset < 0 || f.Limit < 0 {
 		return nil, 0, badf("offset %d, limit %d: want numbers of at least 0", f.Offset, f.Limit)
 	}
-	out := []BanRecord{}
 	match, reason := strings.ToLower(f.Match), strings.ToLower(f.Reason)
+	// "consumer:NAME" is a consumer's key as the dashboard and protectctl
+	// show it: the consumers' keys that hold NAME.
+	match, consumers := strings.CutPrefix(match, "consumer:")
+	every := match == "" && reason == "" && !consumers && !f.Covers.IsValid()
+	out := []BanRecord{}
+	ends := &endSlab{}
 	for _, a := range s.lists() {
 		bans, err := a.Bans(ctx, Filter{Within: f.Within, Source: f.Source})
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, r := range a.Records(bans) {
-			if contains(r.Key, match) && contains(r.Reason, reason) && covers(r.Key, f.Covers) {
-				out = append(out, r)
+		if every { // each ban is a record: room for them at once
+			out = slices.Grow(out, len(bans))
+			ends = newEndSlab(len(bans))
+		}
+		now, bns := a.now(), a.p.Config().BanNamespace
+		for i := range bans {
+			b := &bans[i]
+			key := b.Key.String()
+			r := b.Reason
+			if b.Malformed != "" {
+				r = "" // a damaged record says no reason
 			}
+			if !contains(key, match) || !contains(r, reason) || !covers(key, f.Covers) || consumers && isAddressKey(key) {
+				continue
+			}
+			rec := banRecord(b, key, now, ends)
+			rec.BanNamespace = bns
+			out = append(out, rec)
 		}
 	}
 	sortRecords(out)
@@ -79,6 +98,13 @@ func covers(key string, addr netip.Addr) bool {
 	}
 	p, ok := keyPrefix(key)
 	return ok && p.Contains(addr.Unmap())
+}
+
+// isAddressKey reports whether a ban's key is an address or a range, not
+// a consumer.
+func isAddressKey(k string) bool {
+	_, ok := keyPrefix(k)
+	return ok
 }
 
 // contains reports whether s holds lower, which is in lower case; ""
@@ -124,10 +150,16 @@ func compareKeys(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// keyPrefix reads a key as an address or a range.
+// keyPrefix reads a key as an address or a range. It tries only the
+// parse the key's form calls for, since a failed parse allocates its
+// error, and a sort by key reads each key many times.
 func keyPrefix(k string) (netip.Prefix, bool) {
-	if p, err := netip.ParsePrefix(k); err == nil {
-		return p, true
+	if strings.IndexByte(k, '/') >= 0 {
+		p, err := netip.ParsePrefix(k)
+		return p, err == nil
+	}
+	if k == "" || strings.IndexByte(k, ':') < 0 && (k[0] < '0' || k[0] > '9') {
+		return netip.Prefix{}, false // a consumer's name
 	}
 	if a, err := netip.ParseAddr(k); err == nil {
 		return netip.PrefixFrom(a, a.BitLen()), true

@@ -250,7 +250,7 @@ func (c *cli) openRedis() error {
 	logger := slog.New(slog.NewTextHandler(c.stderr, nil))
 	env, stateFile := withoutStateFile(os.Environ())
 	cfg, err := envconfig.Read(env, envconfig.Options{
-		Own:      []string{"LISTEN", "PLANS", "GRPC_LISTEN", "ADMIN_LISTEN", "ADMIN_TOKEN", "ADMIN_URL", "NFT", "NFT_INTERVAL", "LAPI_LISTEN", "LAPI_KEYS", "LAPI_BLOCKLISTS", "CROWDSEC_URL", "CROWDSEC_KEY", "CROWDSEC_INTERVAL"},
+		Own:      []string{"LISTEN", "PLANS", "GRPC_LISTEN", "ADMIN_LISTEN", "ADMIN_TOKEN", "ADMIN_ORIGINS", "ADMIN_URL", "NFT", "NFT_INTERVAL", "LAPI_LISTEN", "LAPI_KEYS", "LAPI_BLOCKLISTS", "CROWDSEC_URL", "CROWDSEC_KEY", "CROWDSEC_INTERVAL"},
 		RedisURL: c.redisURL,
 		// A short-lived tool: no background refresh, no cached answers.
 		Redis: redisstore.Options{RangeRefresh: -1, BanCacheTTL: -1, Logger: logger},

@@ -17,10 +17,12 @@ import (
 
 // The admin API's settings.
 const (
-	ownAdminListen = "ADMIN_LISTEN"
-	ownAdminToken  = "ADMIN_TOKEN"
-	envAdminListen = envconfig.Prefix + ownAdminListen
-	envAdminToken  = envconfig.Prefix + ownAdminToken
+	ownAdminListen  = "ADMIN_LISTEN"
+	ownAdminToken   = "ADMIN_TOKEN"
+	ownAdminOrigins = "ADMIN_ORIGINS"
+	envAdminListen  = envconfig.Prefix + ownAdminListen
+	envAdminToken   = envconfig.Prefix + ownAdminToken
+	envAdminOrigins = envconfig.Prefix + ownAdminOrigins
 	// minTokenLen keeps a token out of reach of guessing: 16 random
 	// characters are far beyond what a network can try.
 	minTokenLen = 16
@@ -32,6 +34,9 @@ type adminSettings struct {
 	// listen is "" (off), host:port, or unix:/path.
 	listen string
 	token  string
+	// origins are the dashboard's origins behind a proxy
+	// (admin.DashboardConfig.Origins); nil: its own.
+	origins []string
 }
 
 // socket is the path of a unix listen address; "" for TCP.
@@ -43,7 +48,11 @@ func (a adminSettings) socket() string {
 	return path
 }
 
-// loadAdminSettings reads HTTP_PROTECT_ADMIN_LISTEN and _TOKEN from env.
+// loadAdminSettings reads HTTP_PROTECT_ADMIN_LISTEN, _TOKEN and _ORIGINS
+// from env. _ORIGINS is a list (commas or spaces) of the origins a
+// browser opens the dashboard at, each scheme://host[:port]; any other
+// entry is an error naming it, for an origin misspelt would lock every
+// browser out, or a path after it would never match.
 // A TCP address needs a token: anyone who reaches the port could
 // otherwise lift every ban. A unix socket may go without one, for the
 // socket file's permissions (0600, protectd's user) decide who connects.
@@ -58,6 +67,17 @@ func loadAdminSettings(env []string) (adminSettings, error) {
 			a.listen = strings.TrimSpace(v)
 		case envAdminToken:
 			a.token, tokenSet = v, true
+		case envAdminOrigins:
+			if strings.TrimSpace(v) == "" {
+				return adminSettings{}, fmt.Errorf("%s is set but blank: name the dashboard's origins (https://admin.example.com) or unset it", envAdminOrigins)
+			}
+			for _, o := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+				origin, err := admin.ParseOrigin(o)
+				if err != nil {
+					return adminSettings{}, fmt.Errorf("%s: %w", envAdminOrigins, err)
+				}
+				a.origins = append(a.origins, origin)
+			}
 		}
 	}
 	// A blank token is a mistake, never a choice: an empty one would
@@ -120,7 +140,7 @@ func startAdmin(a adminSettings, p *protect.Protector, refused *admin.Refused, l
 	if err != nil {
 		return nil, fmt.Errorf("%s=%q: %w", envAdminListen, a.listen, err)
 	}
-	s := &adminServer{srv: newServer(admin.Dashboard(admin.DashboardConfig{Token: a.token, Refused: refused, Logger: log}, p), log), served: make(chan error, 1)}
+	s := &adminServer{srv: newServer(admin.Dashboard(admin.DashboardConfig{Token: a.token, Origins: a.origins, Refused: refused, Logger: log}, p), log), served: make(chan error, 1)}
 	// Lists and lifts of many bans take longer than a proxy's question.
 	s.srv.WriteTimeout = 5 * time.Minute
 	if why := publicListen(a.listen); a.socket() == "" && why != "" {

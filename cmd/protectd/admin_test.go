@@ -37,6 +37,11 @@ func TestAdminSettings(t *testing.T) {
 		{[]string{envAdminListen + "=unix:/run/protectd/admin.sock", envAdminToken + "="}, `HTTP_PROTECT_ADMIN_TOKEN is set but blank (empty): set it to a secret token (openssl rand -hex 32) or unset it`},
 		{[]string{envAdminListen + "=127.0.0.1:8090", envAdminToken + "= " + adminToken + "\n"}, `HTTP_PROTECT_ADMIN_TOKEN has whitespace at its start or end, which no request can send: remove it`},
 		{[]string{envAdminToken + "=   "}, `HTTP_PROTECT_ADMIN_TOKEN is set but blank (3 characters, all whitespace): set it to a secret token (openssl rand -hex 32) or unset it`},
+		{[]string{envAdminListen + "=unix:/run/protectd/admin.sock", envAdminOrigins + "=https://admin.example.com, http://127.0.0.1:8090"}, ""},
+		{[]string{envAdminOrigins + "= "}, `HTTP_PROTECT_ADMIN_ORIGINS is set but blank: name the dashboard's origins (https://admin.example.com) or unset it`},
+		{[]string{envAdminOrigins + "=admin.example.com"}, `HTTP_PROTECT_ADMIN_ORIGINS: origin "admin.example.com": want scheme://host[:port]`},
+		{[]string{envAdminOrigins + "=https://admin.example.com/admin/"}, `HTTP_PROTECT_ADMIN_ORIGINS: origin "https://admin.example.com/admin/": want scheme://host[:port]`},
+		{[]string{envAdminOrigins + "=https://admin.example.com,ftp://x"}, `HTTP_PROTECT_ADMIN_ORIGINS: origin "ftp://x": want scheme://host[:port]`},
 	} {
 		_, err := loadAdminSettings(tc.env)
 		if blank := strings.Contains(tc.want, "blank"); blank && (err == nil || err.Error() != tc.want) ||

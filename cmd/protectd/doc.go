@@ -45,6 +45,8 @@
 //	                               unix:/path [none: off]
 //	HTTP_PROTECT_ADMIN_TOKEN       the admin API's bearer token, 16 characters
 //	                               or more; required on TCP
+//	HTTP_PROTECT_ADMIN_ORIGINS     the dashboard's origins behind a proxy,
+//	                               scheme://host[:port], commas between [its own]
 //	HTTP_PROTECT_STATE_FILE        a file that keeps the memory store's bans and plan
 //	                               state across restarts [none]; not with REDIS_URL
 //	HTTP_PROTECT_REDIS_WAIT_REPLICAS  with REDIS_URL: the replicas that must have
@@ -180,6 +182,11 @@
 // the journal, live. The token is entered once in its login form and
 // kept in an HttpOnly, SameSite=Strict session cookie; each write from
 // the page carries a CSRF token and must come from the page's origin.
+// Behind a proxy that terminates TLS or rewrites Host, that origin is
+// not the listener's own: HTTP_PROTECT_ADMIN_ORIGINS names the origins a
+// browser opens the dashboard at (https://admin.example.com), and the
+// cookie is then Secure for an https one. Each entry must be
+// scheme://host[:port]; any other is refused at start, naming it.
 //
 // # Who the client is
 //

@@ -76,7 +76,7 @@ func loadSettingsLog(env []string, log *slog.Logger) (settings, error) {
 	var errs []error
 	cfg, err := envconfig.Read(env, envconfig.Options{
 		Prefix: envconfig.Prefix,
-		Own:    append([]string{ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval}, sinkNames...),
+		Own:    append([]string{ownListen, ownPlans, ownGRPCListen, ownAdminListen, ownAdminToken, ownAdminOrigins, ownCrowdsecURL, ownCrowdsecKey, ownCrowdsecInterval}, sinkNames...),
 		Redis:  redisstore.Options{Logger: log},
 		Memory: protect.MemoryOptions{Logger: log},
 	})

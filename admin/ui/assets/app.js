@@ -53,8 +53,14 @@
     return d.toISOString().replace("T", " ").slice(0, 19);
   }
 
-  // api calls the admin API; a lost session reloads the page (the login form).
+  // api calls the admin API. A lost session reloads the page once, which
+  // shows the login form; a 401 again right after the reload (the page is
+  // served but the API refuses the browser, as a proxy's header can make
+  // it) stops the calls and says so, never reloading in a loop.
+  const RELOADED = "protect-dashboard-reloaded";
+  let refused = false;
   async function api(method, path, body) {
+    if (refused) throw new Error("refused by the admin API");
     const opt = { method, headers: {}, credentials: "same-origin" };
     if (method !== "GET") opt.headers["X-CSRF-Token"] = csrf;
     if (body !== undefined) {
@@ -63,9 +69,21 @@
     }
     const res = await fetch(path, opt);
     if (res.status === 401) {
-      location.reload();
+      if (sessionStorage.getItem(RELOADED) === null) {
+        sessionStorage.setItem(RELOADED, "1");
+        location.reload();
+      } else {
+        refused = true;
+        clearTimeout(toast.timer);
+        const t = $("#toast");
+        t.textContent = "The admin API refuses this session (401) though the page is served: log out and in again, " +
+          "and check that no proxy sends an Authorization: Bearer header of its own.";
+        t.className = "error";
+        t.hidden = false;
+      }
       throw new Error("logged out");
     }
+    sessionStorage.removeItem(RELOADED);
     const text = await res.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
@@ -79,6 +97,16 @@
   }
   function targets(s) {
     return s.split(/[\s,]+/).filter((t) => t !== "");
+  }
+
+  // refusedCount shows the refusals of a key that are certain, count −
+  // error: a key that took another's place in the table inherited the
+  // other's count, which the title gives as the most it may have been.
+  function refusedCount(k) {
+    const td = el("td", nf.format(k.count - k.error), "num");
+    if (k.error > 0) td.title = "at least " + nf.format(k.count - k.error) + ", at most " + nf.format(k.count) +
+      " (" + nf.format(k.error) + " may be another key's, whose place it took)";
+    return td;
   }
 
   // ---- now ----
@@ -169,7 +197,7 @@
     $("#chart-span").textContent = rs.length ? "· the last " + duration(Math.round((rs[rs.length - 1].t - samples[0].t) / 1000)) : "· starting";
     // Refused keys.
     fill($("#refused tbody"), last.refused.map((k) => row([el("td", k.key, "key"), el("td", k.status, "dot s-" + k.status),
-      el("td", nf.format(k.count), "num"), el("td", ago(k.last), "num")])), 4, "nothing refused in the last minutes");
+      refusedCount(k), el("td", ago(k.last), "num")])), 4, "nothing refused in the last minutes");
   }
   function drawChart(rs, statuses) {
     const svg = $("#chart");
@@ -240,21 +268,32 @@
       return;
     }
     bans.total = Number(out.res.headers.get("X-Total-Count") || out.data.length);
+    // With several ban lists a row names its list, and its Lift sends
+    // it: a key banned in two lists is two rows, each lifted alone.
+    const lists = new Set(out.data.map((b) => b.ban_namespace));
+    if (last) for (const p of last.protectors) lists.add(p.ban_namespace);
+    const several = lists.size > 1;
+    $("#bans-list").hidden = !several;
     const rows = out.data.map((b) => {
       const box = el("input");
       box.type = "checkbox";
       box.value = target(b.key);
+      box.dataset.ns = b.ban_namespace || "";
       box.className = "pick";
       const lift = el("button", "Lift", "danger");
       lift.type = "button";
       lift.dataset.target = target(b.key);
+      lift.dataset.ns = b.ban_namespace || "";
+      const list = el("td", b.ban_namespace, "key");
+      list.hidden = !several;
       const tr = row([wrapTd(box), el("td", target(b.key), "key"), el("td", b.malformed ? "damaged: " + b.malformed : b.reason, "wrap"),
         el("td", b.source), el("td", b.by), el("td", b.created ? ago(b.created) : "", "num"),
-        el("td", b.permanent ? "permanent" : duration(b.seconds_left), "num"), el("td", b.offense, "num"), wrapTd(lift)]);
+        el("td", b.permanent ? "permanent" : duration(b.seconds_left), "num"), el("td", b.offense, "num"), list, wrapTd(lift)]);
       tr.dataset.key = b.key;
+      if (several) tr.dataset.list = b.ban_namespace;
       return tr;
     });
-    fill($("#bans-table tbody"), rows, 9, "no ban matches");
+    fill($("#bans-table tbody"), rows, 10, "no ban matches");
     const from = bans.total ? bans.offset + 1 : 0, to = bans.offset + out.data.length;
     const count = $("#bans-count");
     count.textContent = nf.format(from) + "–" + nf.format(to) + " of " + nf.format(bans.total);
@@ -276,18 +315,40 @@
     td.appendChild(child);
     return td;
   }
-  async function lift(ts) {
-    if (ts.length === 0) return;
-    const p = new URLSearchParams();
-    for (const t of ts) p.append("target", t);
-    p.set("by", "dashboard");
+  // lift lifts picks ({target, ns}): one DELETE per ban list, each naming
+  // its list (namespace=), so that only the bans picked go, never the
+  // same key's ban in another list.
+  async function lift(picks) {
+    if (picks.length === 0) return;
+    const byList = new Map();
+    for (const p of picks) {
+      if (!byList.has(p.ns)) byList.set(p.ns, []);
+      byList.get(p.ns).push(p.target);
+    }
+    let lifted = 0;
     try {
-      const out = await api("DELETE", "v1/bans?" + p);
-      toast("lifted " + out.data.length + " ban" + (out.data.length === 1 ? "" : "s"));
+      for (const [ns, ts] of byList) {
+        const p = new URLSearchParams();
+        for (const t of ts) p.append("target", t);
+        if (ns) p.set("namespace", ns);
+        p.set("by", "dashboard");
+        lifted += (await api("DELETE", "v1/bans?" + p)).data.length;
+      }
+      toast("lifted " + lifted + " ban" + (lifted === 1 ? "" : "s"));
     } catch (e) {
       toast(e.message, true);
     }
     loadBans();
+  }
+  // ipv6 reports whether s is a whole IPv6 address (the URL parser reads
+  // it): a partial one such as 2001:db8: is searched as text.
+  function ipv6(s) {
+    try {
+      new URL("http://[" + s + "]/");
+      return true;
+    } catch (e) {
+      return false;
+    }
   }
   function setupBans() {
     $("#ban-search").addEventListener("submit", (e) => {
@@ -295,7 +356,7 @@
       // An address finds the bans that refuse it, a CIDR the bans inside
       // it, any other text the keys that hold it.
       const q = $("#bans-q").value.trim();
-      const addr = /^\d{1,3}(\.\d{1,3}){3}$/.test(q) || (/^[0-9a-fA-F:.]+$/.test(q) && q.split(":").length > 2);
+      const addr = /^\d{1,3}(\.\d{1,3}){3}$/.test(q) || (/^[0-9a-fA-F:.]+$/.test(q) && q.split(":").length > 2 && ipv6(q));
       bans.covers = addr ? q : "";
       bans.within = !addr && q.includes("/") ? q : "";
       bans.q = !addr && !q.includes("/") ? q : "";
@@ -319,7 +380,7 @@
     const tbody = $("#bans-table tbody");
     tbody.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-target]");
-      if (b) lift([b.dataset.target]);
+      if (b) lift([{ target: b.dataset.target, ns: b.dataset.ns }]);
     });
     tbody.addEventListener("change", () => {
       $("#lift-selected").disabled = !tbody.querySelector("input.pick:checked");
@@ -329,7 +390,7 @@
       $("#lift-selected").disabled = !e.target.checked || !tbody.querySelector("input.pick");
     });
     $("#lift-selected").addEventListener("click", () => {
-      lift([...tbody.querySelectorAll("input.pick:checked")].map((c) => c.value));
+      lift([...tbody.querySelectorAll("input.pick:checked")].map((c) => ({ target: c.value, ns: c.dataset.ns })));
     });
     $("#ban-form").addEventListener("submit", async (e) => {
       e.preventDefault();
