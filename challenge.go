@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -113,9 +114,21 @@ func newChallenger(c *Config) (*challenger, error) {
 	return &challenger{c: ch, after: cc.After, path: cc.Path, clock: c.Clock}, nil
 }
 
+// challengeKey is the key d's challenge is bound to: its nonce, its
+// answer and its pass. It is the key counted (an address's, or KeyFunc's)
+// but under ConsumerFunc, whose consumer the answer path cannot know (a
+// proxy sends the answer without the gateway's consumer headers, and a
+// client could name any consumer there): then it is the address's.
+func (p *Protector) challengeKey(d *Decision) Key {
+	if p.cfg.ConsumerFunc != nil && d.Addr.IsValid() {
+		return p.agg.Key(d.Addr)
+	}
+	return d.Key
+}
+
 // passed decides d, Challenged, again from r's pass cookie: a valid pass
-// for d's key makes it Allowed; a genuine pass of another key counts one
-// failure, and d is what the stream then is.
+// for d's challenge key makes it Allowed; a genuine pass of another key
+// counts one failure, and d is what the challenge key's stream then is.
 //
 //go:noinline
 func (p *Protector) passed(ctx context.Context, r *http.Request, d *Decision) {
@@ -123,18 +136,25 @@ func (p *Protector) passed(ctx context.Context, r *http.Request, d *Decision) {
 	if err != nil {
 		return
 	}
-	switch err := p.chal.c.CheckPass(d.Key.String(), ck.Value); {
+	switch err := p.chal.c.CheckPass(p.challengeKey(d).String(), ck.Value); {
 	case err == nil:
 		d.Status, d.RetryAfter = Allowed, 0
 	case errors.Is(err, challenge.ErrKey): // a pass carried from another client
-		k, a, ban := d.Key, d.Addr, d.Ban
-		*d = Decision{}
-		p.decide(context.WithoutCancel(ctx), d, k, a, 1)
-		if ban != nil { // on a list marked to challenge
-			listedChallenge(d, ban)
-		}
-		p.stats.stripe(d.hint()).penalties.Add(1)
+		p.failed(ctx, d, p.challengeKey(d), d.Addr, d.Ban)
 	}
+}
+
+// failed counts one failure of the challenge for key k of address a
+// (a pass or an answer of another key, a wrong answer) and writes into d
+// what k's stream then is; ban is the entry of a list marked to challenge
+// that holds a, nil for none.
+func (p *Protector) failed(ctx context.Context, d *Decision, k Key, a netip.Addr, ban *Ban) {
+	*d = Decision{}
+	p.decide(context.WithoutCancel(ctx), d, k, a, 1)
+	if ban != nil {
+		listedChallenge(d, ban)
+	}
+	p.stats.stripe(d.hint()).penalties.Add(1)
 }
 
 // challengeMiddleware answers the challenge's answers (a POST to Path)
@@ -201,7 +221,9 @@ func (p *Protector) answer(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, ret, http.StatusSeeOther)
 		return
 	}
-	d, _ = p.penalize(context.WithoutCancel(r.Context()), r, 1)
+	// Counted to the key the nonce was for, never to a consumer the
+	// request names: ConsumerFunc's headers are not the gateway's here.
+	p.failed(r.Context(), &d, k, a, d.Ban)
 	if d.Refused() {
 		p.refusePage(w, r, &d, ret)
 		return
@@ -215,7 +237,7 @@ func (p *Protector) answer(w http.ResponseWriter, r *http.Request) {
 func (p *Protector) servePage(w http.ResponseWriter, d *Decision, ret string) {
 	d.WriteHeaders(w.Header())
 	challenge.Page{
-		Nonce:      p.chal.c.Nonce(d.Key.String()),
+		Nonce:      p.chal.c.Nonce(p.challengeKey(d).String()),
 		Difficulty: p.chal.c.Difficulty(),
 		Action:     p.chal.path,
 		Return:     ret,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/challenge"
+	"github.com/httpprotect/protect/internal/clientaddr"
 )
 
 // challengePagePath is where nginx's @protect_challenge location fetches
@@ -24,6 +25,17 @@ type challenger struct {
 	c      *challenge.Challenger
 	path   string       // the answer path, Challenge.Path
 	answer http.Handler // the protector's Middleware, which answers path first
+	agg    clientaddr.Aggregator
+}
+
+// key is the key d's challenge is bound to: the client address's, as
+// the protector binds it under a ConsumerFunc (protectd's always is), for
+// the answer comes without the gateway's consumer headers.
+func (c *challenger) key(d *protect.Decision) protect.Key {
+	if d.Addr.IsValid() {
+		return c.agg.Key(d.Addr)
+	}
+	return d.Key
 }
 
 // challengeSecret gives cfg.Challenge a random secret when it has none,
@@ -54,7 +66,8 @@ func newChallenger(p *protect.Protector) (*challenger, error) {
 		return nil, err
 	}
 	notFound := http.HandlerFunc(http.NotFound)
-	return &challenger{c: c, path: cc.Path, answer: p.Middleware(notFound)}, nil
+	agg := clientaddr.Aggregator{V4Bits: cfg.IPv4Prefix, V6Bits: cfg.IPv6Prefix}
+	return &challenger{c: c, path: cc.Path, answer: p.Middleware(notFound), agg: agg}, nil
 }
 
 // challenged answers /verify for d, Challenged: the page, with d's status
@@ -69,6 +82,8 @@ func (v *verifier) challenged(w http.ResponseWriter, r *http.Request, d *protect
 	h[hdrCode] = []string{d.Status.Code()}
 	v.logRefusal(r, slog.LevelInfo, refusalAttrs(*d, code)...)
 	v.countRefusal(*d)
+	// The page nginx fetches is for the key the challenge is bound to.
+	h[hdrKey] = []string{v.chal.key(d).String()}
 	if refusalStatus(r) != 0 {
 		d.WriteHeaders(h)
 		h["Cache-Control"] = []string{"no-store"}
@@ -80,10 +95,10 @@ func (v *verifier) challenged(w http.ResponseWriter, r *http.Request, d *protect
 	v.writePage(w, d, uri)
 }
 
-// writePage writes the page for d's key, returning to uri.
+// writePage writes the page for d's challenge key, returning to uri.
 func (v *verifier) writePage(w http.ResponseWriter, d *protect.Decision, uri string) {
 	d.WriteHeaders(w.Header())
-	v.chal.page(d.Key.String(), uri).Write(w, d.StatusCode())
+	v.chal.page(v.chal.key(d).String(), uri).Write(w, d.StatusCode())
 }
 
 // page is the page for key, returning to uri.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -390,4 +392,71 @@ func FuzzChallengePaths(f *testing.F) {
 			t.Fatalf("POST %s %q from %s = %d, want 303, the page or a refusal", challenge.DefaultPath, body, peer, aw.Code)
 		}
 	})
+}
+
+// postAnswerTo posts an answer form straight to protectd's handler h from
+// the trusted proxy, for client, with the given header pairs.
+func postAnswerTo(h http.Handler, client, nonce, ans string, header ...string) *httptest.ResponseRecorder {
+	form := url.Values{challenge.FieldNonce: {nonce}, challenge.FieldAnswer: {ans}, challenge.FieldReturn: {"/a"}}
+	r := httptest.NewRequest("POST", challenge.DefaultPath, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.RemoteAddr = "127.0.0.1:2"
+	r.Header.Set("X-Forwarded-For", client)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// TestChallengeAnswerNamesNoConsumer: the answer path charges no
+// consumer a request names. A client whose proxy passes its own
+// X-Protect-Consumer on the answer route (Envoy's, before it stripped
+// them) posts wrong answers naming a paying customer: they are failures
+// of the client's address, and the customer's quota is whole.
+func TestChallengeAnswerNamesNoConsumer(t *testing.T) {
+	h, _ := testVerifier(t, append(challengeEnv, grpcPlans)...)
+	for range 3 {
+		postAnswerTo(h, "198.51.100.7", "x", "1", hdrConsumer, "alice", hdrPlan, "quota")
+	}
+	for i := range 3 { // the quota: 3 a month
+		if w := ask(h, "GET", "/verify", "127.0.0.1:1", "X-Forwarded-For", "203.0.113.9",
+			hdrConsumer, "alice", hdrPlan, "quota"); w.Code != http.StatusOK {
+			t.Fatalf("alice's request %d after another client's forged answers = %d %s, want 200", i+1, w.Code, w.Header().Get(hdrCode))
+		}
+	}
+}
+
+// TestChallengeListedConsumer: a consumer from an address on a list
+// marked to challenge gets a page bound to its address's key, which the
+// answer path (that knows no consumer) checks: a right answer gets a
+// pass, with or without the consumer's headers, and the pass lets the
+// consumer through.
+func TestChallengeListedConsumer(t *testing.T) {
+	list := filepath.Join(t.TempDir(), "suspect.txt")
+	if err := os.WriteFile(list, []byte("203.0.113.0/24\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := testVerifier(t, append(challengeEnv, grpcPlans, "HTTP_PROTECT_BLOCKLISTS=suspect=challenge:"+list)...)
+	consumer := []string{"X-Forwarded-For", "203.0.113.9", hdrConsumer, "alice", hdrPlan, "pro", "X-Original-URI", "/a"}
+	w := ask(h, "GET", "/verify", "127.0.0.1:1", consumer...)
+	if w.Code != http.StatusForbidden || w.Header().Get(hdrKey) != "203.0.113.9" {
+		t.Fatalf("/verify of alice from a listed address = %d, key %q; want 403 and the page for 203.0.113.9", w.Code, w.Header().Get(hdrKey))
+	}
+	m := pageNonce.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("/verify of alice from a listed address: no page:\n%s", w.Body)
+	}
+	for _, header := range [][]string{nil, {hdrConsumer, "alice", hdrPlan, "pro"}} {
+		a := postAnswerTo(h, "203.0.113.9", m[1], challenge.Solve(m[1], 4), header...)
+		pass := a.Result().Cookies()
+		if a.Code != http.StatusSeeOther || len(pass) != 1 || pass[0].Name != challenge.CookieName {
+			t.Fatalf("a right answer (headers %q) = %d, cookies %v; want 303 and a pass", header, a.Code, pass)
+		}
+		m[1] = pageNonce.FindStringSubmatch(ask(h, "GET", "/verify", "127.0.0.1:1", consumer...).Body.String())[1]
+		if w := ask(h, "GET", "/verify", "127.0.0.1:1", append(consumer, "Cookie", pass[0].Name+"="+pass[0].Value)...); w.Code != http.StatusOK {
+			t.Fatalf("/verify of alice with the pass = %d %s, want 200", w.Code, w.Header().Get(hdrCode))
+		}
+	}
 }
