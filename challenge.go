@@ -216,10 +216,6 @@ func (p *Protector) answer(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, ret, http.StatusSeeOther)
 		return
-	case errors.Is(err, challenge.ErrFull): // not the client's doing: no failure, try again
-		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, ret, http.StatusSeeOther)
-		return
 	}
 	// Counted to the key the nonce was for, never to a consumer the
 	// request names: ConsumerFunc's headers are not the gateway's here.

@@ -34,7 +34,7 @@ func FuzzToken(f *testing.F) {
 		f.Fatal(err)
 	}
 	pass, _ := c.Pass("k")
-	for _, s := range []string{pass, c.Nonce("k"), "", ".", "a.b", pass + "=", pass[:len(pass)-1]} {
+	for _, s := range []string{pass, c.Nonce("k"), "", ".", "a.b", pass + "=", pass[:len(pass)-1], pass[:4] + "\n" + pass[4:]} {
 		f.Add(s, "k")
 	}
 	f.Fuzz(func(t *testing.T, token, key string) {

@@ -50,8 +50,7 @@ const (
 	MaxKeyLen = 512
 )
 
-// Errors of Verify and CheckPass. Each is a failure of the client's,
-// except ErrFull.
+// Errors of Verify and CheckPass. Each is a failure of the client's.
 var (
 	// ErrMalformed: not a token of this package, or an answer that is
 	// not a decimal number of at most 20 digits.
@@ -68,9 +67,6 @@ var (
 	ErrWork = errors.New("challenge: answer does not do the work")
 	// ErrReplay: the nonce was answered before.
 	ErrReplay = errors.New("challenge: nonce already answered")
-	// ErrFull: the set of spent nonces is full of unexpired ones; the
-	// answer is refused rather than risk accepting a replay later.
-	ErrFull = errors.New("challenge: too many answers pending expiry")
 )
 
 // Config configures a Challenger. The zero value works, with a random
@@ -88,7 +84,11 @@ type Config struct {
 	// PassTTL is how long a pass lasts [DefaultPassTTL].
 	PassTTL time.Duration
 	// MaxSpent bounds the spent nonces kept until they expire
-	// [DefaultMaxSpent].
+	// [DefaultMaxSpent]. Past it the oldest is forgotten, unexpired or
+	// not: an answer is never refused for want of room, which one client
+	// could otherwise bring about for every other by answering many
+	// nonces. A replay of a nonce so forgotten gets a pass for the key
+	// its first answer got one for: nothing the client did not have.
 	MaxSpent int
 	// Clock tells the time [time.Now].
 	Clock func() time.Time
@@ -112,6 +112,8 @@ type Challenger struct {
 
 	mu    sync.Mutex
 	spent map[[sha256.Size]byte]int64 // a spent nonce's MAC → its expiry, Unix seconds
+	order []spentNonce                // the spent nonces from order[head] on, oldest first
+	head  int
 
 	// scratch holds *scratch: what checking a token needs, reused, so
 	// that a check allocates nothing.
@@ -252,24 +254,38 @@ func (c *Challenger) CheckPass(key, value string) error {
 	return nil
 }
 
-// spend marks the nonce of mac, which expires at exp, as answered.
+// A spentNonce is a spent nonce's MAC and its expiry, in Challenger.order.
+type spentNonce struct {
+	mac [sha256.Size]byte
+	exp int64
+}
+
+// spend marks the nonce of mac, which expires at exp, as answered. It
+// forgets, oldest first, the spent nonces that expired, and the oldest
+// while MaxSpent are kept: each answer costs a few steps, whatever the
+// set holds.
 func (c *Challenger) spend(mac [sha256.Size]byte, exp, now int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.spent[mac]; ok {
 		return ErrReplay
 	}
-	if len(c.spent) >= c.maxSpent {
-		for m, e := range c.spent {
-			if now >= e {
-				delete(c.spent, m)
-			}
+	for c.head < len(c.order) {
+		o := &c.order[c.head]
+		if now < o.exp && len(c.spent) < c.maxSpent {
+			break
 		}
-		if len(c.spent) >= c.maxSpent {
-			return ErrFull
+		if c.spent[o.mac] == o.exp { // else forgotten, and spent again since
+			delete(c.spent, o.mac)
 		}
+		c.head++
+	}
+	if c.head > len(c.order)/2 { // what was forgotten goes, in one copy now and then
+		c.order = append(c.order[:0], c.order[c.head:]...)
+		c.head = 0
 	}
 	c.spent[mac] = exp
+	c.order = append(c.order, spentNonce{mac, exp})
 	return nil
 }
 
@@ -306,6 +322,11 @@ func (c *Challenger) open(sc *scratch, typ byte, token string, min int) ([]byte,
 	var m [sha256.Size]byte
 	i := strings.IndexByte(token, '.')
 	if i < 0 || i > b64.EncodedLen(8+16+MaxKeyLen) || b64.DecodedLen(len(token)-i-1) != sha256.Size {
+		return nil, m, ErrMalformed
+	}
+	// The decoder skips line breaks, even strict: a token with them would
+	// be a second spelling of one.
+	if strings.IndexByte(token, '\n') >= 0 || strings.IndexByte(token, '\r') >= 0 {
 		return nil, m, ErrMalformed
 	}
 	tok := sc.tok[:copy(sc.tok[:], token)]

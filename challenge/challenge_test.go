@@ -105,6 +105,9 @@ func TestVerifyReplay(t *testing.T) {
 	}
 }
 
+// The spent set holds at most MaxSpent: past it the oldest is forgotten,
+// so that one client answering many nonces never stops another's
+// answer; expired ones go first; a replay of one still kept is refused.
 func TestSpentBounded(t *testing.T) {
 	const key = "198.51.100.1/32"
 	clk := testclock.New()
@@ -112,20 +115,35 @@ func TestSpentBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer := func() error {
-		n := c.Nonce(key)
-		return c.Verify(key, n, Solve(n, 1))
+	var nonces []string
+	answer := func(k string) error {
+		n := c.Nonce(k)
+		nonces = append(nonces, n)
+		return c.Verify(k, n, Solve(n, 1))
 	}
-	for i := range 3 {
-		if err := answer(); err != nil {
-			t.Fatalf("answer %d: %v", i, err)
+	for i := range 5 {
+		if err := answer(key); err != nil {
+			t.Fatalf("answer %d, MaxSpent 3: %v, want nil", i, err)
+		}
+		if got, want := c.Spent(), min(i+1, 3); got != want {
+			t.Fatalf("Spent after %d answers = %d, want %d", i+1, got, want)
 		}
 	}
-	if err := answer(); !errors.Is(err, ErrFull) {
-		t.Fatalf("answer past MaxSpent: %v, want ErrFull", err)
+	if err := answer("203.0.113.9/32"); err != nil {
+		t.Fatalf("another key's answer with the set full: %v, want nil", err)
 	}
-	clk.Advance(time.Minute) // the three expire, and are swept
-	if err := answer(); err != nil {
+	// Kept: the last three, 3 and 4 of key's and the other key's.
+	for _, i := range []int{3, 4} {
+		if err := c.Verify(key, nonces[i], Solve(nonces[i], 1)); !errors.Is(err, ErrReplay) {
+			t.Fatalf("replay of answer %d, still kept: %v, want ErrReplay", i, err)
+		}
+	}
+	// Forgotten: a replay gets in, for the key its answer was for.
+	if err := c.Verify(key, nonces[0], Solve(nonces[0], 1)); err != nil {
+		t.Fatalf("replay of answer 0, forgotten: %v, want nil", err)
+	}
+	clk.Advance(time.Minute) // every one expires, and goes at the next answer
+	if err := answer(key); err != nil {
 		t.Fatalf("answer after expiry: %v", err)
 	}
 	if got := c.Spent(); got != 1 {
