@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +17,7 @@ import (
 	"testing"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc/codes"
 
 	"github.com/httpprotect/protect/challenge"
@@ -217,6 +221,27 @@ func TestChallengeHAProxy(t *testing.T) {
 	d := startDaemon(t, challengeEnv...)
 	front := "http://" + startHAProxy(t, bin, d.addr, app.addr, "closed")
 	challengeScenario(t, "haproxy", front, d, app)
+}
+
+// TestChallengeHAProxyH2: over HTTP/2, where HAProxy's url is the
+// absolute URI, the page still returns to the path asked, not to /.
+func TestChallengeHAProxyH2(t *testing.T) {
+	bin := needBinary(t, "haproxy", ".ci/parts/31-haproxy.sh")
+	app := startUpstream(t)
+	d := startDaemon(t, challengeEnv...)
+	listen := startHAProxyOn(t, bin, "proto h2", d.addr, app.addr, "closed")
+	c := &http.Client{Transport: &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+			return dl.DialContext(ctx, network, addr)
+		}}}
+	t.Cleanup(c.CloseIdleConnections) // before HAProxy's soft stop, which waits for them
+	const path = "/deep/page?x=1"
+	var a answer
+	for range 3 { // two served, the page from the third
+		a = get(t, c, "http://"+listen+path)
+	}
+	challengePage(t, "GET "+path+" over HTTP/2, past the limit", a, "/deep/page?x=1")
 }
 
 // TestChallengeEnvoy: through ext_authz (gRPC, with the client Envoy

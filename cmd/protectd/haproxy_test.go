@@ -17,6 +17,13 @@ const haproxyExamples = "../../examples/proxies/haproxy"
 // lua.protect one, and returns the address it listens on.
 func startHAProxy(t *testing.T, bin, protectd, app, mode string, rules ...string) string {
 	t.Helper()
+	return startHAProxyOn(t, bin, "", protectd, app, mode, rules...)
+}
+
+// startHAProxyOn is startHAProxy with bind options on its listener
+// ("proto h2": HTTP/2 without TLS).
+func startHAProxyOn(t *testing.T, bin, bindOptions, protectd, app, mode string, rules ...string) string {
+	t.Helper()
 	listen := freePort(t)
 	conf, err := os.ReadFile(filepath.Join(haproxyExamples, "haproxy.cfg"))
 	if err != nil {
@@ -36,7 +43,7 @@ func startHAProxy(t *testing.T, bin, protectd, app, mode string, rules ...string
 		"http-request lua.protect 127.0.0.1:8089 closed", "http-request lua.protect "+protectd+" "+mode,
 		"server app 127.0.0.1:3000", "server app "+app,
 		"server protectd 127.0.0.1:8089", "server protectd "+protectd,
-		"bind 127.0.0.1:8080", "bind "+listen,
+		"bind 127.0.0.1:8080", strings.TrimSpace("bind "+listen+" "+bindOptions),
 	).Replace(string(conf))
 	for _, want := range []string{lua, "lua.protect " + protectd, "server app " + app, "server protectd " + protectd, "bind " + listen} {
 		if !strings.Contains(replaced, want) {

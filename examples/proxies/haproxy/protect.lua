@@ -51,7 +51,9 @@ local function protect(txn, dst, mode)
 	local headers = {
 		["x-forwarded-for"] = {txn.f:src()},
 		["x-original-method"] = {txn.f:method()},
-		["x-original-uri"] = {txn.f:url()},
+		-- pathq, not url: over HTTP/2 url is the absolute URI, which
+		-- protectd, taking only a path, would make the page return to /.
+		["x-original-uri"] = {txn.f:pathq()},
 	}
 	-- The challenge's pass cookie, which protectd checks for a client it
 	-- challenges.
