@@ -136,7 +136,8 @@ type Bouncer struct {
 	logged    int               // the state last logged: 0 none, 1 up, -1 down
 	changed   bool              // decisions came or went since the set was made
 	scenarios map[string]string // one copy of each scenario's name: thousands of decisions share a few
-	tooWide   bool              // the last set made was refused (protect.BlockSet.CheckCoverage)
+	tooWide   bool              // the last ban set made was refused (protect.BlockSet.CheckCoverage)
+	chalWide  bool              // the same, of the set to challenge
 }
 
 // decision is one decision in force.
@@ -587,10 +588,11 @@ func decisionPrefix(scope, value string) (netip.Prefix, bool) {
 }
 
 // rebuild drops the decisions ended at now and puts the rest in force,
-// unless together they cover too much of an address family
-// (protect.BlockSet.CheckCoverage: Range decisions such as 0.0.0.0/1 and
-// 128.0.0.0/1 would refuse every client). Such a set is refused whole,
-// counted in Errors and logged once, and the last set stays in force.
+// the bans and those to challenge each as a set, unless a set covers too
+// much of an address family (protect.BlockSet.CheckCoverage: Range
+// decisions such as 0.0.0.0/1 and 128.0.0.0/1 would refuse every
+// client). Such a set is refused whole, counted in Errors and logged
+// once, and its last set stays in force; the other is made as usual.
 func (b *Bouncer) rebuild(now time.Time) {
 	entries := make([]protect.BlockEntry, 0, len(b.decisions))
 	var challenges []protect.BlockEntry
@@ -611,21 +613,26 @@ func (b *Bouncer) rebuild(now time.Time) {
 		}
 	}
 	b.changed = false
-	set, cset := protect.NewBlockSet(entries), protect.NewBlockSet(challenges)
-	err := set.CheckCoverage()
-	if err == nil {
-		err = cset.CheckCoverage()
-	}
-	if err != nil {
+	// Each set alone: a captcha decision too wide must not stop the bans
+	// from going on, nor the reverse.
+	b.store(&b.set, &b.tooWide, Name, entries)
+	b.store(&b.chal.set, &b.chalWide, ChallengeName, challenges)
+}
+
+// store makes entries the set of list, unless they cover too much of an
+// address family: then it counts an error, logs it once (tooWide says
+// whether it did), and leaves the last set in force.
+func (b *Bouncer) store(set *atomic.Pointer[protect.BlockSet], tooWide *bool, list string, entries []protect.BlockEntry) {
+	s := protect.NewBlockSet(entries)
+	if err := s.CheckCoverage(); err != nil {
 		b.errors.Add(1)
-		if !b.tooWide {
-			b.tooWide = true
+		if !*tooWide {
+			*tooWide = true
 			b.opts.Logger.LogAttrs(context.Background(), slog.LevelWarn, "protect/crowdsec: decisions refused; the last set stays in force",
-				slog.String("list", Name), slog.String("lapi", b.String()), slog.Int("decisions", len(entries)+len(challenges)), slog.String("err", err.Error()))
+				slog.String("list", list), slog.String("lapi", b.String()), slog.Int("decisions", len(entries)), slog.String("err", err.Error()))
 		}
 		return
 	}
-	b.tooWide = false
-	b.set.Store(set)
-	b.chal.set.Store(cset)
+	*tooWide = false
+	set.Store(s)
 }

@@ -296,6 +296,41 @@ func TestBouncerSkipPushed(t *testing.T) {
 	}
 }
 
+// A set too wide is refused alone: captcha decisions covering every
+// IPv4 address (an operator's "challenge everyone") leave the bans going
+// on, and count one error.
+func TestBouncerWideChallengeKeepsBans(t *testing.T) {
+	var calls atomic.Int32
+	bodies := []string{
+		`{"new":[{"id":1,"duration":"1h","scope":"Ip","type":"ban","value":"192.0.2.1"}],"deleted":null}`,
+		`{"new":[{"id":2,"duration":"1h","scope":"Range","type":"captcha","value":"0.0.0.0/1"},
+			{"id":4,"duration":"1h","scope":"Range","type":"captcha","value":"128.0.0.0/1"},
+			{"id":3,"duration":"1h","scope":"Ip","type":"ban","value":"192.0.2.2"}],"deleted":null}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(bodies[min(int(calls.Add(1)), len(bodies))-1]))
+	}))
+	t.Cleanup(srv.Close)
+	b, err := crowdsec.New(crowdsec.Options{URL: srv.URL, Key: "k", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProtector(t, b)
+	poll(t, b)
+	poll(t, b)
+	for addr, want := range map[string]protect.Status{"192.0.2.1": protect.Blocked, "192.0.2.2": protect.Blocked, "198.51.100.1": protect.Allowed} {
+		if got := status(t, p, addr); got != want {
+			t.Errorf("VerifyAddr(%s) beside too wide a captcha set = %v, want %v", addr, got, want)
+		}
+	}
+	if got := b.ChallengeList().Source.(protect.BlockSource).BlockSet().Len(); got != 0 {
+		t.Errorf("the captcha set's Len() = %d, want 0: the wide one refused", got)
+	}
+	if got := b.BlockSourceStatus().Errors; got != 1 {
+		t.Errorf("BlockSourceStatus().Errors = %d, want 1", got)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		opts crowdsec.Options
