@@ -173,6 +173,29 @@ func TestChallengeNginx(t *testing.T) {
 	challengeScenario(t, "nginx", front, d, app)
 }
 
+// TestChallengeNginxSite401: a 401 the site makes itself (auth_basic
+// under protect.conf's error_page 401) stays the site's: its status and
+// WWW-Authenticate, with the challenge on or off; only protectd's is the
+// page.
+func TestChallengeNginxSite401(t *testing.T) {
+	bin := needNginx(t)
+	app := startUpstream(t)
+	users := filepath.Join(t.TempDir(), "htpasswd")
+	if err := os.WriteFile(users, []byte("ops:{PLAIN}secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	private := `location /private { auth_basic "private"; auth_basic_user_file ` + users + `; proxy_pass http://app; }`
+	for _, env := range [][]string{challengeEnv, {"HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1"}} {
+		d := startDaemon(t, env...)
+		front := "http://" + startNginx(t, bin, "site-fail-closed.conf", d.addr, app.addr, private)
+		a := get(t, noJSClient("127.0.0.2"), front+"/private")
+		if a.code != http.StatusUnauthorized || a.header.Get("WWW-Authenticate") != `Basic realm="private"` {
+			t.Errorf("protectd %q: GET /private without credentials = %d, WWW-Authenticate %q; want 401 and the site's Basic realm",
+				env, a.code, a.header.Get("WWW-Authenticate"))
+		}
+	}
+}
+
 // TestChallengeCaddy runs challengeScenario through the shipped
 // Caddyfile, with each Caddy.
 func TestChallengeCaddy(t *testing.T) {
