@@ -98,6 +98,13 @@ type challenger struct {
 func newChallenger(c *Config) (*challenger, error) {
 	cc := c.Challenge
 	if cc == nil {
+		for _, l := range c.BlockLists {
+			if l.Challenge { // documented, and easy to miss: say so at start
+				c.Logger.LogAttrs(context.Background(), slog.LevelWarn,
+					"protect: block list marked to challenge, but Config.Challenge is off: its entries are blocked",
+					slog.String("list", l.Name), slog.String("namespace", c.Namespace))
+			}
+		}
 		return nil, nil
 	}
 	ch, generated, err := challenge.New(challenge.Config{

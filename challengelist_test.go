@@ -2,12 +2,14 @@ package protect
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/httpprotect/protect/challenge"
+	"github.com/httpprotect/protect/internal/logtest"
 )
 
 func listOf(prefixes ...string) staticSource {
@@ -76,5 +78,28 @@ func TestChallengeBlockList(t *testing.T) {
 		if d.Status != tc.want {
 			t.Errorf("%s: VerifyAddr(%s) = %v, want %v", tc.name, tc.addr, d.Status, tc.want)
 		}
+	}
+}
+
+// A list marked to challenge under a protector without Config.Challenge
+// blocks, and New says so once for each such list.
+func TestChallengeListWithoutChallenge(t *testing.T) {
+	var rec logtest.Recorder
+	p, err := New(Config{Logger: slog.New(&rec), BlockLists: []BlockList{
+		{Name: "suspect", Source: listOf("192.0.2.0/24"), Challenge: true},
+		{Name: "drop", Source: listOf("198.51.100.0/24")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var lines []string
+	for _, r := range rec.Records() {
+		if strings.Contains(r["msg"], "marked to challenge") {
+			lines = append(lines, r["list"])
+		}
+	}
+	if len(lines) != 1 || lines[0] != "suspect" {
+		t.Fatalf("warnings of lists marked to challenge = %q, want one, of suspect", lines)
 	}
 }
