@@ -105,7 +105,7 @@ func (sp *memSpace) Holds(addr netip.Addr) bool {
 func (sp *memSpace) Allows(context.Context) ([]store.Ban, error) {
 	t := sp.s.now()
 	sp.s.mu.Lock()
-	sp.s.sweepAllows(sp.bns, t)
+	sp.s.sweepSet(sp.bns, &sp.bns.allows, t, store.EventAllowExpire, sp.s.journal.noteAllow)
 	sp.s.mu.Unlock()
 	live := sp.bns.allows.Load().Live(t)
 	out := make([]store.Ban, 0, len(live))
@@ -113,21 +113,4 @@ func (sp *memSpace) Allows(context.Context) ([]store.Ban, error) {
 		out = append(out, e.Ban)
 	}
 	return out, nil
-}
-
-// sweepAllows drops the entries of ns's allowlist over at ticks t, and
-// journals the end of each. The caller holds s.mu.
-func (s *Store) sweepAllows(ns *memNamespace, t int64) {
-	old := ns.allows.Load()
-	swept := old.Swept(t)
-	if swept == old {
-		return
-	}
-	ns.allows.Store(swept)
-	for _, e := range old.Without(netip.Prefix{}) {
-		if !e.Live(t) {
-			ns.events.add(store.EventAllowExpire, &heldBan{ban: e.Ban, end: e.End}, t)
-			s.journal.noteAllow(ns.id, e.Prefix)
-		}
-	}
 }

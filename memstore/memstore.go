@@ -315,20 +315,29 @@ func (s *Store) sweep() {
 	s.plans.sweep(s.micros(t))
 	s.mu.Lock()
 	for _, ns := range s.spaces {
-		old := ns.ranges.Load()
-		swept := old.Swept(t)
-		if swept != old {
-			for _, e := range old.Without(netip.Prefix{}) {
-				if !e.Live(t) {
-					ns.events.add(store.EventExpire, &heldBan{ban: e.Ban, end: e.End}, t)
-					s.journal.noteRange(ns.id, e.Prefix)
-				}
-			}
-		}
-		ns.ranges.Store(swept)
-		s.sweepAllows(ns, t)
+		s.sweepSet(ns, &ns.ranges, t, store.EventExpire, s.journal.noteRange)
+		s.sweepSet(ns, &ns.allows, t, store.EventAllowExpire, s.journal.noteAllow)
 	}
 	s.mu.Unlock()
+}
+
+// sweepSet drops the entries of ns's range bans or allowlist (set) over
+// at ticks t, then journals the end of each as kind and notes it for the
+// state file: the set first, so that a reader that finds the event never
+// finds the entry. The caller holds s.mu.
+func (s *Store) sweepSet(ns *memNamespace, set *atomic.Pointer[store.RangeSet], t int64, kind store.EventKind, note func(ns uint64, p netip.Prefix)) {
+	old := set.Load()
+	swept := old.Swept(t)
+	if swept == old {
+		return
+	}
+	set.Store(swept)
+	for _, e := range old.Without(netip.Prefix{}) {
+		if !e.Live(t) {
+			ns.events.add(kind, &heldBan{ban: e.Ban, end: e.End}, t)
+			note(ns.id, e.Prefix)
+		}
+	}
 }
 
 // eventsOf is the journal of namespace id in byID, nil if byID does not
