@@ -292,7 +292,7 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 	if connOf(r) == 0 {
 		conn = "" // no proof of reading: never matched
 	}
-	pos, known, err := l.position(r.Context(), key)
+	pos, known, before, err := l.position(r.Context(), key)
 	if err != nil {
 		l.listFailed(w, err)
 		return
@@ -302,7 +302,7 @@ func (l *lapi) stream(w http.ResponseWriter, r *http.Request, key [sha256.Size]b
 	// answer did not leave whole (unless another pull saved one since):
 	// the next pull is then answered as if this one never was.
 	var saved string
-	undo := func() { l.restorePosition(r.Context(), key, saved, pos, known) }
+	undo := func() { l.restorePosition(r.Context(), key, saved, before) }
 	fullGiven := func(m lapiMark) {
 		// A bouncer that loses its startup answer asks for it again.
 		saved = l.savePosition(r.Context(), key, lapiPosition{Acked: m, Sent: m, Conn: conn})

@@ -88,21 +88,22 @@ func bookmarkName(key [sha256.Size]byte) string {
 	return "lapi:" + hex.EncodeToString(key[:16])
 }
 
-func (l *lapi) position(ctx context.Context, key [sha256.Size]byte) (lapiPosition, bool, error) {
+// position reads key's place, known false when there is none, and the
+// bookmark's text as it was ("" for none), for restorePosition.
+func (l *lapi) position(ctx context.Context, key [sha256.Size]byte) (pos lapiPosition, known bool, text string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, lapiStoreCall)
 	defer cancel()
 	text, ok, err := l.journal.Bookmark(ctx, bookmarkName(key))
 	if err != nil || !ok || text == "" {
-		return lapiPosition{}, false, err // "": a place put back to none (restorePosition)
+		return lapiPosition{}, false, "", err // "": a place put back to none (restorePosition)
 	}
-	var pos lapiPosition
 	if err := json.Unmarshal([]byte(text), &pos); err != nil {
 		// A damaged bookmark costs its bouncer one full answer, no more.
 		l.log.Warn("crowdsec local api: a bouncer's place in the store does not parse; it is answered in full",
 			"bookmark", bookmarkName(key), "err", err.Error())
-		return lapiPosition{}, false, nil
+		return lapiPosition{}, false, text, nil
 	}
-	return pos, true, nil
+	return pos, true, text, nil
 }
 
 // savePosition saves pos as key's place, and returns the text saved (""
@@ -120,21 +121,16 @@ func (l *lapi) savePosition(ctx context.Context, key [sha256.Size]byte, pos lapi
 	return string(b)
 }
 
-// restorePosition puts key's place back to pos, or to none when there
-// was none (known false), if it still holds saved: a place that another
-// pull of the key saved since is newer than both, and stays.
-func (l *lapi) restorePosition(ctx context.Context, key [sha256.Size]byte, saved string, pos lapiPosition, known bool) {
+// restorePosition puts key's bookmark back to before, the text position
+// read, if it still holds saved: a place that another pull of the key
+// saved since is newer than both, and stays.
+func (l *lapi) restorePosition(ctx context.Context, key [sha256.Size]byte, saved, before string) {
 	if saved == "" {
-		return // nothing was saved over pos
+		return // nothing was saved over before
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lapiStoreCall)
 	defer cancel()
-	text := ""
-	if known {
-		b, _ := json.Marshal(pos)
-		text = string(b)
-	}
-	if _, err := l.journal.SwapBookmark(ctx, bookmarkName(key), saved, text, lapiPositionTTL); err != nil {
+	if _, err := l.journal.SwapBookmark(ctx, bookmarkName(key), saved, before, lapiPositionTTL); err != nil {
 		l.log.Error("crowdsec local api: putting a bouncer's place back", "err", err.Error())
 	}
 }
