@@ -365,17 +365,10 @@ func FuzzDashboard(f *testing.F) {
 	f.Cleanup(func() { p.Close() })
 	h := admin.Dashboard(admin.DashboardConfig{Token: dashToken}, p)
 	f.Fuzz(func(t *testing.T, method, target, body, auth, site, origin string) {
-		switch method {
-		case "GET", "POST", "DELETE", "HEAD":
-		default:
+		r, ok := fuzzRequest(method, target, body, "GET", "POST", "DELETE", "HEAD")
+		if !ok {
 			return
 		}
-		u, err := url.ParseRequestURI(target)
-		if err != nil || !strings.HasPrefix(u.Path, "/") {
-			return
-		}
-		r := httptest.NewRequest(method, "/", strings.NewReader(body))
-		r.URL, r.RequestURI = u, ""
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		for name, v := range map[string]string{"Authorization": auth, "Sec-Fetch-Site": site, "Origin": origin} {
 			if v != "" {

@@ -2,8 +2,10 @@ package admin_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,17 +40,10 @@ func FuzzHandler(f *testing.F) {
 	f.Cleanup(func() { p.Close() })
 	h := admin.Handler(p)
 	f.Fuzz(func(t *testing.T, method, target, body string) {
-		switch method {
-		case "GET", "POST", "DELETE", "PUT":
-		default:
+		r, ok := fuzzRequest(method, target, body, "GET", "POST", "DELETE", "PUT")
+		if !ok {
 			return
 		}
-		u, err := url.ParseRequestURI(target)
-		if err != nil || !strings.HasPrefix(u.Path, "/") {
-			return
-		}
-		r := httptest.NewRequest(method, "/", strings.NewReader(body))
-		r.URL, r.RequestURI = u, "" // as the server parsed it, whatever it holds
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		var v any
@@ -66,4 +61,17 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("%s %s %q = %d %q, want 200, 201, 400, 404 or 405 from a memory store", method, target, body, w.Code, w.Body.String())
 		}
 	})
+}
+
+// fuzzRequest is a request of method, one of methods, for target, as the
+// server parsed it whatever it holds, with body; false when the method
+// is not one of them or target no request URI with a path.
+func fuzzRequest(method, target, body string, methods ...string) (*http.Request, bool) {
+	u, err := url.ParseRequestURI(target)
+	if !slices.Contains(methods, method) || err != nil || !strings.HasPrefix(u.Path, "/") {
+		return nil, false
+	}
+	r := httptest.NewRequest(method, "/", strings.NewReader(body))
+	r.URL, r.RequestURI = u, ""
+	return r, true
 }
