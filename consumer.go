@@ -38,18 +38,24 @@ var ErrNoPlan = fmt.Errorf("%w: consumer has no plan", ErrUnknownClient)
 // hashed. A nil plan is Unknown: a consumer whose plan cannot be found is
 // never unlimited. The error result is non-nil only when ctx ended, as
 // for Verify.
-func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *Plan) (d Decision, err error) {
-	// VerifyConsumerN's body, not a call of it: a Decision is a few hundred
-	// bytes, and each layer would copy it once more. Each return counts
-	// the decision itself, as VerifyAddr's do.
-	if consumer == "" || plan == nil || plan.Len() == 0 {
-		d, err = p.badConsumer(consumer, plan, netip.Addr{}, 1)
-		p.decided(&d)
-		return d, err
-	}
-	err = p.decidePlan(ctx, &d, p.consumerKeys.Key(consumer), netip.Addr{}, plan, 1, false)
-	p.decided(&d)
+func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *Plan) (Decision, error) {
+	// Inlined (TestInlining): the decision is written where the caller
+	// keeps it, not copied out of a frame of its own.
+	var d Decision
+	err := p.verifyConsumer(ctx, &d, consumer, plan, 1)
 	return d, err
+}
+
+// verifyConsumer is VerifyConsumerN, writing the decision into d, which
+// must be zero, and counting it.
+func (p *Protector) verifyConsumer(ctx context.Context, d *Decision, consumer string, plan *Plan, cost int64) (err error) {
+	if consumer == "" || plan == nil || plan.Len() == 0 || cost < 0 {
+		*d, err = p.badConsumer(consumer, plan, netip.Addr{}, cost)
+	} else {
+		err = p.decidePlan(ctx, d, p.consumerKeys.Key(consumer), netip.Addr{}, plan, cost, false)
+	}
+	p.decided(d)
+	return err
 }
 
 // VerifyConsumerN is VerifyConsumer for a request that costs cost units
@@ -60,15 +66,9 @@ func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *P
 // whether a request of cost 1 would be served, and writes nothing. A
 // negative cost is a programming error: the Decision is Unavailable and
 // the error says so.
-func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *Plan, cost int64) (d Decision, err error) {
-	// Each return counts the decision itself, as VerifyAddr's do.
-	if consumer == "" || plan == nil || plan.Len() == 0 || cost < 0 {
-		d, err = p.badConsumer(consumer, plan, netip.Addr{}, cost)
-		p.decided(&d)
-		return d, err
-	}
-	err = p.decidePlan(ctx, &d, p.consumerKeys.Key(consumer), netip.Addr{}, plan, cost, false)
-	p.decided(&d)
+func (p *Protector) VerifyConsumerN(ctx context.Context, consumer string, plan *Plan, cost int64) (Decision, error) {
+	var d Decision
+	err := p.verifyConsumer(ctx, &d, consumer, plan, cost)
 	return d, err
 }
 

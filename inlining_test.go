@@ -16,11 +16,13 @@ import (
 var mustInline = map[string][]string{
 	".": {
 		"(*Protector).screened",
+		"(*Protector).VerifyConsumer",
+		"(*Protector).VerifyConsumerN",
 		"Decision.Refused",
 		"Decision.StatusCode",
 	},
 	"./store": {
-		"Result.Banned",
+		"(*Result).Banned",
 		"(*Plan).Len",
 		"(*Plan).Spec",
 		"(*LimitState).Refused",

@@ -245,7 +245,7 @@ type Result struct {
 }
 
 // Banned reports that the request is refused by a ban: r.Ban describes it.
-func (r Result) Banned() bool { return r.Ban != nil }
+func (r *Result) Banned() bool { return r.Ban != nil }
 
 // BanFilter selects bans in Space.Bans. The zero BanFilter selects every
 // ban.
