@@ -248,13 +248,13 @@
 // last pull) and GET /v1/decisions (ip=, range= and contains=, scope=,
 // value=, type=), checking X-Api-Key (403 when wrong). The webhook posts
 // each event of the journal (ban, lift, expiry, allow, disallow,
-// allow-expire) written
-// after protectd started,
-// in batches of up to 100 as {"events": [...]}, each signed in
-// X-Protect-Signature ("sha256=" and the hex of the HMAC-SHA256 of the
-// body); a failed post is retried with a backoff from 1s to 1m, and while
-// the receiver is down at most 10,000 events wait, the oldest dropped
-// beyond. The CrowdSec machine logs in (POST /v1/watchers/login), pushes
+// allow-expire) written after protectd started, in batches of up to 100
+// as {"events": [...]}, each stamped with X-Protect-Timestamp (Unix
+// seconds) and signed in X-Protect-Signature ("sha256=" and the hex of
+// the HMAC-SHA256 of the timestamp, "." and the body); a failed post is
+// retried with a backoff from 1s to 1m, each try stamped and signed
+// anew, and while the receiver is down at most 10,000 events wait, the
+// oldest dropped beyond. The CrowdSec machine logs in (POST /v1/watchers/login), pushes
 // each ban of an address or range written after protectd started as an
 // alert with a decision of origin protect, scenario "protect/" and the
 // reason, and the ban's time left (POST /v1/alerts, up to 100 a post),

@@ -46,8 +46,9 @@ func TestWebhookPosts(t *testing.T) {
 	posts := make(chan []admin.EventRecord, 10)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if sig := r.Header.Get(webhook.SignatureHeader); !webhook.Verify([]byte(webhookSecret), body, sig) {
-			t.Errorf("post %s = %q, want the body's signature", webhook.SignatureHeader, sig)
+		ts, sig := r.Header.Get(webhook.TimestampHeader), r.Header.Get(webhook.SignatureHeader)
+		if !webhook.Verify([]byte(webhookSecret), ts, body, sig, time.Now()) {
+			t.Errorf("post %s = %q, %s = %q, want the signature of the body posted now", webhook.TimestampHeader, ts, webhook.SignatureHeader, sig)
 		}
 		var b struct{ Events []admin.EventRecord }
 		if err := json.Unmarshal(body, &b); err != nil {

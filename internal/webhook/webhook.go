@@ -6,10 +6,14 @@
 //
 //	{"events": [EventRecord, ...]}
 //
-// signed with the shared secret: X-Protect-Signature is "sha256=" and the
-// hex of the HMAC-SHA256 of the body, so that the receiver can tell a
-// post of protect's from a forged one (compare with hmac.Equal, as
-// Verify does). A batch that fails (no answer, 429 or 5xx) is posted
+// signed with the shared secret: X-Protect-Timestamp is when it was
+// posted (Unix seconds), and X-Protect-Signature "sha256=" and the hex of
+// the HMAC-SHA256 of the timestamp, a dot and the body. The receiver
+// tells a post of protect's from a forged one by the signature (compared
+// with hmac.Equal, as Verify does), and from one replayed later by the
+// timestamp: Verify refuses one more than MaxSkew from its clock. Each
+// try of a post is signed anew, so a post sent again after a backoff
+// carries the time it was sent. A batch that fails (no answer, 429 or 5xx) is posted
 // again after a backoff that doubles up to Options.MaxBackoff; one the
 // receiver refuses (another 4xx, or a redirect, which is never followed)
 // is dropped and counted, for sending it again would be refused again.
@@ -32,6 +36,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,8 +46,17 @@ import (
 	"github.com/httpprotect/protect/internal/redact"
 )
 
-// SignatureHeader carries the signature of a post's body.
+// SignatureHeader carries the signature of a post's timestamp and body.
 const SignatureHeader = "X-Protect-Signature"
+
+// TimestampHeader carries when a post was signed, in Unix seconds.
+const TimestampHeader = "X-Protect-Timestamp"
+
+// MaxSkew is how far a post's timestamp may be from the receiver's clock
+// for Verify to take it: far enough for clocks that drift apart and a
+// slow network, near enough that a post captured and replayed later is
+// refused.
+const MaxSkew = 5 * time.Minute
 
 // MinSecret is the shortest secret New accepts: a short one is a
 // guessable one.
@@ -72,6 +87,8 @@ type Options struct {
 	// Wait waits d or until ctx is done, reporting whether d passed; nil
 	// is a timer. Tests pass one that does not sleep.
 	Wait func(ctx context.Context, d time.Duration) bool
+	// Now is the clock posts are timestamped by; nil is time.Now.
+	Now func() time.Time
 }
 
 // Stats counts what a Sender did.
@@ -119,6 +136,9 @@ func New(o Options) (*Sender, error) {
 	}
 	if o.Wait == nil {
 		o.Wait = follow.Wait
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	log := o.Logger
 	if log == nil {
@@ -189,7 +209,9 @@ func (s *Sender) send(ctx context.Context, body []byte) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "protect-webhook")
-	req.Header.Set(SignatureHeader, Sign(s.o.Secret, body))
+	ts := strconv.FormatInt(s.o.Now().Unix(), 10)
+	req.Header.Set(TimestampHeader, ts)
+	req.Header.Set(SignatureHeader, Sign(s.o.Secret, ts, body))
 	res, err := s.o.Client.Do(req)
 	if err != nil {
 		return 0, err
@@ -199,16 +221,30 @@ func (s *Sender) send(ctx context.Context, body []byte) (int, error) {
 	return res.StatusCode, nil
 }
 
-// Sign is the X-Protect-Signature of body under secret: "sha256=" and
-// the hex of its HMAC-SHA256.
-func Sign(secret, body []byte) string {
+// Sign is the X-Protect-Signature of body posted at ts (the
+// X-Protect-Timestamp, as sent) under secret: "sha256=" and the hex of
+// the HMAC-SHA256 of ts, ".", and body.
+func Sign(secret []byte, ts string, body []byte) string {
 	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Verify reports whether sig is body's signature under secret, in time
-// that does not depend on where they differ.
-func Verify(secret, body []byte, sig string) bool {
-	return hmac.Equal([]byte(sig), []byte(Sign(secret, body)))
+// Verify reports whether sig is the signature of body posted at ts under
+// secret, in time that does not depend on where they differ, and ts (Unix
+// seconds, in decimal digits) is within MaxSkew of now.
+func Verify(secret []byte, ts string, body []byte, sig string, now time.Time) bool {
+	if ts == "" || len(ts) > 19 || strings.Trim(ts, "0123456789") != "" {
+		return false
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > MaxSkew || d < -MaxSkew {
+		return false
+	}
+	return hmac.Equal([]byte(sig), []byte(Sign(secret, ts, body)))
 }

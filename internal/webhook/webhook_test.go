@@ -29,9 +29,11 @@ type receiver struct {
 	statuses []int
 	posts    [][]string // the keys of each post taken (2xx)
 	got      chan struct{}
-	hold     chan struct{} // nil: answer at once
-	held     chan struct{} // signalled when a post waits for hold
-	down     func() bool   // nil: up; true: answer 503
+	hold     chan struct{}    // nil: answer at once
+	held     chan struct{}    // signalled when a post waits for hold
+	down     func() bool      // nil: up; true: answer 503
+	now      func() time.Time // the clock posts are verified by
+	stamps   []string         // the X-Protect-Timestamp of every post
 	url      string
 }
 
@@ -45,8 +47,9 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	if sig := req.Header.Get(SignatureHeader); !Verify(secret, body, sig) {
-		r.t.Errorf("post %s = %q, want the body's signature %q", SignatureHeader, sig, Sign(secret, body))
+	ts, sig := req.Header.Get(TimestampHeader), req.Header.Get(SignatureHeader)
+	if !Verify(secret, ts, body, sig, r.now()) {
+		r.t.Errorf("post %s = %q, %s = %q at %v, want the body's signature %q", TimestampHeader, ts, SignatureHeader, sig, r.now(), Sign(secret, ts, body))
 	}
 	if ct := req.Header.Get("Content-Type"); ct != "application/json" {
 		r.t.Errorf("post Content-Type = %q, want application/json", ct)
@@ -63,6 +66,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		<-r.hold
 	}
 	r.mu.Lock()
+	r.stamps = append(r.stamps, ts)
 	status := http.StatusOK
 	if r.down != nil && r.down() {
 		status = http.StatusServiceUnavailable
@@ -84,22 +88,40 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+func (r *receiver) timestamps() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.stamps)
+}
+
 func (r *receiver) taken() [][]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.posts)
 }
 
-// backoffs records the backoffs a Sender waited, without sleeping them.
+// backoffs records the backoffs a Sender waited, without sleeping them,
+// and is the Sender's clock: each backoff moves it on.
 type backoffs struct {
 	mu    sync.Mutex
 	waits []time.Duration
+	clock time.Time
 }
+
+// start is the time a test's Sender starts at.
+var start = time.Unix(1_700_000_000, 0)
 
 func (b *backoffs) add(d time.Duration) {
 	b.mu.Lock()
 	b.waits = append(b.waits, d)
+	b.clock = b.clock.Add(d)
 	b.mu.Unlock()
+}
+
+func (b *backoffs) now() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.clock
 }
 
 func (b *backoffs) list() []time.Duration {
@@ -115,10 +137,12 @@ func (b *backoffs) total() (sum time.Duration) {
 	return sum
 }
 
-// run starts a Sender of o on p's journal; the test's end stops it.
-func run(t *testing.T, p *protect.Protector, o Options) (*Sender, *backoffs) {
+// run starts a Sender of o on p's journal, posting to rcv; the test's
+// end stops it.
+func run(t *testing.T, p *protect.Protector, rcv *receiver, o Options) (*Sender, *backoffs) {
 	t.Helper()
-	b := new(backoffs)
+	b := &backoffs{clock: start}
+	o.URL, o.Now, rcv.now = rcv.url, b.now, b.now
 	o.Secret, o.Poll = secret, time.Millisecond
 	o.Wait = func(ctx context.Context, d time.Duration) bool {
 		if d != o.Poll {
@@ -168,19 +192,21 @@ func TestSender(t *testing.T) {
 		want      Stats
 		calls     int // posts the receiver answers
 		backoffs  []time.Duration
+		stamps    []string // each post's X-Protect-Timestamp: each try signed anew
 		delivered bool
 	}{
-		{"ok", nil, Stats{Delivered: 1}, 1, nil, true},
-		{"retried", []int{503, 429, 502}, Stats{Delivered: 1, Retries: 3}, 4, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}, true},
-		{"refused", []int{400}, Stats{Refused: 1}, 1, nil, false},
-		{"redirected", []int{http.StatusFound}, Stats{Refused: 1}, 1, nil, false},
+		{"ok", nil, Stats{Delivered: 1}, 1, nil, []string{"1700000000"}, true},
+		{"retried", []int{503, 429, 502}, Stats{Delivered: 1, Retries: 3}, 4, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second},
+			[]string{"1700000000", "1700000001", "1700000003", "1700000006"}, true},
+		{"refused", []int{400}, Stats{Refused: 1}, 1, nil, []string{"1700000000"}, false},
+		{"redirected", []int{http.StatusFound}, Stats{Refused: 1}, 1, nil, []string{"1700000000"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newProtector(t)
 			ban(t, p, "198.51.100.1") // history: not posted
 			rcv := newReceiver(t, tt.statuses...)
-			s, waits := run(t, p, Options{URL: rcv.url, MaxBackoff: 3 * time.Second})
+			s, waits := run(t, p, rcv, Options{MaxBackoff: 3 * time.Second})
 			ban(t, p, "198.51.100.2")
 			for range tt.calls {
 				<-rcv.got
@@ -198,6 +224,9 @@ func TestSender(t *testing.T) {
 			if got := waits.list(); !slices.Equal(got, tt.backoffs) {
 				t.Errorf("backoffs = %v, want %v", got, tt.backoffs)
 			}
+			if got := rcv.timestamps(); !slices.Equal(got, tt.stamps) {
+				t.Errorf("posts' %s = %q, want %q", TimestampHeader, got, tt.stamps)
+			}
 		})
 	}
 }
@@ -211,7 +240,7 @@ func TestSenderReceiverDown(t *testing.T) {
 	var waits *backoffs
 	rcv.down = func() bool { return waits.total() < 10*time.Second }
 	var s *Sender
-	s, waits = run(t, p, Options{URL: rcv.url, MinBackoff: time.Second, MaxBackoff: 4 * time.Second, Batch: 2})
+	s, waits = run(t, p, rcv, Options{MinBackoff: time.Second, MaxBackoff: 4 * time.Second, Batch: 2})
 	targets := []string{"198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4", "198.51.100.5"}
 	ban(t, p, targets...)
 	st := settled(s, uint64(len(targets)))
@@ -253,7 +282,7 @@ func TestSenderQueueBound(t *testing.T) {
 	p := newProtector(t)
 	rcv := newReceiver(t)
 	rcv.hold, rcv.held = make(chan struct{}), make(chan struct{}, 1)
-	s, _ := run(t, p, Options{URL: rcv.url, Queue: 2, Batch: 1})
+	s, _ := run(t, p, rcv, Options{Queue: 2, Batch: 1})
 	ban(t, p, "198.51.100.1")
 	<-rcv.held // the first post is out of the queue and stuck
 	ban(t, p, "198.51.100.2", "198.51.100.3", "198.51.100.4", "198.51.100.5")
@@ -290,9 +319,48 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestSign(t *testing.T) {
-	// The HMAC-SHA256 of RFC 4231's test case 2.
-	got := Sign([]byte("Jefe"), []byte("what do ya want for nothing?"))
-	if want := "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"; got != want {
+	// RFC 4231's test case 2 (key "Jefe"), its data after a timestamp and
+	// a dot; the answer is openssl's:
+	// printf '%s' "1700000000.what do ya want for nothing?" | openssl dgst -sha256 -hmac Jefe
+	got := Sign([]byte("Jefe"), "1700000000", []byte("what do ya want for nothing?"))
+	if want := "sha256=1cdd0650c8be1cb0974b1788d458b1e781206cfef59b85faafc582d2e182c57e"; got != want {
 		t.Fatalf("Sign = %s, want %s", got, want)
+	}
+}
+
+// Verify takes a post signed for its timestamp and body within MaxSkew of
+// its clock, and nothing else: a replay once the skew is past, a body or
+// a timestamp changed, a timestamp that is not decimal seconds.
+func TestVerify(t *testing.T) {
+	body := []byte(`{"events":[]}`)
+	ts := "1700000000"
+	sig := Sign(secret, ts, body)
+	tests := []struct {
+		name string
+		ts   string
+		body []byte
+		sig  string
+		now  time.Time
+		want bool
+	}{
+		{"as sent", ts, body, sig, start, true},
+		{"MaxSkew later", ts, body, sig, start.Add(MaxSkew), true},
+		{"MaxSkew earlier", ts, body, sig, start.Add(-MaxSkew), true},
+		{"replayed later", ts, body, sig, start.Add(MaxSkew + time.Second), false},
+		{"from the future", ts, body, sig, start.Add(-MaxSkew - time.Second), false},
+		{"another body", ts, []byte(`{"events":[{}]}`), sig, start, false},
+		{"another timestamp", "1700000001", body, sig, start, false},
+		{"another secret", ts, body, Sign([]byte("another secret, long enough"), ts, body), start, false},
+		{"no signature", ts, body, "", start, false},
+		{"no timestamp", "", body, Sign(secret, "", body), start, false},
+		{"signed timestamp", "+1700000000", body, Sign(secret, "+1700000000", body), start, false},
+		{"fraction", "1700000000.0", body, Sign(secret, "1700000000.0", body), start, false},
+		{"beyond int64", "99999999999999999999", body, Sign(secret, "99999999999999999999", body), start, false},
+		{"far future", "9000000000000000000", body, Sign(secret, "9000000000000000000", body), start, false},
+	}
+	for _, tt := range tests {
+		if got := Verify(secret, tt.ts, tt.body, tt.sig, tt.now); got != tt.want {
+			t.Errorf("%s: Verify(%q, %q, %q, %v) = %v, want %v", tt.name, tt.ts, tt.body, tt.sig, tt.now, got, tt.want)
+		}
 	}
 }
