@@ -39,8 +39,8 @@ var ErrNoPlan = fmt.Errorf("%w: consumer has no plan", ErrUnknownClient)
 // never unlimited. The error result is non-nil only when ctx ended, as
 // for Verify.
 func (p *Protector) VerifyConsumer(ctx context.Context, consumer string, plan *Plan) (Decision, error) {
-	// Inlined (TestInlining): the decision is written where the caller
-	// keeps it, not copied out of a frame of its own.
+	// Inlined (TestInlining), so that a decision is copied once, into
+	// the caller's variable, rather than out of this call's frame too.
 	var d Decision
 	err := p.verifyConsumer(ctx, &d, consumer, plan, 1)
 	return d, err

@@ -49,6 +49,8 @@ func TestStatsDecisions(t *testing.T) {
 		{"VerifyConsumer", func() (Decision, error) { return p.VerifyConsumer(ctx, "acme", plan) }, Limited},
 		{"VerifyConsumerN", func() (Decision, error) { return p.VerifyConsumerN(ctx, "bob", plan, 1) }, Allowed},
 		{"VerifyConsumer no plan", func() (Decision, error) { return p.VerifyConsumer(ctx, "bob", nil) }, Unknown},
+		{"VerifyConsumer empty", func() (Decision, error) { return p.VerifyConsumer(ctx, "", plan) }, Unknown},
+		{"VerifyConsumerN negative", func() (Decision, error) { return p.VerifyConsumerN(ctx, "bob", plan, -1) }, Unavailable},
 	}
 	var want [numStatuses]uint64
 	for _, s := range steps {

@@ -254,8 +254,9 @@
 // the HMAC-SHA256 of the timestamp, "." and the body); a failed post is
 // retried with a backoff from 1s to 1m, each try stamped and signed
 // anew, and while the receiver is down at most 10,000 events wait, the
-// oldest dropped beyond. The CrowdSec machine logs in (POST /v1/watchers/login), pushes
-// each ban of an address or range written after protectd started as an
+// oldest dropped beyond. The CrowdSec machine logs in (POST
+// /v1/watchers/login), pushes each ban of an address or range written
+// after protectd started as an
 // alert with a decision of origin protect, scenario "protect/" and the
 // reason, and the ban's time left (POST /v1/alerts, up to 100 a post),
 // and deletes the protect decisions of a value lifted or expired (DELETE

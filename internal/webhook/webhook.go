@@ -10,13 +10,15 @@
 // posted (Unix seconds), and X-Protect-Signature "sha256=" and the hex of
 // the HMAC-SHA256 of the timestamp, a dot and the body. The receiver
 // tells a post of protect's from a forged one by the signature (compared
-// with hmac.Equal, as Verify does), and from one replayed later by the
-// timestamp: Verify refuses one more than MaxSkew from its clock. Each
-// try of a post is signed anew, so a post sent again after a backoff
-// carries the time it was sent. A batch that fails (no answer, 429 or 5xx) is posted
-// again after a backoff that doubles up to Options.MaxBackoff; one the
-// receiver refuses (another 4xx, or a redirect, which is never followed)
-// is dropped and counted, for sending it again would be refused again.
+// with hmac.Equal, as Verify does), and refuses a post replayed once
+// MaxSkew has passed by the timestamp; within MaxSkew a copy is taken, so
+// a receiver that must take each event once drops an event whose cursor
+// it has applied. Delivery is at least once: each try of a post is signed anew,
+// with the time it is sent, and a post whose answer was lost is sent
+// again. A batch that fails (no answer, 429 or 5xx) is posted again after
+// a backoff that doubles up to Options.MaxBackoff; one the receiver
+// refuses (another 4xx, or a redirect, which is never followed) is
+// dropped and counted, for sending it again would be refused again.
 //
 // Nothing waits for the receiver but the Sender: the journal is read
 // into a bounded queue, and while the receiver is slow or down the
@@ -232,11 +234,16 @@ func Sign(secret []byte, ts string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// maxTimestampDigits is the most digits a timestamp Verify takes may
+// have: those of the largest int64, so that a longer one is refused
+// before it is parsed.
+const maxTimestampDigits = 19
+
 // Verify reports whether sig is the signature of body posted at ts under
 // secret, in time that does not depend on where they differ, and ts (Unix
 // seconds, in decimal digits) is within MaxSkew of now.
 func Verify(secret []byte, ts string, body []byte, sig string, now time.Time) bool {
-	if ts == "" || len(ts) > 19 || strings.Trim(ts, "0123456789") != "" {
+	if ts == "" || len(ts) > maxTimestampDigits || strings.Trim(ts, "0123456789") != "" {
 		return false
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)

@@ -355,7 +355,9 @@ func TestVerify(t *testing.T) {
 		{"no timestamp", "", body, Sign(secret, "", body), start, false},
 		{"signed timestamp", "+1700000000", body, Sign(secret, "+1700000000", body), start, false},
 		{"fraction", "1700000000.0", body, Sign(secret, "1700000000.0", body), start, false},
-		{"beyond int64", "99999999999999999999", body, Sign(secret, "99999999999999999999", body), start, false},
+		{"more digits than int64's", "99999999999999999999", body, Sign(secret, "99999999999999999999", body), start, false},
+		{"beyond int64", "9999999999999999999", body, Sign(secret, "9999999999999999999", body), start, false},
+		{"int64's largest", "9223372036854775807", body, Sign(secret, "9223372036854775807", body), start, false},
 		{"far future", "9000000000000000000", body, Sign(secret, "9000000000000000000", body), start, false},
 	}
 	for _, tt := range tests {
