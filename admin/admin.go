@@ -93,7 +93,10 @@ func newEndSlab(n int) *endSlab {
 // next ones come from a new array.
 func (s *endSlab) end(exp time.Time, left int64) (*time.Time, *int64) {
 	if s == nil {
-		return &exp, &left
+		// Copies, so that only this branch allocates: returning &exp would
+		// move the parameters to the heap on every call.
+		e, l := exp, left
+		return &e, &l
 	}
 	if len(s.exp) == cap(s.exp) {
 		n := max(64, 2*cap(s.exp))

@@ -571,13 +571,12 @@ func (d *dashboard) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	c, err := r.Cookie(SessionCookie)
-	if err == nil && d.sessionOK(c.Value) && (!d.fromOrigin(r) || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(d.csrf(c.Value)))) {
-		WriteProblem(w, http.StatusForbidden, CodeForbidden, "a logout needs the dashboard's CSRF token")
-		return
-	}
-	if err == nil && d.sessionOK(c.Value) {
-		end, _ := d.sessionEnd(c.Value)
+	if c, err := r.Cookie(SessionCookie); err == nil && d.sessionOK(c.Value) {
+		if !d.fromOrigin(r) || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(d.csrf(c.Value))) {
+			WriteProblem(w, http.StatusForbidden, CodeForbidden, "a logout needs the dashboard's CSRF token")
+			return
+		}
+		end, _ := d.sessionEnd(c.Value) // sessionOK checked it
 		d.revoke(c.Value, end)
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,

@@ -223,10 +223,8 @@ func (h *handler) bans(w http.ResponseWriter, r *http.Request) {
 		writeError(w, h.log, "bans", err)
 		return
 	}
-	if f.Offset, err = count("offset", q.Get("offset")); err == nil {
-		f.Sort, err = ParseSort(q.Get("sort"))
-	}
-	if err != nil {
+	f.Sort = q.Get("sort") // BansPage checks it
+	if f.Offset, err = count("offset", q.Get("offset")); err != nil {
 		writeError(w, h.log, "bans", err)
 		return
 	}

@@ -54,8 +54,9 @@ type BlockListNow struct {
 	AgeSeconds int64 `json:"age_seconds"`
 }
 
-// statusCount is the number of protect.Status values.
-const statusCount = int(protect.Challenged) + 1
+// statusCount is the number of protect.Status values: as many as Stats
+// counts decisions of.
+const statusCount = len(protect.Stats{}.Decisions)
 
 // Now returns the NowRecord of ps at now, with the top keys of refused
 // (nil: none).

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/httpprotect/protect"
 )
 
 // sortKeys are the orders ParseSort takes.
@@ -60,7 +62,7 @@ func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, err
 			if b.Malformed != "" {
 				r = "" // a damaged record says no reason
 			}
-			if !contains(key, match) || !contains(r, reason) || !covers(key, f.Covers) || consumers && isAddressKey(key) {
+			if !contains(key, match) || !contains(r, reason) || !covers(b.Key, f.Covers) || consumers && b.Key.Prefix.IsValid() {
 				continue
 			}
 			rec := banRecord(b, key, now, ends)
@@ -90,21 +92,10 @@ func (s *Service) BansPage(ctx context.Context, f Filter) ([]BanRecord, int, err
 	return out, total, nil
 }
 
-// covers reports whether a ban on key refuses addr; every ban does when
+// covers reports whether a ban on k refuses addr; every ban does when
 // addr is the zero Addr.
-func covers(key string, addr netip.Addr) bool {
-	if !addr.IsValid() {
-		return true
-	}
-	p, ok := keyPrefix(key)
-	return ok && p.Contains(addr.Unmap())
-}
-
-// isAddressKey reports whether a ban's key is an address or a range, not
-// a consumer.
-func isAddressKey(k string) bool {
-	_, ok := keyPrefix(k)
-	return ok
+func covers(k protect.Key, addr netip.Addr) bool {
+	return !addr.IsValid() || k.Prefix.IsValid() && k.Prefix.Contains(addr.Unmap())
 }
 
 // contains reports whether s holds lower, which is in lower case; ""

@@ -41,7 +41,6 @@ type Refused struct {
 	keys  map[string]*refusedEntry
 	least refusedHeap  // by Count, then Key: the next to give its place
 	lru   refusedEntry // the sentinel of a ring, the latest refused after it
-	ready bool         // lru is a ring
 }
 
 // refusedEntry is a key of a Refused, in its heap and its list.
@@ -146,12 +145,11 @@ func (r *Refused) Add(key string, status protect.Status) {
 }
 
 func (r *Refused) init() {
-	if r.ready {
+	if r.keys != nil {
 		return
 	}
 	r.keys = make(map[string]*refusedEntry)
 	r.lru.prev, r.lru.next = &r.lru, &r.lru
-	r.ready = true
 }
 
 func (r *Refused) pushFront(e *refusedEntry) {

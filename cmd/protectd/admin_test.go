@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,10 +44,15 @@ func TestAdminSettings(t *testing.T) {
 		{[]string{envAdminOrigins + "=https://admin.example.com/admin/"}, `HTTP_PROTECT_ADMIN_ORIGINS: origin "https://admin.example.com/admin/": want scheme://host[:port]`},
 		{[]string{envAdminOrigins + "=https://admin.example.com,ftp://x"}, `HTTP_PROTECT_ADMIN_ORIGINS: origin "ftp://x": want scheme://host[:port]`},
 	} {
-		_, err := loadAdminSettings(tc.env)
+		a, err := loadAdminSettings(tc.env)
 		if blank := strings.Contains(tc.want, "blank"); blank && (err == nil || err.Error() != tc.want) ||
 			(tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("loadAdminSettings(%q) = %v, want %q", tc.env, err, tc.want)
+		}
+		if err == nil && slices.ContainsFunc(tc.env, func(kv string) bool { return strings.HasPrefix(kv, envAdminOrigins+"=") }) {
+			if want := []string{"https://admin.example.com", "http://127.0.0.1:8090"}; !slices.Equal(a.origins, want) {
+				t.Errorf("loadAdminSettings(%q).origins = %q, want %q", tc.env, a.origins, want)
+			}
 		}
 	}
 	// protectd itself refuses to start, exit 2, naming both variables.
