@@ -19,7 +19,7 @@ import (
 // TestChallengeBrowser has Debian's chromium solve the page at the
 // default difficulty, ten times, and logs the median solve time (from
 // navigation to the original URL served): the figure of
-// docs/challenge.md. Run it with
+// docs/performance.md. Run it with
 //
 //	go test -run TestChallengeBrowser -v .
 func TestChallengeBrowser(t *testing.T) {
