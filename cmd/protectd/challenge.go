@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/httpprotect/protect"
 	"github.com/httpprotect/protect/challenge"
@@ -70,20 +69,17 @@ func newChallenger(p *protect.Protector) (*challenger, error) {
 	return &challenger{c: c, path: cc.Path, answer: p.Middleware(notFound), agg: agg}, nil
 }
 
-// challenged answers /verify for d, Challenged: the page, with d's status
-// (403) and the RateLimit fields, returning to the original URI; or,
-// when the proxy asked for refusals with a status of its choice (nginx),
-// 401 with no body, for its error_page to fetch the page from
-// challengePagePath.
+// challenged answers /verify for d, Challenged, once ServeHTTP has
+// written and counted the refusal: the page, with d's status (403) and
+// the RateLimit fields, returning to the original URI; or, when the proxy
+// asked for refusals with a status of its choice (nginx), 401 with no
+// body, for its error_page to fetch the page from challengePagePath.
 func (v *verifier) challenged(w http.ResponseWriter, r *http.Request, d *protect.Decision) {
-	code := d.StatusCode()
+	// The page, and the one nginx fetches by X-Protect-Key, are for the
+	// key the challenge is bound to.
+	k := v.chal.key(d)
 	h := w.Header()
-	h[hdrStatus] = []string{strconv.Itoa(code)}
-	h[hdrCode] = []string{d.Status.Code()}
-	v.logRefusal(r, slog.LevelInfo, refusalAttrs(*d, code)...)
-	v.countRefusal(*d)
-	// The page nginx fetches is for the key the challenge is bound to.
-	h[hdrKey] = []string{v.chal.key(d).String()}
+	h[hdrKey] = v.keys.get(k)
 	if refusalStatus(r) != 0 {
 		d.WriteHeaders(h)
 		h["Cache-Control"] = []string{"no-store"}
@@ -92,13 +88,13 @@ func (v *verifier) challenged(w http.ResponseWriter, r *http.Request, d *protect
 		return
 	}
 	_, uri := originalRequest(r)
-	v.writePage(w, d, uri)
+	v.writePage(w, d, k, uri)
 }
 
-// writePage writes the page for d's challenge key, returning to uri.
-func (v *verifier) writePage(w http.ResponseWriter, d *protect.Decision, uri string) {
+// writePage writes the page for d's challenge key k, returning to uri.
+func (v *verifier) writePage(w http.ResponseWriter, d *protect.Decision, k protect.Key, uri string) {
 	d.WriteHeaders(w.Header())
-	v.chal.page(v.chal.key(d).String(), uri).Write(w, d.StatusCode())
+	v.chal.page(k.String(), uri).Write(w, d.StatusCode())
 }
 
 // page is the page for key, returning to uri.

@@ -68,7 +68,7 @@ func (s *authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*au
 	}
 	var body bytes.Buffer
 	if d.Status == protect.Challenged && s.v.chal != nil {
-		s.v.writePage(&recorder{h: h, body: &body}, &d, req.GetAttributes().GetRequest().GetHttp().GetPath())
+		s.v.writePage(&recorder{h: h, body: &body}, &d, s.v.chal.key(&d), req.GetAttributes().GetRequest().GetHttp().GetPath())
 	} else {
 		d.WriteResponse(&recorder{h: h, body: &body})
 	}

@@ -119,15 +119,15 @@ func (v *verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if d.Status == protect.Challenged && v.chal != nil {
-		v.challenged(w, r, &d)
-		return
-	}
 	code := d.StatusCode()
 	h[hdrStatus] = []string{strconv.Itoa(code)}
 	h[hdrCode] = []string{d.Status.Code()}
 	v.logRefusal(r, slog.LevelInfo, refusalAttrs(d, code)...)
 	v.countRefusal(d)
+	if d.Status == protect.Challenged && v.chal != nil {
+		v.challenged(w, r, &d)
+		return
+	}
 	refusal := refusalStatus(r)
 	if refusal == 0 {
 		d.WriteResponse(w)
