@@ -67,7 +67,8 @@ func crowdsecOptions(env []string) (*crowdsec.Options, error) {
 
 // startBouncer makes the bouncer s.crowdsec asks for, logging to log,
 // adds its list to s.cfg.BlockLists (and, with the challenge on, its
-// list of captcha decisions, which get the page), and when poll is set polls the LAPI
+// list of captcha decisions, which get the page; without it, captcha
+// decisions are ignored), and when poll is set polls the LAPI
 // until ctx ends or the returned stop is called; stop waits for the
 // poller. Without s.crowdsec it does nothing.
 func startBouncer(ctx context.Context, s *settings, log *slog.Logger, poll bool) (stop func()) {
@@ -76,6 +77,11 @@ func startBouncer(ctx context.Context, s *settings, log *slog.Logger, poll bool)
 	}
 	opts := *s.crowdsec
 	opts.Logger = log
+	if s.cfg.Challenge == nil {
+		// No list of captcha decisions is in force: keep none, nor build
+		// their set, nor count one too wide as an error of the bouncer.
+		opts.ChallengeTypes = []string{}
+	}
 	b, err := crowdsec.New(opts) // checked by crowdsecOptions
 	if err != nil {
 		log.Error("crowdsec", "err", err.Error())

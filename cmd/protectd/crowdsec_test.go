@@ -215,4 +215,18 @@ func TestCrowdsecCaptcha(t *testing.T) {
 	if got, code := verifyAs(t, plain, "192.0.2.77"); got != 200 {
 		t.Fatalf("/verify for 192.0.2.77 of a captcha decision without the challenge = %d %q, want 200", got, code)
 	}
+
+	// Too wide a set of captcha decisions: refused by the protectd that
+	// challenges, ignored, as every captcha decision, by the one that
+	// does not. The ban after it shows both have read it.
+	l.Cscli(t, "decisions", "add", "--range", "0.0.0.0/1", "--type", "captcha", "--duration", "1h")
+	l.Cscli(t, "decisions", "add", "--ip", "192.0.2.79", "--duration", "1h")
+	eventually(t, d, "192.0.2.79", 403, "cscli decisions add --ip (ban), after a wide captcha range")
+	eventually(t, plain, "192.0.2.79", 403, "cscli decisions add --ip (ban), after a wide captcha range, without the challenge")
+	if lines := plain.log.lines(t, "protect/crowdsec: decisions refused; the last set stays in force"); len(lines) != 0 {
+		t.Errorf("protectd without the challenge refused captcha decisions it ignores: %v", lines)
+	}
+	if lines := d.log.lines(t, "protect/crowdsec: decisions refused; the last set stays in force"); len(lines) != 1 || lines[0]["list"] != "crowdsec-captcha" {
+		t.Errorf("protectd with the challenge logged %v, want one refusal of the list crowdsec-captcha", lines)
+	}
 }
