@@ -71,7 +71,9 @@ func TestLAPICutAnswerKeepsNewerPlace(t *testing.T) {
 
 // TestLAPICutAnswerAlone: an answer cut with no other pull meanwhile
 // leaves the place where it was, so that the next pull, on a new
-// connection, is answered as if the cut one never was.
+// connection, is answered as if the cut one never was: a change sent on
+// one connection and not yet confirmed (no pull after it there) is sent
+// again, not taken as read because a pull on another connection was cut.
 func TestLAPICutAnswerAlone(t *testing.T) {
 	r := newLAPIRig(t)
 	const path = "/v1/decisions/stream"
@@ -81,9 +83,10 @@ func TestLAPICutAnswerAlone(t *testing.T) {
 	if _, err := r.p.Lift(context.Background(), "203.0.113.9", "test"); err != nil {
 		t.Fatal(err)
 	}
-	r.pullCut(t, 10, path, keyA, nil)
-	r.getOn(t, 11, path, keyA, 200, stream([]string{d}, nil))
-	r.getOn(t, 11, path, keyA, 200, stream(nil, nil))
+	r.getOn(t, 10, path, keyA, 200, stream([]string{d}, nil)) // sent, not yet confirmed
+	r.pullCut(t, 11, path, keyA, nil)
+	r.getOn(t, 12, path, keyA, 200, stream([]string{d}, nil))
+	r.getOn(t, 12, path, keyA, 200, stream(nil, nil))
 }
 
 // TestLAPIPlaceUnreadable: a place whose cursor this journal never wrote
