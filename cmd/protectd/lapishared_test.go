@@ -60,11 +60,17 @@ func startLAPIDaemon(t *testing.T, url string) (*daemon, string) {
 	t.Helper()
 	d := startDaemon(t, "HTTP_PROTECT_REDIS_URL="+url, "HTTP_PROTECT_TRUSTED_PROXIES=127.0.0.1",
 		"HTTP_PROTECT_STORE_TIMEOUT=5s", envLAPIListen+"=127.0.0.1:0", envLAPIKeys+"="+keyA)
+	return d, lapiAddr(t, d)
+}
+
+// lapiAddr is the address of d's Local API, as d logged it.
+func lapiAddr(t *testing.T, d *daemon) string {
+	t.Helper()
 	lines := d.log.lines(t, "crowdsec local api")
 	if len(lines) == 0 {
 		t.Fatalf("protectd logged no crowdsec local api line:\n%s", d.log)
 	}
-	return d, lines[0]["addr"].(string)
+	return lines[0]["addr"].(string)
 }
 
 // TestLAPISharedFeed: two protectd on one Redis (a server, a Cluster)

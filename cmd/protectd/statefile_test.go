@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -111,8 +109,8 @@ func TestRunStateFileKeepsBouncerPlaces(t *testing.T) {
 	for range 3 {
 		verifyFrom(t, d, "203.0.113.7")
 	}
-	if got, want := bouncerPull(t, d, "?startup=true"), "new 203.0.113.7"; got != want {
-		t.Fatalf("startup pull = %q, want %q", got, want)
+	if got := pullValues(t, lapiAddr(t, d), "?startup=true", keyA); !got.is(nil, []string{"203.0.113.7"}) {
+		t.Fatalf("startup pull = %+v, want 203.0.113.7 new", got)
 	}
 	lift := "http://" + adminAddr(t, d) + "/v1/bans?target=203.0.113.7"
 	if code, body := adminDo(t, http.DefaultClient, "DELETE", lift, "Bearer "+adminToken); code != 200 {
@@ -123,44 +121,9 @@ func TestRunStateFileKeepsBouncerPlaces(t *testing.T) {
 	}
 
 	d = startDaemon(t, env...)
-	for i, want := range []string{"deleted 203.0.113.7", "deleted 203.0.113.7", ""} {
-		if got := bouncerPull(t, d, ""); got != want {
-			t.Errorf("pull %d after the restart = %q, want %q; log:\n%s", i+1, got, want, d.log)
+	for i, want := range [][]string{{"203.0.113.7"}, {"203.0.113.7"}, nil} {
+		if got := pullValues(t, lapiAddr(t, d), "", keyA); !got.is(want, nil) {
+			t.Errorf("pull %d after the restart = %+v, want deleted %q; log:\n%s", i+1, got, want, d.log)
 		}
 	}
-}
-
-// bouncerPull asks d's Local API for the stream with query, as keyA's
-// bouncer, on a connection of its own, and returns the decisions'
-// values as "new V…" and "deleted V…", in that order, space separated.
-func bouncerPull(t *testing.T, d *daemon, query string) string {
-	t.Helper()
-	lines := d.log.lines(t, "crowdsec local api")
-	if len(lines) != 1 {
-		t.Fatalf("protectd logged %d %q lines, want 1; log:\n%s", len(lines), "crowdsec local api", d.log)
-	}
-	url := "http://" + lines[0]["addr"].(string) + "/v1/decisions/stream" + query
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("X-Api-Key", keyA)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	var answer struct{ New, Deleted []struct{ Value string } }
-	if err := json.Unmarshal(body, &answer); res.StatusCode != 200 || err != nil {
-		t.Fatalf("GET %s = %d %s (%v), want 200 and a stream answer", url, res.StatusCode, body, err)
-	}
-	var parts []string
-	for _, l := range []struct {
-		name string
-		ds   []struct{ Value string }
-	}{{"new", answer.New}, {"deleted", answer.Deleted}} {
-		for _, dd := range l.ds {
-			parts = append(parts, l.name+" "+dd.Value)
-		}
-	}
-	return strings.Join(parts, " ")
 }
