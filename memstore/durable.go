@@ -1,11 +1,14 @@
 package memstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -289,15 +292,16 @@ type journal struct {
 	syncs  chan chan error // sync's requests
 
 	// Owned by the writer goroutine.
-	pending []diskOp // ops of a failed write, written before the next
-	failing bool
-	spareA  []addrKey
-	spareN  []nameKey
-	spareR  []rangeRef
-	spareM  []markRef
-	logs    map[uint64]*logMark // by namespace id (durablejournal.go)
-	spaces  []*memNamespace
-	entries []logEntry
+	pending   []diskOp // ops of a failed write, written before the next
+	unwritten int      // records the last failed write held, journal included
+	failing   bool
+	spareA    []addrKey
+	spareN    []nameKey
+	spareR    []rangeRef
+	spareM    []markRef
+	logs      map[uint64]logMark // by namespace id (durablejournal.go)
+	spaces    []*memNamespace
+	entries   []logEntry
 
 	closeOnce sync.Once
 	closeErr  error
@@ -316,7 +320,7 @@ func newJournal(s *Store, db *bolt.DB, path string, log *slog.Logger) *journal {
 	j := &journal{s: s, db: db, path: path, log: log,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), syncs: make(chan chan error)}
 	j.addrs.wake, j.names.wake, j.ranges.wake, j.marks.wake = j.wake, j.wake, j.wake, j.wake
-	j.startLogs()
+	j.logs = make(map[uint64]logMark)
 	return j
 }
 
@@ -393,7 +397,7 @@ func (j *journal) close() error {
 		if err != nil {
 			// What a failed write leaves is held in memory only, and
 			// goes with the process: the caller must hear of it.
-			err = fmt.Errorf("protect: state file %s: %d records not written at close: %w", j.path, len(j.pending), err)
+			err = fmt.Errorf("protect: state file %s: %d records not written at close: %w", j.path, j.unwritten, err)
 		}
 		j.closeErr = errors.Join(err, j.db.Close())
 	})
@@ -455,6 +459,7 @@ func (j *journal) flush(plans bool) error {
 	// The bookmarks before the journals: a bookmark's event is written
 	// with it or before it.
 	ops = j.markOps(ops, now, base)
+	logs := maps.Clone(j.logs)
 	ops = j.eventOps(ops, now, base)
 	if plans {
 		ops = j.planOps(ops, s.micros(now), nsName)
@@ -464,16 +469,9 @@ func (j *journal) flush(plans bool) error {
 	}
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		st := beginState(tx)
-		// The ranges last: a range deletes what the journal trimmed,
-		// which a put of a flush before (retried here) may write.
-		for _, ranges := range []bool{false, true} {
-			for _, op := range ops {
-				if (op.upto != nil) != ranges {
-					continue
-				}
-				if err := st.apply(op); err != nil {
-					return err
-				}
+		for _, op := range ops {
+			if err := st.apply(op); err != nil {
+				return err
 			}
 		}
 		return st.finish()
@@ -481,8 +479,11 @@ func (j *journal) flush(plans bool) error {
 	if err != nil {
 		// Kept for the next write: the last state of each record, so
 		// that a long outage (a full disk) holds one op per record
-		// changed, not one per record per flush.
-		j.pending = lastOps(ops)
+		// changed, not one per record per flush. Not the journal's: its
+		// marks go back, and the next write reads its events again from
+		// the journal, which holds at most JournalLength of them.
+		j.logs, j.unwritten = logs, len(ops)
+		j.pending = lastOps(slices.DeleteFunc(ops, func(op diskOp) bool { return bytes.Equal(op.bucket, bucketJournal) }))
 		if !j.failing {
 			j.log.Error("protect: state file write failed; retrying", slog.String("file", j.path), slog.Int("records", len(ops)), slog.Any("error", err))
 		}
@@ -521,16 +522,14 @@ func (j *journal) allowOps(ops []diskOp, r rangeRef, ns string, now, base int64)
 
 // lastOps returns the last op of ops on each record (bucket and key):
 // later ops hold the newer state, and the records of one transaction
-// may be written in any order.
+// may be written in any order. No op of ops deletes a range (those are
+// the journal's, never kept).
 func lastOps(ops []diskOp) []diskOp {
 	seen := make(map[string]struct{}, len(ops))
 	out := make([]diskOp, 0, len(ops))
 	for i := len(ops) - 1; i >= 0; i-- {
 		op := ops[i]
 		id := string(op.bucket) + "\x00" + string(op.key) // no bucket's name holds a NUL
-		if op.upto != nil {
-			id += "\x00" + string(op.upto) // a range, apart from the record at its start
-		}
 		if _, dup := seen[id]; dup {
 			continue
 		}

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 
 	"github.com/httpprotect/protect/store"
@@ -52,22 +53,6 @@ func (j *journal) noteMark(ns uint64, name string) {
 	}
 }
 
-// startLogs sets the journals restored as written. It runs before the
-// writer starts.
-func (j *journal) startLogs() {
-	j.logs = make(map[uint64]*logMark)
-	for _, ns := range j.s.byID {
-		l := ns.events
-		l.mu.Lock()
-		w := &logMark{wrote: l.next, diskFirst: l.start}
-		if l.disk != 0 {
-			w.diskFirst = l.disk
-		}
-		j.logs[ns.id] = w
-		l.mu.Unlock()
-	}
-}
-
 // markOps appends the ops that write each bookmark noted as it is at
 // ticks now, or delete it.
 func (j *journal) markOps(ops []diskOp, now, base int64) []diskOp {
@@ -99,12 +84,11 @@ func (j *journal) eventOps(ops []diskOp, now, base int64) []diskOp {
 	spaces := append(j.spaces[:0], s.byID...)
 	s.mu.Unlock()
 	for _, ns := range spaces {
-		w := j.logs[ns.id]
 		l := ns.events
 		l.mu.Lock()
-		if w == nil { // a namespace of this run: nothing of it on disk
-			w = &logMark{diskFirst: l.start}
-			j.logs[ns.id] = w
+		w, ok := j.logs[ns.id]
+		if !ok { // first met: what the file held at open is written
+			w = logMark{diskFirst: cmp.Or(l.disk, l.start)}
 		}
 		l.trim(now)
 		first, runFirst, start := l.first(), l.runFirst(), l.start
@@ -126,6 +110,7 @@ func (j *journal) eventOps(ops []diskOp, now, base int64) []diskOp {
 				upto: appendJournalKey(nil, ns.name, first)})
 			w.diskFirst = first
 		}
+		j.logs[ns.id] = w
 	}
 	clear(spaces)
 	j.spaces = spaces[:0]

@@ -142,6 +142,57 @@ func countRecordsOpen(t *testing.T, s *MemoryStore, bucket []byte) int {
 	return countRecords(t, path, bucket)
 }
 
+// The journal's events written while the state file could not be
+// written (a full disk) reach it with the first write that succeeds:
+// the writer reads them again from the journal, which holds at most
+// JournalLength of them, and deletes what was trimmed meanwhile.
+func TestStateFileJournalAfterFailedWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "protect.db")
+	clk := newFakeClock()
+	s := journalOpen(t, path, clk, 10, nil)
+	j := s.journal
+	// Stop the writer: the test flushes by hand, as the writer would.
+	close(j.stop)
+	<-j.done
+	sp := durableSpace(t, s)
+	for i := range 3 {
+		banKey(t, sp, "192.0.2."+strconv.Itoa(i+1))
+	}
+	if err := j.flush(true); err != nil {
+		t.Fatalf("flush = %v", err)
+	}
+	j.db.Close() // every write fails from here on
+	for i := range 20 {
+		banKey(t, sp, "198.51.100."+strconv.Itoa(i+1))
+		if j.flush(true) == nil {
+			t.Fatalf("flush %d to a closed file succeeded", i)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.db = db // the disk has room again
+	if err := j.flush(true); err != nil {
+		t.Fatalf("flush once the file can be written = %v", err)
+	}
+	want := cursors(events(t, sp, ""))
+	if len(want) != 10 {
+		t.Fatalf("the journal holds %d events, want 10 (JournalLength)", len(want))
+	}
+	db.Close()
+	j.closeOnce.Do(func() {}) // closed by hand
+	s.Close()
+
+	s = journalOpen(t, path, clk, 10, nil)
+	if got := cursors(events(t, durableSpace(t, s), "")); !slices.Equal(got, want) {
+		t.Errorf("Events(\"\") after a restart = %q, want the journal before it, %q", got, want)
+	}
+	if n := countRecordsOpen(t, s, bucketJournal); n != 10 {
+		t.Errorf("journal records = %d, want 10", n)
+	}
+}
+
 // The journal is bounded on disk as in memory: the file holds the
 // events the ring holds, and a restart with a shorter
 // Options.JournalLength keeps the newest, deleting the rest.
