@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-
-	"github.com/httpprotect/protect/store"
 )
 
 // A store with a state file keeps its journals and their bookmarks there
@@ -122,16 +120,21 @@ func (st *stateTx) apply(op diskOp) error {
 	if op.upto == nil {
 		return st.put(op.bucket, op.key, op.val)
 	}
+	// Collected first, for a cursor must not see its bucket change; each
+	// key found is there, so it is deleted without looking it up again.
+	b := st.tx.Bucket(op.bucket)
 	var keys [][]byte
-	c := st.tx.Bucket(op.bucket).Cursor()
+	c := b.Cursor()
 	for k, _ := c.Seek(op.key); k != nil && bytes.Compare(k, op.upto) < 0; k, _ = c.Next() {
 		keys = append(keys, append([]byte(nil), k...))
 	}
 	for _, k := range keys {
-		if err := st.put(op.bucket, k, nil); err != nil {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
 	}
+	n := st.rec.count(op.bucket)
+	*n -= min(*n, uint64(len(keys)))
 	return nil
 }
 
@@ -164,14 +167,7 @@ func (r *restorer) event(k, v []byte) error {
 		return nil
 	}
 	r.runs[ns] = restoredRun{run: d.run, seq: seq}
-	held := r.newHeld()
-	loc := r.s.epoch.Location()
-	held.ban = store.Ban{Key: d.key, Range: d.rng, Reason: d.ban.reason, Source: d.ban.source, By: d.ban.by,
-		Created: unixTime(d.ban.created, loc), Offense: d.ban.offense}
-	if d.ban.end != 0 {
-		held.end = r.tick(d.ban.end)
-		held.ban.Expires = unixTime(d.ban.end, loc)
-	}
+	held := r.heldOf(d.key, d.rng, &d.ban)
 	ns.events.restoreEntry(seq, logEntry{b: held, t: r.tick(d.t), kind: d.kind})
 	return nil
 }

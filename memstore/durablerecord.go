@@ -434,18 +434,11 @@ func (r *reader) count(min int) int {
 	return int(n)
 }
 
+// str reads a length and as many bytes, as a string: interned when r
+// interns.
 func (r *reader) str() string {
-	n := r.uvarint()
-	if r.err != nil {
-		return ""
-	}
-	if n > uint64(len(r.b)) {
-		r.fail("string past the end")
-		return ""
-	}
-	b := r.b[:n]
-	r.b = r.b[n:]
-	if r.intern != nil {
+	b := r.bytes()
+	if r.intern != nil && r.err == nil {
 		return r.intern(b)
 	}
 	return string(b)

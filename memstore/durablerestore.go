@@ -230,6 +230,22 @@ const maxInterned = 4096
 // tick converts Unix ns to the store's ticks.
 func (r *restorer) tick(ns int64) int64 { return ns - r.base }
 
+// heldOf is the ban on key (a range with rng) that d, a ban record or an
+// event's ban, holds. Its end, in this run's ticks, is where the
+// record's absolute time falls: neither shortened nor lengthened by the
+// time the file was closed.
+func (r *restorer) heldOf(key store.Key, rng bool, d *diskBan) *heldBan {
+	held := r.newHeld()
+	loc := r.s.epoch.Location()
+	held.ban = store.Ban{Key: key, Range: rng, Reason: d.reason, Source: d.source, By: d.by,
+		Created: unixTime(d.created, loc), Offense: d.offense}
+	if d.end != 0 {
+		held.end = r.tick(d.end)
+		held.ban.Expires = unixTime(d.end, loc)
+	}
+	return held
+}
+
 func (r *restorer) ban(k, v []byte) error {
 	dk, err := decodeDiskKey(k, r.in)
 	if err != nil {
@@ -241,22 +257,11 @@ func (r *restorer) ban(k, v []byte) error {
 		r.skip("bans", k, err)
 		return nil
 	}
-	held := r.newHeld()
-	if d.end != 0 {
-		// The end, in this run's ticks, is where the record's absolute
-		// time falls: neither shortened nor lengthened by the time the
-		// file was closed.
-		if held.end = r.tick(d.end); held.end <= r.now {
-			r.expire(bucketBans, k)
-			return nil
-		}
+	if d.end != 0 && r.tick(d.end) <= r.now {
+		r.expire(bucketBans, k)
+		return nil
 	}
-	loc := r.s.epoch.Location()
-	held.ban = store.Ban{Key: dk.key, Range: dk.kind == kindRange || dk.kind == kindAllowRange, Reason: d.reason,
-		Source: d.source, By: d.by, Created: unixTime(d.created, loc), Offense: d.offense}
-	if d.end != 0 {
-		held.ban.Expires = unixTime(d.end, loc)
-	}
+	held := r.heldOf(dk.key, dk.kind == kindRange || dk.kind == kindAllowRange, &d)
 	ns := r.namespace(dk.ns)
 	r.st.bans++
 	switch dk.kind {
