@@ -295,7 +295,7 @@ func (sp *redisSpace) readMasters(ctx context.Context, c *redis.ClusterClient, s
 			if err != nil || !ok || n < 1 || n > int64(ranges[i].End-ranges[i].Start+1) {
 				return nil, 0, fmt.Errorf("eventsall: unexpected reply")
 			}
-			r, _, err := decodeStreamRead(rv, limit, false)
+			r, err := decodeStreamRead(rv, limit)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -347,35 +347,32 @@ func (sp *redisSpace) readStreams(ctx context.Context, slots []int, started bool
 		if err != nil {
 			return nil, 0, err
 		}
-		r, us, err := decodeStreamRead(v, limit, true)
+		// events.lua adds the time of the read (µs) after what
+		// read_stream returns.
+		var us int64
+		if len(v) == 4 {
+			us, err = toInt(v[3])
+		}
+		if len(v) != 4 || err != nil || us <= 0 {
+			return nil, 0, fmt.Errorf("%s: unexpected reply: %v, want a read and its time", streamKey(keys[i][0]), v)
+		}
+		r, err := decodeStreamRead(v[:3], limit)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", streamKey(keys[i][0]), err)
 		}
-		at.add(us)
+		at.add(uint64(us))
 		r.slot = slots[i]
 		reads = append(reads, r)
 	}
 	return reads, at, nil
 }
 
-// decodeStreamRead reads read_stream's reply, and with timed the time of
-// the read (µs) that events.lua adds after it. Entries that are not what
+// decodeStreamRead reads read_stream's reply. Entries that are not what
 // XRANGE returns are dropped here; those whose fields are damaged are
 // contained when made into events (eventOf).
-func decodeStreamRead(v []any, limit int, timed bool) (r streamRead, us uint64, err error) {
-	want := 3
-	if timed {
-		want = 4
-	}
-	if len(v) != want {
-		return streamRead{}, 0, fmt.Errorf("unexpected reply: %d elements, want %d", len(v), want)
-	}
-	if timed {
-		n, err := toInt(v[3])
-		if err != nil || n <= 0 {
-			return streamRead{}, 0, fmt.Errorf("unexpected reply: a read's time %v", v[3])
-		}
-		us = uint64(n)
+func decodeStreamRead(v []any, limit int) (r streamRead, err error) {
+	if len(v) != 3 {
+		return streamRead{}, fmt.Errorf("unexpected reply: %d elements, want 3", len(v))
 	}
 	r.last, r.hasLast = parseStreamID(str(v[0]))
 	r.gone, r.hasGone = parseStreamID(str(v[1]))
@@ -396,7 +393,7 @@ func decodeStreamRead(v []any, limit int, timed bool) (r streamRead, us uint64, 
 		}
 		r.entries = append(r.entries, redis.XMessage{ID: id, Values: m})
 	}
-	return r, us, nil
+	return r, nil
 }
 
 // checkCursor refuses a cursor past the newest event of every stream

@@ -357,7 +357,7 @@ func FuzzJournalEntry(f *testing.F) {
 			}
 		}
 		reply := []any{id, id, []any{[]any{id, []any{"kind", kind, "key", key, "range", isRange, "rec", rec, "time", ms}}, "junk", []any{id}}}
-		r, _, err := decodeStreamRead(reply, 2, false)
+		r, err := decodeStreamRead(reply, 2)
 		if err != nil {
 			t.Fatalf("decodeStreamRead = %v", err)
 		}
