@@ -51,7 +51,7 @@ func (c *Config) challengeDefaults() []error {
 		errs = append(errs, fieldErr("Challenge.After", cc.After, "at or past BanLimit %d: nobody would be challenged", c.BanLimit))
 	}
 	if cc.Secret != nil && len(cc.Secret) < 16 {
-		errs = append(errs, fieldErr("Challenge.Secret", nil, "%d bytes: want at least 16", len(cc.Secret)))
+		errs = append(errs, fieldErr("Challenge.Secret", nil, "%d bytes: want at least 16, such as the output of openssl rand -hex 32", len(cc.Secret)))
 	}
 	if cc.Difficulty == 0 {
 		cc.Difficulty = challenge.DefaultDifficulty

@@ -1,7 +1,6 @@
 package envconfig
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 // The challenge's variables: CHALLENGE (true or false) turns it on with
 // protect's defaults, and each of the others turns it on with its field
 // set. CHALLENGE=false with any of them set is an error.
-var challengeVars = [...]envVar{
+var challengeVars = []envVar{
 	{"CHALLENGE", "Challenge", func(c *settings, v string) error {
 		var on bool
 		if err := envBool(func(*settings) *bool { return &on })(c, v); err != nil {
@@ -26,10 +25,7 @@ var challengeVars = [...]envVar{
 	{"CHALLENGE_AFTER", "Challenge.After", envNonZero("a count of at least MAX_REQUESTS; unset, it is MAX_REQUESTS",
 		envInt(func(c *settings) *int64 { return &c.challenge().After }))},
 	{"CHALLENGE_SECRET", "Challenge.Secret", func(c *settings, v string) error {
-		if len(v) < 16 {
-			return errEnvValue(fmt.Sprintf("%d bytes: want at least 16, such as the output of openssl rand -hex 32", len(v)))
-		}
-		c.challenge().Secret = []byte(v)
+		c.challenge().Secret = []byte(v) // its length: ChallengeConfig's check
 		return nil
 	}},
 	{"CHALLENGE_DIFFICULTY", "Challenge.Difficulty", envNonZero("1 to 32 leading zero bits",

@@ -49,7 +49,7 @@ func TestChallengeFromEnvErrors(t *testing.T) {
 		{"HTTP_PROTECT_CHALLENGE_DIFFICULTY=hard", `HTTP_PROTECT_CHALLENGE_DIFFICULTY="hard": want an integer`},
 		{"HTTP_PROTECT_CHALLENGE_PASS_TTL=0", `HTTP_PROTECT_CHALLENGE_PASS_TTL="0": 0 is not a duration`},
 		{"HTTP_PROTECT_CHALLENGE_PASS_TTL=soon", `HTTP_PROTECT_CHALLENGE_PASS_TTL="soon": want a duration`},
-		{"HTTP_PROTECT_CHALLENGE_SECRET=short-secret", `HTTP_PROTECT_CHALLENGE_SECRET=(not shown): 12 bytes: want at least 16`},
+		{"HTTP_PROTECT_CHALLENGE_SECRET=short-secret", `HTTP_PROTECT_CHALLENGE_SECRET=(not shown): 12 bytes: want at least 16, such as the output of openssl rand -hex 32`},
 		{"HTTP_PROTECT_CHALLENGE_SECRET=" + strings.Repeat("s", 16) + "\nHTTP_PROTECT_CHALLENGE=false", `HTTP_PROTECT_CHALLENGE="false", and HTTP_PROTECT_CHALLENGE_* variables are set`},
 	}
 	for _, tt := range tests {

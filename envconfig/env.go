@@ -160,7 +160,7 @@ func wholeFamily(e string) bool {
 // envVars lists every variable Read reads, in the order of the
 // Config fields. The first three are the names @imqueue/http-protect
 // reads.
-var envVars = [...]envVar{
+var envVars = append([]envVar{
 	{"TTL", "TTL", envPositive(func(c *settings) *time.Duration { return &c.TTL })},
 	{"MAX_REQUESTS", "MaxRequests", envNonZero("a count of at least 1", envInt(func(c *settings) *int64 { return &c.MaxRequests }))},
 	{"BAN_LIMIT", "BanLimit", envNonZero("a count of at least 1, or -1 to turn bans off", envInt(func(c *settings) *int64 { return &c.BanLimit }))},
@@ -226,8 +226,7 @@ var envVars = [...]envVar{
 	{"STATE_FILE", "", envString(func(c *settings) *string { return &c.stateFile })},
 	{"REDIS_WAIT_REPLICAS", "", envWaitReplicas}, // redis_wait.go
 	{"REDIS_WAIT_TIMEOUT", "", envWaitTimeout},
-	challengeVars[0], challengeVars[1], challengeVars[2], challengeVars[3], challengeVars[4], // challenge.go
-}
+}, challengeVars...) // challenge.go
 
 // Names returns the names, without a prefix, of every variable
 // Read reads ("TTL", "MAX_REQUESTS", ...), for a program's help
