@@ -62,18 +62,22 @@ func TestChallengeBlockList(t *testing.T) {
 		t.Errorf("count(borrower) = %d, want %d (its request and the failure)", got, want)
 	}
 
+	reversed := []BlockList{lists[1], lists[0]}
 	for _, tc := range []struct {
-		name string
-		cc   *ChallengeConfig
-		addr string
-		want Status
+		name  string
+		cc    *ChallengeConfig
+		lists []BlockList
+		addr  string
+		want  Status
 	}{
-		{"blocking list after the challenge one", cc, "192.0.2.66", Blocked},
-		{"unlisted", cc, "198.51.100.1", Allowed},
-		{"listed to challenge", cc, "192.0.2.9", Challenged},
-		{"no Config.Challenge", nil, "192.0.2.9", Blocked},
+		{"blocking list after the challenge one", cc, lists, "192.0.2.66", Blocked},
+		{"blocking list before the challenge one", cc, reversed, "192.0.2.66", Blocked},
+		{"unlisted", cc, lists, "198.51.100.1", Allowed},
+		{"listed to challenge", cc, lists, "192.0.2.9", Challenged},
+		{"listed to challenge, after a blocking list", cc, reversed, "192.0.2.9", Challenged},
+		{"no Config.Challenge", nil, lists, "192.0.2.9", Blocked},
 	} {
-		q, _ := newTestProtector(t, Config{MaxRequests: 2, BanLimit: 6, Challenge: tc.cc, BlockLists: lists})
+		q, _ := newTestProtector(t, Config{MaxRequests: 2, BanLimit: 6, Challenge: tc.cc, BlockLists: tc.lists})
 		d, _ := q.VerifyAddr(t.Context(), netip.MustParseAddr(tc.addr))
 		if d.Status != tc.want {
 			t.Errorf("%s: VerifyAddr(%s) = %v, want %v", tc.name, tc.addr, d.Status, tc.want)
